@@ -1,0 +1,28 @@
+# jitcache_resolve_backend(NAME DESCRIPTION FOUND_VAR FIND_CODE)
+# Resolves JITCACHE_WITH_<NAME> (AUTO|ON|OFF) into JITCACHE_HAVE_<NAME>, running FIND_CODE only
+# when the backend is wanted. ON with the SDK missing is a configure error.
+# Every backend built adds itself to the INTERFACE target jitcache_backends.
+if(NOT TARGET jitcache_backends)
+  add_library(jitcache_backends INTERFACE)
+endif()
+
+macro(jitcache_resolve_backend NAME DESCRIPTION FOUND_VAR FIND_CODE)
+  set(JITCACHE_HAVE_${NAME} OFF)
+  set(_mode "${JITCACHE_WITH_${NAME}}")
+  if(NOT _mode MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "JITCACHE_WITH_${NAME} must be AUTO, ON or OFF, not '${_mode}'")
+  endif()
+  if(_mode STREQUAL "OFF")
+    set(JITCACHE_SUMMARY_${NAME} "off (JITCACHE_WITH_${NAME}=OFF)")
+  else()
+    cmake_language(EVAL CODE "${FIND_CODE}")
+    if(${FOUND_VAR})
+      set(JITCACHE_HAVE_${NAME} ON)
+      set(JITCACHE_SUMMARY_${NAME} "on (${DESCRIPTION} found)")
+    elseif(_mode STREQUAL "ON")
+      message(FATAL_ERROR "JITCACHE_WITH_${NAME}=ON but the ${DESCRIPTION} was not found")
+    else()
+      set(JITCACHE_SUMMARY_${NAME} "off (${DESCRIPTION} not found)")
+    endif()
+  endif()
+endmacro()

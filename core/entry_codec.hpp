@@ -1,0 +1,33 @@
+#pragma once
+
+#include <jitcache/digest.hpp>
+#include <jitcache/entry.hpp>
+#include <jitcache/expected.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace jitcache {
+
+/// The stored form of an Entry (DESIGN.md: magic, format version, backend, payload size,
+/// checksum), shared by every persistent tier and package format:
+///
+///   offset 0   "JITC"             magic
+///          4   u32le              format version (k_format_version)
+///          8   u64le              XXH3-64 of every byte from offset 16 to the end
+///         16   32 bytes           the key digest the entry was stored under
+///         48   u32le backend len, u32le metadata len, u64le payload len, u64le compile ns
+///         72   backend, metadata, payload
+inline constexpr std::size_t k_entry_header_size = 72;
+
+/// Serialises `entry` stored under `key`.
+std::string encode_entry(const Digest& key, const Entry& entry);
+
+/// Parses and verifies bytes read for `key`. Errors (code corrupt) name what failed: short
+/// read, bad magic, other format version, checksum mismatch, a different key, bad lengths.
+Expected<Entry> decode_entry(const Digest& key, std::string_view bytes);
+
+/// Verifies bytes without copying the payload; returns the backend name.
+Expected<std::string> verify_entry(const Digest& key, std::string_view bytes);
+
+} // namespace jitcache

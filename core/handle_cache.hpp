@@ -1,0 +1,64 @@
+#pragma once
+
+#include <jitcache/cache.hpp>
+#include <jitcache/digest.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
+namespace jitcache::detail {
+
+/// The memory tier of loaded runtime objects (cl_program, CUmodule, hipModule_t): one per
+/// (key, context, device). A handle is a shared_ptr<void> whose deleter releases the runtime
+/// object; handles live until the Cache is destroyed.
+///
+/// Requests are also remembered by a cheap request hash (XXH3-128 over the raw arguments), so
+/// that a repeated identical request skips key building entirely.
+class HandleCache {
+public:
+  using Handle = std::shared_ptr<void>;
+
+  struct Slot {
+    Digest key;
+    const void* context = nullptr;
+    const void* device = nullptr;
+    friend bool operator<(const Slot& a, const Slot& b) {
+      return std::tie(a.key, a.context, a.device) < std::tie(b.key, b.context, b.device);
+    }
+  };
+
+  /// What is remembered per loaded object.
+  struct Loaded {
+    Handle handle;
+    BuildInfo info; ///< how it was first obtained (key, bytes)
+  };
+
+  /// 128-bit hash of a request's raw arguments.
+  struct RequestHash {
+    std::uint64_t lo = 0, hi = 0;
+    friend bool operator<(const RequestHash& a, const RequestHash& b) {
+      return std::tie(a.hi, a.lo) < std::tie(b.hi, b.lo);
+    }
+  };
+
+  /// Hashes `parts` (each length-delimited) into a RequestHash.
+  static RequestHash hash_request(std::initializer_list<std::string_view> parts);
+
+  std::optional<Loaded> find(const Slot& slot) const;
+  std::optional<Loaded> find(const RequestHash& request) const;
+  void insert(const Slot& slot, const Loaded& loaded);
+  void alias(const RequestHash& request, const Loaded& loaded);
+  /// Forgets every handle (releasing the runtime objects not held elsewhere).
+  void clear();
+
+private:
+  mutable std::mutex m_mutex;
+  std::map<Slot, Loaded> m_slots;
+  std::map<RequestHash, Loaded> m_requests;
+};
+
+} // namespace jitcache::detail

@@ -1,0 +1,112 @@
+#pragma once
+
+#include <jitcache/config.hpp>
+#include <jitcache/entry.hpp>
+#include <jitcache/expected.hpp>
+#include <jitcache/key.hpp>
+#include <jitcache/stats.hpp>
+#include <jitcache/store.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitcache {
+
+namespace detail {
+class CacheCore;
+}
+
+/// Whether a request was answered from a tier or had to be compiled.
+enum class Outcome { hit, miss };
+
+/// Returns "hit" or "miss".
+const char* to_string(Outcome outcome) noexcept;
+
+/// How a build request was served; every backend's result carries one.
+struct BuildInfo {
+  Digest key;
+  Outcome outcome = Outcome::miss;
+  std::string tier;        ///< tier that answered ("memory", "user", ...) or "compile"
+  double compile_ms = 0;   ///< time in the runtime compiler (0 on a hit)
+  double load_ms = 0;      ///< time loading/building the binary into the runtime
+  double total_ms = 0;     ///< wall time of the whole call
+  std::uint64_t bytes = 0; ///< size of the binary
+  std::string note;        ///< anything the caller should know (e.g. "stored binary rejected")
+};
+
+/// An entry found by a lookup, and the tier it came from.
+struct Found {
+  Entry entry;
+  std::string tier;
+};
+
+/// The cache: the tiers of DESIGN.md behind one object. Thread-safe: any number of threads may
+/// share one Cache. Create one per process per configuration; it is neither copyable nor
+/// movable. The destructor waits for deferred stores (see store_later) to finish.
+class Cache {
+public:
+  /// A cache configured from the environment (Config::from_environment()).
+  Cache();
+  /// A cache with an explicit configuration.
+  explicit Cache(Config config);
+  /// A cache whose persistent tiers are exactly `stores`, in lookup order (the memory tier is
+  /// always first). For tests and embedders that bring their own Store.
+  Cache(Config config, std::vector<std::shared_ptr<Store>> stores);
+  ~Cache();
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+
+  /// The configuration in force.
+  const Config& config() const;
+
+  /// Backend-neutral lookup-or-compile. Looks `key` up through the tiers; on a miss calls
+  /// `compile` once (concurrent callers with the same key wait for that one call and share
+  /// its result), stores the entry in the writable tiers, and returns it. A compile error is
+  /// returned as is and nothing is stored. A store failure is logged and counted, and the
+  /// compiled entry is still returned.
+  Expected<Found> get_or_compile(const Key& key, const std::function<Expected<Entry>()>& compile,
+                                 BuildInfo* info = nullptr);
+
+  /// Reads `key` through the tiers without compiling. nullopt on a miss; tier failures are
+  /// logged, the tier marked dead, and the lookup goes on. Counts nothing.
+  std::optional<Found> lookup(const Key& key);
+
+  /// Writes `entry` to every writable tier now (memory included). Failures are logged and
+  /// counted, never returned: a cache that cannot write still works.
+  void store(const Key& key, const Entry& entry);
+
+  /// Like store(), but `produce` runs on a background thread. Used when getting the binary is
+  /// slow and the caller already has a usable result. Pending stores finish in flush() or the
+  /// destructor; if the process exits without either, they are simply lost (the next process
+  /// misses and compiles again; nothing is left half-written).
+  void store_later(const Key& key, std::function<Expected<Entry>()> produce);
+
+  /// Waits until every deferred store has finished, and writes counters to the user tier.
+  void flush();
+
+  /// Removes `key` from every writable tier (a binary the runtime rejected).
+  void evict(const Key& key);
+
+  /// Adds to a counter of this process (persisted to the user tier on flush).
+  void count(const std::string& backend, const std::string& counter, std::uint64_t amount = 1);
+
+  /// Counters of this process since the Cache was created.
+  Stats session_stats() const;
+
+  /// The tiers in lookup order (memory first), for tools like `jitcache list`.
+  std::vector<std::shared_ptr<Store>> tiers() const;
+
+  /// Whether `backend` uses persistent tiers in this cache.
+  bool persistent(const std::string& backend) const;
+
+  /// Internal state shared with the backends. Not part of the stable API.
+  detail::CacheCore& core();
+
+private:
+  std::unique_ptr<detail::CacheCore> m_core;
+};
+
+} // namespace jitcache

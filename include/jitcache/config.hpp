@@ -1,0 +1,80 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitcache {
+
+/// Log verbosity, least to most.
+enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
+
+/// The backends jitcache knows, by name.
+inline constexpr const char* k_backends[] = {"opencl", "cuda", "hip"};
+
+/// Whether a backend's persistent tiers are used, and why (for `jitcache info`).
+struct PersistencePolicy {
+  bool enabled = true;
+  std::string reason; ///< e.g. "POCL_KERNEL_CACHE=0 (runtime cache disabled by the user)"
+};
+
+/// The resolved configuration. Immutable once built; passed down by const reference.
+/// Built from the environment by Config::from_environment() - the only place jitcache reads
+/// the environment - or from an explicit variable map (tests, embedding applications).
+struct Config {
+  /// User-tier directory, format version included (e.g. ~/.cache/jitcache/v1).
+  /// Empty when no persistent cache is possible (no HOME, or a build with an empty default).
+  std::filesystem::path cache_dir;
+  /// JITCACHE_DISABLE=1: no persistent tiers for any backend.
+  bool disable_all = false;
+  /// JITCACHE_DISABLE=cuda,hip: no persistent tiers for these backends.
+  std::set<std::string> disabled_backends;
+  /// JITCACHE_DISABLE=0 given explicitly: keep persistent tiers even when a runtime's own
+  /// cache control (CUDA_CACHE_DISABLE=1, POCL_KERNEL_CACHE=0) says not to.
+  bool disable_explicitly_off = false;
+  /// JITCACHE_READONLY: read every tier, write none.
+  bool read_only = false;
+  /// JITCACHE_MAX_SIZE in bytes; nullopt = unlimited.
+  std::optional<std::uint64_t> max_size;
+  /// JITCACHE_SYSTEM_PATH entries, in order.
+  std::vector<std::filesystem::path> system_path;
+  /// JITCACHE_REMOTE, e.g. "redis://host:6379"; empty = none.
+  std::string remote;
+  /// JITCACHE_LOG.
+  LogLevel log_level = LogLevel::warn;
+  /// Byte bound of the per-process blob LRU (memory tier).
+  std::uint64_t memory_bytes = 64ull << 20;
+
+  /// Every recognised variable that was set, name -> raw value (jitcache's and the runtimes').
+  std::map<std::string, std::string> variables;
+  /// One line per variable that had a bad value ("JITCACHE_MAX_SIZE=banana: not a size; using
+  /// unlimited"). Logged once when the config is built from the environment.
+  std::vector<std::string> warnings;
+
+  /// Whether `backend`'s persistent tiers are on, and why.
+  PersistencePolicy persistence(std::string_view backend) const;
+
+  /// Reads the environment (the table in config.cpp) and logs each warning once.
+  static Config from_environment();
+
+  /// Builds a config from `vars` as if they were the environment; warnings are returned,
+  /// not logged. Never fails: bad values fall back to defaults with a warning.
+  static Config from_variables(const std::map<std::string, std::string>& vars);
+
+  /// The names of all variables jitcache reads, jitcache's own and the runtimes'.
+  static std::vector<std::string> known_variables();
+};
+
+/// Parses a size such as "10G", "512M", "1.5GiB", "4096" (bytes; K/M/G/T are powers of 1024).
+/// Returns std::nullopt on anything else (negative, empty, garbage, overflow).
+std::optional<std::uint64_t> parse_size(std::string_view text);
+
+/// Formats bytes for people: "1.5 GiB", "312 KiB", "12 B".
+std::string format_size(std::uint64_t bytes);
+
+} // namespace jitcache

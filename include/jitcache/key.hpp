@@ -1,0 +1,75 @@
+#pragma once
+
+#include <jitcache/digest.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitcache {
+
+/// Version of the key layout. Bumping it makes every earlier entry a miss.
+inline constexpr int k_key_schema_version = 1;
+
+/// The sections of a key, hashed in this order whatever order they were added in
+/// (DESIGN.md "The key").
+enum class KeySection : std::uint8_t {
+  schema = 0,
+  backend = 1,
+  device = 2,
+  toolchain = 3,
+  options = 4,
+  source = 5,
+  header = 6,
+};
+
+/// Returns "schema", "backend", "device", ... Never fails.
+const char* to_string(KeySection section) noexcept;
+
+/// One named field of a key, kept for `jitcache explain`.
+struct KeyField {
+  KeySection section;
+  std::string name;  ///< e.g. "device_name", "nvrtc_version", a header's resolved path
+  std::string value; ///< the exact bytes hashed
+};
+
+/// A finished key: the digest plus the fields it was made of.
+struct Key {
+  Digest digest;
+  std::string backend;
+  std::vector<KeyField> fields; ///< in hashing order
+};
+
+/// Builds a Key: SHA-256 over tagged, length-delimited fields, so that no two different
+/// field lists hash alike ("-I -O2" vs "-I-O2", a byte moved across a field boundary).
+/// Each field contributes: section byte, u64le name length, name, u64le value length, value.
+/// Fields are hashed in section order, and within a section in the order added.
+/// Not thread-safe; cheap to construct.
+class KeyBuilder {
+public:
+  /// Starts a key for `backend` ("opencl", "cuda", "hip"); adds the schema version and
+  /// the backend name.
+  explicit KeyBuilder(std::string_view backend);
+
+  /// Adds a device identity field (e.g. "device_name").
+  KeyBuilder& device(std::string_view name, std::string_view value);
+  /// Adds a toolchain identity field (e.g. "nvrtc_version").
+  KeyBuilder& toolchain(std::string_view name, std::string_view value);
+  /// Adds the build options, exactly as given (no reordering, no trimming).
+  KeyBuilder& options(std::string_view options);
+  /// Adds the kernel source (`name` is informative: a file name or program name).
+  KeyBuilder& source(std::string_view source, std::string_view name = "source");
+  /// Adds a header the source pulls in: `name` as resolved (path or in-memory name), its content.
+  KeyBuilder& header(std::string_view name, std::string_view content);
+
+  /// Hashes the fields added so far. May be called more than once.
+  Key finish() const;
+
+private:
+  KeyBuilder& add(KeySection section, std::string_view name, std::string_view value);
+
+  std::string m_backend;
+  std::vector<KeyField> m_fields;
+};
+
+} // namespace jitcache

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <jitcache/cache.hpp>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include <string_view>
+
+namespace jitcache::opencl {
+
+/// A built program and how it was obtained.
+struct Program {
+  /// The built program, for `device` only. The caller owns one reference and must
+  /// clReleaseProgram it; the cache's memory tier holds its own reference.
+  cl_program program = nullptr;
+  BuildInfo info;
+};
+
+/// Returns a program built from `source` with `options` for `device` of `context`.
+///
+/// Hit (memory tier): the same cl_program as the earlier call for this key, context and device,
+/// retained once more. Hit (a persistent tier): clCreateProgramWithBinary + clBuildProgram.
+/// Miss: clCreateProgramWithSource + clBuildProgram; the binary is read and stored in the
+/// background (finished by Cache::flush() or ~Cache). A stored binary the runtime rejects is
+/// evicted, counted as "rejected", and the program is rebuilt from source.
+///
+/// The key covers the device identity, the runtime's version, `options` as given, `source`, and
+/// the content of every header reachable through `#include` from `source` via the `-I` paths in
+/// `options` (and the current directory).
+///
+/// Errors: invalid_argument (empty source, null context/device), compile_failed (with the build
+/// log; nothing is stored), runtime_error (naming the OpenCL call). Thread-safe: concurrent
+/// calls for the same key, context and device compile once.
+Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id device,
+                                std::string_view source, std::string_view options = {});
+
+/// The device identity and toolchain fields this backend puts in a key, in order (for explain
+/// and tests). Errors: runtime_error naming the failing clGetDeviceInfo/clGetPlatformInfo.
+Expected<Key> make_key(cl_device_id device, std::string_view source, std::string_view options);
+
+} // namespace jitcache::opencl
