@@ -3,6 +3,8 @@
 #include <jitcache/cache.hpp>
 #include <jitcache/digest.hpp>
 
+#include "core/single_flight.hpp"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -51,6 +53,10 @@ public:
   std::optional<Loaded> find(const Slot& slot) const;
   std::optional<Loaded> find(const RequestHash& request) const;
   void insert(const Slot& slot, const Loaded& loaded);
+  /// Returns the handle for `slot`, or runs `load` once across concurrent callers (the others
+  /// wait for it) and remembers a successful result. `ran` tells whether this caller ran it.
+  Expected<Loaded> get_or_load(const Slot& slot, const std::function<Expected<Loaded>()>& load,
+                               bool& ran);
   void alias(const RequestHash& request, const Loaded& loaded);
   /// Forgets every handle (releasing the runtime objects not held elsewhere).
   void clear();
@@ -59,6 +65,7 @@ private:
   mutable std::mutex m_mutex;
   std::map<Slot, Loaded> m_slots;
   std::map<RequestHash, Loaded> m_requests;
+  SingleFlight<Slot, Expected<Loaded>> m_loads;
 };
 
 } // namespace jitcache::detail

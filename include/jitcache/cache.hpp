@@ -29,6 +29,7 @@ const char* to_string(Outcome outcome) noexcept;
 struct BuildInfo {
   Digest key;
   Outcome outcome = Outcome::miss;
+  std::string device;      ///< the device or target it was built for (name or arch)
   std::string tier;        ///< tier that answered ("memory", "user", ...) or "compile"
   double compile_ms = 0;   ///< time in the runtime compiler (0 on a hit)
   double load_ms = 0;      ///< time loading/building the binary into the runtime

@@ -1,0 +1,118 @@
+// The OpenCL backend as the command-line tool sees it: device enumeration, one build, facts.
+#include "backends/opencl/opencl_error.hpp"
+#include "backends/opencl/opencl_identity.hpp"
+#include "core/backend.hpp"
+#include "core/dir_size.hpp"
+
+#include <jitcache/opencl.hpp>
+
+namespace jitcache {
+
+namespace {
+
+// Every OpenCL device of every platform, in platform order: the CLI's --device index.
+Expected<std::vector<cl_device_id>> all_devices() {
+  cl_uint count = 0;
+  cl_int rc = clGetPlatformIDs(0, nullptr, &count);
+  if (rc != CL_SUCCESS || count == 0)
+    return opencl::cl_error("clGetPlatformIDs (no OpenCL platform installed?)", rc,
+                            ErrorCode::runtime_missing);
+  std::vector<cl_platform_id> platforms(count);
+  clGetPlatformIDs(count, platforms.data(), nullptr);
+  std::vector<cl_device_id> devices;
+  for (cl_platform_id platform : platforms) {
+    cl_uint n = 0;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS || n == 0)
+      continue;
+    const std::size_t at = devices.size();
+    devices.resize(at + n);
+    clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, devices.data() + at, nullptr);
+  }
+  if (devices.empty())
+    return Error(ErrorCode::no_device, "no OpenCL device found on any platform");
+  return devices;
+}
+
+Expected<cl_device_id> device_at(int index) {
+  auto devices = all_devices();
+  if (!devices)
+    return std::move(devices).error();
+  if (index < 0 || static_cast<std::size_t>(index) >= devices->size())
+    return Error(ErrorCode::invalid_argument,
+                 "--device " + std::to_string(index) + " does not exist (" +
+                     std::to_string(devices->size()) + " OpenCL device(s): 0.." +
+                     std::to_string(devices->size() - 1) + ")");
+  return (*devices)[static_cast<std::size_t>(index)];
+}
+
+class OpenclBackend final : public Backend {
+public:
+  std::string name() const override { return "opencl"; }
+
+  Expected<BuildInfo> build(Cache& cache, const BuildRequest& request) override {
+    if (!request.arch.empty())
+      return Error(ErrorCode::unsupported,
+                   "--arch is not supported by the OpenCL backend (it builds for a present device)");
+    auto device = device_at(request.device);
+    if (!device)
+      return std::move(device).error();
+    cl_int rc = CL_SUCCESS;
+    cl_context context = clCreateContext(nullptr, 1, &*device, nullptr, nullptr, &rc);
+    if (rc != CL_SUCCESS)
+      return opencl::cl_error("clCreateContext", rc);
+    auto program = opencl::build_program(cache, context, *device, request.source, request.options);
+    if (program)
+      clReleaseProgram(program->program);
+    clReleaseContext(context);
+    if (!program)
+      return std::move(program).error();
+    return program->info;
+  }
+
+  Expected<Key> key(const BuildRequest& request) override {
+    auto device = device_at(request.device);
+    if (!device)
+      return std::move(device).error();
+    return opencl::make_key(*device, request.source, request.options);
+  }
+
+  std::vector<std::pair<std::string, std::string>> facts(const Config& config) override {
+    std::vector<std::pair<std::string, std::string>> out;
+    auto devices = all_devices();
+    if (!devices) {
+      out.emplace_back("runtime", devices.error().message);
+    } else {
+      for (std::size_t i = 0; i < devices->size(); ++i) {
+        auto id = opencl::identity((*devices)[i]);
+        std::string text = id ? id->device_name : id.error().message;
+        if (id)
+          for (const auto& [name, value] : id->toolchain)
+            if (name == "platform_version")
+              text += " (" + value + ")";
+        out.emplace_back("device " + std::to_string(i), text);
+      }
+    }
+    // PoCL's own kernel cache: POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache, else
+    // ~/.cache/pocl/kcache.
+    const auto var = [&](const char* name) {
+      auto it = config.variables.find(name);
+      return it == config.variables.end() ? std::string() : it->second;
+    };
+    std::string pocl_dir = var("POCL_CACHE_DIR");
+    if (pocl_dir.empty() && !var("XDG_CACHE_HOME").empty())
+      pocl_dir = var("XDG_CACHE_HOME") + "/pocl/kcache";
+    if (pocl_dir.empty() && !var("HOME").empty())
+      pocl_dir = var("HOME") + "/.cache/pocl/kcache";
+    out.emplace_back("POCL_KERNEL_CACHE",
+                     var("POCL_KERNEL_CACHE").empty() ? "unset (PoCL caches by default)"
+                                                      : var("POCL_KERNEL_CACHE"));
+    out.emplace_back("POCL_CACHE_DIR", pocl_dir + " (" + describe_dir_size(pocl_dir) + ")");
+    return out;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Backend> make_opencl_backend() { return std::make_unique<OpenclBackend>(); }
+
+} // namespace jitcache

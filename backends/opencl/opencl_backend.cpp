@@ -1,0 +1,211 @@
+#include <jitcache/opencl.hpp>
+
+#include "backends/opencl/opencl_error.hpp"
+#include "backends/opencl/opencl_identity.hpp"
+#include "core/cache_core.hpp"
+#include "core/clock.hpp"
+#include "core/includes.hpp"
+#include "core/log.hpp"
+
+#include <string>
+#include <vector>
+
+namespace jitcache::opencl {
+
+namespace {
+
+constexpr const char* k_backend = "opencl";
+
+std::string build_log(cl_program program, cl_device_id device) {
+  std::size_t size = 0;
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
+    return {};
+  std::string log(size, '\0');
+  clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
+    log.pop_back();
+  return log;
+}
+
+// Builds `program` for `device`; on failure releases it and returns the error.
+Expected<cl_program> build(cl_program program, cl_device_id device, const std::string& options,
+                           ErrorCode failure) {
+  const cl_int rc = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  if (rc == CL_SUCCESS)
+    return program;
+  std::string log = build_log(program, device);
+  clReleaseProgram(program);
+  auto error = cl_error("clBuildProgram", rc, failure, log);
+  if (failure == ErrorCode::compile_failed && !log.empty())
+    error.message += "; build log:\n" + log;
+  return error;
+}
+
+Expected<cl_program> from_source(cl_context context, cl_device_id device, std::string_view source,
+                                 const std::string& options) {
+  const char* text = source.data();
+  const std::size_t length = source.size();
+  cl_int rc = CL_SUCCESS;
+  cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &rc);
+  if (rc != CL_SUCCESS)
+    return cl_error("clCreateProgramWithSource", rc);
+  return build(program, device, options, ErrorCode::compile_failed);
+}
+
+Expected<cl_program> from_binary(cl_context context, cl_device_id device,
+                                 const std::string& binary, const std::string& options) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+  const std::size_t length = binary.size();
+  cl_int status = CL_SUCCESS, rc = CL_SUCCESS;
+  cl_program program =
+      clCreateProgramWithBinary(context, 1, &device, &length, &bytes, &status, &rc);
+  if (rc != CL_SUCCESS || status != CL_SUCCESS) {
+    if (program)
+      clReleaseProgram(program);
+    return cl_error("clCreateProgramWithBinary", rc != CL_SUCCESS ? rc : status,
+                    ErrorCode::load_failed);
+  }
+  return build(program, device, options, ErrorCode::load_failed);
+}
+
+// Reads the program's binary for its single device. On PoCL this is where every kernel of the
+// program gets compiled, which is why it runs off the caller's critical path.
+Expected<std::string> read_binary(cl_program program) {
+  std::size_t size = 0;
+  if (cl_int rc = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
+      rc != CL_SUCCESS)
+    return cl_error("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", rc);
+  if (size == 0)
+    return Error(ErrorCode::runtime_error, "the OpenCL runtime returned an empty program binary");
+  std::string binary(size, '\0');
+  unsigned char* where = reinterpret_cast<unsigned char*>(binary.data());
+  if (cl_int rc = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof where, &where, nullptr);
+      rc != CL_SUCCESS)
+    return cl_error("clGetProgramInfo(CL_PROGRAM_BINARIES)", rc);
+  return binary;
+}
+
+detail::HandleCache::Handle hold(cl_program program) {
+  return detail::HandleCache::Handle(program, [](void* p) {
+    clReleaseProgram(static_cast<cl_program>(p));
+  });
+}
+
+Program hand_out(const detail::HandleCache::Loaded& loaded, BuildInfo info) {
+  auto program = static_cast<cl_program>(loaded.handle.get());
+  clRetainProgram(program);
+  return Program{program, std::move(info)};
+}
+
+} // namespace
+
+Expected<Key> make_key(cl_device_id device, std::string_view source, std::string_view options) {
+  auto id = identity(device);
+  if (!id)
+    return std::move(id).error();
+  KeyBuilder builder(k_backend);
+  for (const auto& [name, value] : id->device)
+    builder.device(name, value);
+  for (const auto& [name, value] : id->toolchain)
+    builder.toolchain(name, value);
+  builder.options(options).source(source);
+  for (const IncludedHeader& header : scan_includes(source, include_dirs_from_options(options)))
+    builder.header(header.name, header.content);
+  return builder.finish();
+}
+
+Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id device,
+                                std::string_view source, std::string_view options_view) {
+  Stopwatch total;
+  if (!context || !device)
+    return Error(ErrorCode::invalid_argument, "build_program: null context or device");
+  if (source.empty())
+    return Error(ErrorCode::invalid_argument, "build_program: empty source");
+  auto& handles = cache.core().handles();
+
+  const auto memory_hit = [&](const detail::HandleCache::Loaded& loaded) {
+    BuildInfo info = loaded.info;
+    info.outcome = Outcome::hit;
+    info.tier = "memory";
+    info.compile_ms = info.load_ms = 0;
+    info.note.clear();
+    info.total_ms = total.ms();
+    cache.count(k_backend, std::string(counter::hits_prefix) + "memory");
+    return hand_out(loaded, std::move(info));
+  };
+
+  // A repeated identical request skips key building (header reads included).
+  const auto request = detail::HandleCache::hash_request(
+      {std::string_view(reinterpret_cast<const char*>(&context), sizeof context),
+       std::string_view(reinterpret_cast<const char*>(&device), sizeof device), options_view,
+       source});
+  if (auto loaded = handles.find(request))
+    return memory_hit(*loaded);
+
+  auto key = make_key(device, source, options_view);
+  if (!key)
+    return std::move(key).error();
+  auto id = identity(device);
+  const std::string options(options_view);
+
+  bool ran = false;
+  auto loaded = handles.get_or_load(
+      {key->digest, context, device},
+      [&]() -> Expected<detail::HandleCache::Loaded> {
+        BuildInfo info;
+        info.key = key->digest;
+        info.device = id ? id->device_name : std::string();
+        if (auto found = cache.lookup(*key)) {
+          Stopwatch load;
+          auto program = from_binary(context, device, found->entry.payload, options);
+          if (program) {
+            info.outcome = Outcome::hit;
+            info.tier = found->tier;
+            info.load_ms = load.ms();
+            info.bytes = found->entry.payload.size();
+            cache.count(k_backend, counter::hits_prefix + found->tier);
+            cache.count(k_backend, counter::saved_ns, found->entry.compile_ns);
+            return detail::HandleCache::Loaded{hold(*program), info};
+          }
+          cache.count(k_backend, counter::rejected);
+          cache.evict(*key);
+          info.note = "stored binary rejected (" + program.error().message + "); rebuilt";
+          log::warn("OpenCL runtime rejected the stored binary for key " + key->digest.hex() +
+                    " (" + program.error().message + "); evicted it and rebuilding from source");
+        }
+        Stopwatch compile;
+        auto program = from_source(context, device, source, options);
+        if (!program) {
+          cache.count(k_backend, counter::compile_errors);
+          return std::move(program).error();
+        }
+        const std::uint64_t compile_ns = compile.ns();
+        cache.count(k_backend, counter::misses);
+        cache.count(k_backend, counter::compiles);
+        info.outcome = Outcome::miss;
+        info.tier = "compile";
+        info.compile_ms = compile_ns / 1e6;
+        auto handle = hold(*program);
+        // The binary goes to the persistent tiers in the background: reading it makes PoCL
+        // compile every kernel of the program, which the caller should not wait for.
+        if (cache.persistent(k_backend) && !cache.config().read_only)
+          cache.store_later(*key, [handle, compile_ns]() -> Expected<Entry> {
+            auto binary = read_binary(static_cast<cl_program>(handle.get()));
+            if (!binary)
+              return std::move(binary).error();
+            return Entry{k_backend, std::move(*binary), {}, compile_ns};
+          });
+        return detail::HandleCache::Loaded{handle, info};
+      },
+      ran);
+  if (!loaded)
+    return std::move(loaded).error();
+  handles.alias(request, *loaded);
+  if (!ran)
+    return memory_hit(*loaded);
+  BuildInfo info = loaded->info;
+  info.total_ms = total.ms();
+  return hand_out(*loaded, std::move(info));
+}
+
+} // namespace jitcache::opencl

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <jitcache/expected.hpp>
+#include <jitcache/opencl.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jitcache::opencl {
+
+/// Device and toolchain identity of `device`, as key fields.
+struct Identity {
+  std::vector<std::pair<std::string, std::string>> device;    ///< platform/device names, versions
+  std::vector<std::pair<std::string, std::string>> toolchain; ///< runtime + jitcache versions
+  std::string device_name;
+};
+
+/// Queries (once per device per process; later calls return the remembered answer) the fields
+/// DESIGN.md lists: platform name and version, device name, vendor, device and driver version,
+/// PoCL's device build hash (the "HSTR:" part of CL_DEVICE_VERSION), jitcache's version.
+/// Errors: runtime_error naming the failing clGetDeviceInfo/clGetPlatformInfo.
+Expected<Identity> identity(cl_device_id device);
+
+} // namespace jitcache::opencl

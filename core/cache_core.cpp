@@ -1,0 +1,178 @@
+#include "core/cache_core.hpp"
+
+#include "core/clock.hpp"
+#include "core/log.hpp"
+
+namespace jitcache::detail {
+
+CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores)
+    : m_config(std::move(config)),
+      m_memory(std::make_shared<MemoryStore>(m_config.memory_bytes)) {
+  log::set_level(m_config.log_level);
+  if (!stores) {
+    stores.emplace();
+    const bool any_persistent =
+        std::any_of(std::begin(k_backends), std::end(k_backends),
+                    [&](const char* b) { return m_config.persistence(b).enabled; });
+    if (any_persistent) {
+      auto user = LmdbStore::open(m_config.cache_dir, m_config.read_only);
+      if (user)
+        stores->push_back(*user);
+      else
+        log::write_once(LogLevel::warn, "user:" + user.error().message,
+                        user.error().message + "; continuing without the user tier");
+    }
+  }
+  for (auto& store : *stores) {
+    if (!m_user)
+      m_user = std::dynamic_pointer_cast<LmdbStore>(store);
+    auto tier = std::make_unique<Tier>();
+    tier->store = store;
+    m_persistent.push_back(std::move(tier));
+  }
+}
+
+CacheCore::~CacheCore() {
+  flush();
+  {
+    std::lock_guard<std::mutex> lock(m_queue_mutex);
+    m_stopping = true;
+  }
+  m_queue_cv.notify_all();
+  if (m_worker.joinable())
+    m_worker.join();
+  m_handles.clear();
+}
+
+bool CacheCore::persistent(const std::string& backend) const {
+  return m_config.persistence(backend).enabled;
+}
+
+void CacheCore::mark_dead(Tier& tier, const Error& error) {
+  if (!tier.dead.exchange(true)) {
+    count("all", "dead_tiers", 1);
+    log::warn("tier '" + tier.store->name() + "' failed (" + error.message +
+              "); skipping it for the rest of this process");
+  }
+}
+
+std::optional<Found> CacheCore::lookup(const Key& key) {
+  if (auto hit = m_memory->get(key.digest); hit && *hit)
+    return Found{std::move(**hit), "memory"};
+  if (!persistent(key.backend))
+    return std::nullopt;
+  for (auto& tier : m_persistent) {
+    if (tier->dead)
+      continue;
+    const std::uint64_t corrupt_before = m_user ? m_user->corrupt_seen() : 0;
+    auto got = tier->store->get(key.digest);
+    if (!got) {
+      mark_dead(*tier, got.error());
+      continue;
+    }
+    if (m_user && m_user->corrupt_seen() != corrupt_before)
+      count(key.backend, counter::corrupt, 1);
+    if (*got) {
+      m_memory->put(key.digest, **got);
+      return Found{std::move(**got), tier->store->name()};
+    }
+  }
+  return std::nullopt;
+}
+
+void CacheCore::store(const Key& key, const Entry& entry) {
+  m_memory->put(key.digest, entry);
+  if (!persistent(key.backend) || m_config.read_only)
+    return;
+  for (auto& tier : m_persistent) {
+    if (tier->dead || !tier->store->writable())
+      continue;
+    if (auto ok = tier->store->put(key.digest, entry); !ok) {
+      count(key.backend, counter::store_errors, 1);
+      log::write_once(LogLevel::warn,
+                      "put:" + tier->store->name() + to_string(ok.error().code),
+                      ok.error().message + "; the kernel is still used, but not kept");
+      continue;
+    }
+    count(key.backend, counter::bytes_stored, entry.payload.size());
+  }
+}
+
+void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce) {
+  std::lock_guard<std::mutex> lock(m_queue_mutex);
+  if (!m_worker.joinable())
+    m_worker = std::thread([this] { worker(); });
+  m_queue.push_back([this, key, produce = std::move(produce)] {
+    auto entry = produce();
+    if (entry)
+      store(key, *entry);
+    else
+      log::warn("could not get the binary to store (" + entry.error().message +
+                "); the next process compiles again");
+  });
+  m_queue_cv.notify_one();
+}
+
+void CacheCore::worker() {
+  std::unique_lock<std::mutex> lock(m_queue_mutex);
+  for (;;) {
+    m_queue_cv.wait(lock, [&] { return m_stopping || !m_queue.empty(); });
+    if (m_queue.empty())
+      return;
+    auto task = std::move(m_queue.front());
+    m_queue.pop_front();
+    ++m_running;
+    lock.unlock();
+    task();
+    lock.lock();
+    --m_running;
+    m_idle_cv.notify_all();
+  }
+}
+
+void CacheCore::flush() {
+  {
+    std::unique_lock<std::mutex> lock(m_queue_mutex);
+    m_idle_cv.wait(lock, [&] { return m_queue.empty() && m_running == 0; });
+  }
+  flush_counters();
+}
+
+void CacheCore::flush_counters() {
+  Stats pending;
+  {
+    std::lock_guard<std::mutex> lock(m_stats_mutex);
+    std::swap(pending, m_unsaved);
+  }
+  if (!m_user || !m_user->writable() || m_config.read_only || pending.by_backend.empty())
+    return;
+  if (auto ok = m_user->add_counters(pending); !ok)
+    log::write_once(LogLevel::warn, "counters", "could not save counters: " + ok.error().message);
+}
+
+void CacheCore::evict(const Key& key) {
+  m_memory->remove(key.digest);
+  for (auto& tier : m_persistent)
+    if (!tier->dead && tier->store->writable())
+      tier->store->remove(key.digest);
+}
+
+void CacheCore::count(const std::string& backend, const std::string& name, std::uint64_t amount) {
+  std::lock_guard<std::mutex> lock(m_stats_mutex);
+  m_session.add(backend, name, amount);
+  m_unsaved.add(backend, name, amount);
+}
+
+Stats CacheCore::session_stats() const {
+  std::lock_guard<std::mutex> lock(m_stats_mutex);
+  return m_session;
+}
+
+std::vector<std::shared_ptr<Store>> CacheCore::tiers() const {
+  std::vector<std::shared_ptr<Store>> out{m_memory};
+  for (const auto& tier : m_persistent)
+    out.push_back(tier->store);
+  return out;
+}
+
+} // namespace jitcache::detail

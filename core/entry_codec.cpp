@@ -1,0 +1,100 @@
+#include "core/entry_codec.hpp"
+
+#include <jitcache/version.hpp>
+
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace jitcache {
+
+namespace {
+
+constexpr char k_magic[4] = {'J', 'I', 'T', 'C'};
+constexpr std::size_t k_checksum_offset = 8;
+constexpr std::size_t k_checked_offset = 16; // the checksum covers everything from here on
+
+template <typename T> void put_le(std::string& out, std::size_t at, T value) {
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    out[at + i] = static_cast<char>(static_cast<std::uint64_t>(value) >> (8 * i));
+}
+
+template <typename T> T get_le(std::string_view in, std::size_t at) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    value |= static_cast<std::uint64_t>(static_cast<unsigned char>(in[at + i])) << (8 * i);
+  return static_cast<T>(value);
+}
+
+struct Layout {
+  std::uint32_t backend_len, metadata_len;
+  std::uint64_t payload_len, compile_ns;
+};
+
+Error corrupt(const std::string& why) { return Error(ErrorCode::corrupt, "stored entry " + why); }
+
+// Checks everything but the payload copy; on success fills `layout`.
+Expected<Layout> check(const Digest& key, std::string_view bytes) {
+  if (bytes.size() < k_entry_header_size)
+    return corrupt("truncated (" + std::to_string(bytes.size()) + " bytes)");
+  if (std::memcmp(bytes.data(), k_magic, sizeof k_magic) != 0)
+    return corrupt("has a bad magic number");
+  const auto version = get_le<std::uint32_t>(bytes, 4);
+  if (version != static_cast<std::uint32_t>(k_format_version))
+    return corrupt("has format version " + std::to_string(version));
+  const auto checksum = get_le<std::uint64_t>(bytes, k_checksum_offset);
+  if (XXH3_64bits(bytes.data() + k_checked_offset, bytes.size() - k_checked_offset) != checksum)
+    return corrupt("fails its checksum");
+  if (std::memcmp(bytes.data() + 16, key.bytes.data(), key.bytes.size()) != 0)
+    return corrupt("was stored under a different key");
+  Layout l{get_le<std::uint32_t>(bytes, 48), get_le<std::uint32_t>(bytes, 52),
+           get_le<std::uint64_t>(bytes, 56), get_le<std::uint64_t>(bytes, 64)};
+  const std::uint64_t body = std::uint64_t(l.backend_len) + l.metadata_len + l.payload_len;
+  if (l.payload_len > bytes.size() || body != bytes.size() - k_entry_header_size)
+    return corrupt("has inconsistent lengths");
+  return l;
+}
+
+} // namespace
+
+std::string encode_entry(const Digest& key, const Entry& entry) {
+  std::string out(k_entry_header_size, '\0');
+  std::memcpy(out.data(), k_magic, sizeof k_magic);
+  put_le<std::uint32_t>(out, 4, k_format_version);
+  std::memcpy(out.data() + 16, key.bytes.data(), key.bytes.size());
+  put_le<std::uint32_t>(out, 48, static_cast<std::uint32_t>(entry.backend.size()));
+  put_le<std::uint32_t>(out, 52, static_cast<std::uint32_t>(entry.metadata.size()));
+  put_le<std::uint64_t>(out, 56, entry.payload.size());
+  put_le<std::uint64_t>(out, 64, entry.compile_ns);
+  out.reserve(out.size() + entry.backend.size() + entry.metadata.size() + entry.payload.size());
+  out += entry.backend;
+  out += entry.metadata;
+  out += entry.payload;
+  put_le<std::uint64_t>(out, k_checksum_offset,
+                        XXH3_64bits(out.data() + k_checked_offset, out.size() - k_checked_offset));
+  return out;
+}
+
+Expected<Entry> decode_entry(const Digest& key, std::string_view bytes) {
+  auto layout = check(key, bytes);
+  if (!layout)
+    return std::move(layout).error();
+  Entry entry;
+  std::size_t at = k_entry_header_size;
+  entry.backend.assign(bytes.data() + at, layout->backend_len);
+  at += layout->backend_len;
+  entry.metadata.assign(bytes.data() + at, layout->metadata_len);
+  at += layout->metadata_len;
+  entry.payload.assign(bytes.data() + at, layout->payload_len);
+  entry.compile_ns = layout->compile_ns;
+  return entry;
+}
+
+Expected<std::string> verify_entry(const Digest& key, std::string_view bytes) {
+  auto layout = check(key, bytes);
+  if (!layout)
+    return std::move(layout).error();
+  return std::string(bytes.substr(k_entry_header_size, layout->backend_len));
+}
+
+} // namespace jitcache

@@ -1,0 +1,71 @@
+#include "core/handle_cache.hpp"
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+namespace jitcache::detail {
+
+HandleCache::RequestHash
+HandleCache::hash_request(std::initializer_list<std::string_view> parts) {
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  for (std::string_view part : parts) {
+    const std::uint64_t len = part.size();
+    XXH3_128bits_update(&state, &len, sizeof len);
+    XXH3_128bits_update(&state, part.data(), part.size());
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  return {h.low64, h.high64};
+}
+
+std::optional<HandleCache::Loaded> HandleCache::find(const Slot& slot) const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  auto it = m_slots.find(slot);
+  if (it == m_slots.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<HandleCache::Loaded> HandleCache::find(const RequestHash& request) const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  auto it = m_requests.find(request);
+  if (it == m_requests.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void HandleCache::insert(const Slot& slot, const Loaded& loaded) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_slots.emplace(slot, loaded);
+}
+
+Expected<HandleCache::Loaded>
+HandleCache::get_or_load(const Slot& slot, const std::function<Expected<Loaded>()>& load,
+                         bool& ran) {
+  ran = false;
+  if (auto loaded = find(slot))
+    return *loaded;
+  auto result = m_loads.run(slot, [&]() -> Expected<Loaded> {
+    if (auto loaded = find(slot)) // finished between our find and the flight
+      return *loaded;
+    auto loaded = load();
+    ran = true;
+    if (loaded)
+      insert(slot, *loaded);
+    return loaded;
+  });
+  return result.value;
+}
+
+void HandleCache::alias(const RequestHash& request, const Loaded& loaded) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_requests.emplace(request, loaded);
+}
+
+void HandleCache::clear() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_requests.clear();
+  m_slots.clear();
+}
+
+} // namespace jitcache::detail

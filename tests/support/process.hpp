@@ -1,0 +1,25 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace jitcache::test {
+
+/// Result of running a child process.
+struct ProcessResult {
+  int exit_code = -1; ///< exit status, or 128+signal when killed
+  std::string out;    ///< standard output
+  std::string err;    ///< standard error
+};
+
+/// Runs `argv` (argv[0] a path) in a fresh process with the current environment plus `env`
+/// (a value of "\x01unset" removes the variable). Waits for it; captures stdout and stderr.
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env = {});
+
+/// Runs the jitcache CLI with `args` and `env`.
+ProcessResult run_cli(const std::vector<std::string>& args,
+                      const std::map<std::string, std::string>& env = {});
+
+} // namespace jitcache::test

@@ -1,0 +1,59 @@
+#include "tools/jitcache/backend_table.hpp"
+
+#include <jitcache/config.hpp>
+
+namespace jitcache::cli {
+
+namespace {
+
+struct Row {
+  const char* name;
+  std::unique_ptr<Backend> (*make)(); // null when not built
+};
+
+// The one table of backends, chosen at compile time.
+constexpr Row k_table[] = {
+#ifdef JITCACHE_HAVE_OPENCL
+    {"opencl", &make_opencl_backend},
+#else
+    {"opencl", nullptr},
+#endif
+#ifdef JITCACHE_HAVE_CUDA
+    {"cuda", &make_cuda_backend},
+#else
+    {"cuda", nullptr},
+#endif
+#ifdef JITCACHE_HAVE_HIP
+    {"hip", &make_hip_backend},
+#else
+    {"hip", nullptr},
+#endif
+};
+
+const Row* row(const std::string& name) {
+  for (const Row& r : k_table)
+    if (name == r.name)
+      return &r;
+  return nullptr;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Backend>> find_backend(const std::string& name) {
+  const Row* r = row(name);
+  if (!r)
+    return Error(ErrorCode::invalid_argument,
+                 "unknown backend '" + name + "' (expected opencl, cuda or hip)");
+  if (!r->make)
+    return Error(ErrorCode::unsupported, "backend '" + name +
+                                             "' is not built into this jitcache (its SDK was not "
+                                             "found at configure time)");
+  return r->make();
+}
+
+bool backend_built(const std::string& name) {
+  const Row* r = row(name);
+  return r && r->make;
+}
+
+} // namespace jitcache::cli

@@ -1,0 +1,19 @@
+#pragma once
+
+#include "core/backend.hpp"
+
+#include <jitcache/expected.hpp>
+
+#include <memory>
+#include <string>
+
+namespace jitcache::cli {
+
+/// The backend named `name`. Errors: invalid_argument for an unknown name, unsupported for a
+/// known backend that this build does not include.
+Expected<std::unique_ptr<Backend>> find_backend(const std::string& name);
+
+/// Whether `name` is built into this binary.
+bool backend_built(const std::string& name);
+
+} // namespace jitcache::cli

@@ -1,0 +1,50 @@
+#include "tools/jitcache/backend_table.hpp"
+#include "tools/jitcache/commands.hpp"
+
+#include <jitcache/cache.hpp>
+
+#include <cstdio>
+
+namespace jitcache::cli {
+
+int run_build(const Config& config, const BuildOptions& options, const Output& out) {
+  auto backend = find_backend(options.backend);
+  if (!backend)
+    return fail(backend.error());
+  Cache cache(config);
+  for (const std::string& file : options.files) {
+    auto source = read_source(file);
+    if (!source)
+      return fail(source.error());
+    BuildRequest request{file, *source, options.options, options.device, options.arch};
+    auto info = (*backend)->build(cache, request);
+    if (!info)
+      return fail(info.error());
+    // A miss's binary is stored in the background; wait for it so that the size is known and
+    // the entry is there when this process exits.
+    cache.flush();
+    if (info->bytes == 0)
+      if (auto key = (*backend)->key(request))
+        if (auto found = cache.lookup(*key))
+          info->bytes = found->entry.payload.size();
+    nlohmann::json line = {
+        {"file", file},           {"backend", options.backend},
+        {"device", info->device}, {"key", info->key.hex()},
+        {"outcome", to_string(info->outcome)}, {"tier", info->tier},
+        {"compile_ms", info->compile_ms},      {"load_ms", info->load_ms},
+        {"total_ms", info->total_ms},          {"bytes", info->bytes},
+    };
+    if (!info->note.empty())
+      line["note"] = info->note;
+    char text[512];
+    std::snprintf(text, sizeof text, "%s: %s from %s in %.2f ms (compile %.2f ms, load %.2f ms), "
+                  "%llu bytes, key %.16s",
+                  file.c_str(), to_string(info->outcome), info->tier.c_str(), info->total_ms,
+                  info->compile_ms, info->load_ms, static_cast<unsigned long long>(info->bytes),
+                  info->key.hex().c_str());
+    out.emit(line, text);
+  }
+  return 0;
+}
+
+} // namespace jitcache::cli

@@ -1,0 +1,69 @@
+#include "tools/jitcache/backend_table.hpp"
+#include "tools/jitcache/commands.hpp"
+
+#include <jitcache/version.hpp>
+
+#include <sstream>
+
+namespace jitcache::cli {
+
+int run_info(const Config& config, const Output& out) {
+  static const char* const k_levels[] = {"error", "warn", "info", "debug"};
+  nlohmann::json system_path = nlohmann::json::array();
+  for (const auto& p : config.system_path)
+    system_path.push_back(p.string());
+  nlohmann::json info = {
+      {"version", k_version},
+      {"format_version", k_format_version},
+      {"cache_dir", config.cache_dir.string()},
+      {"read_only", config.read_only},
+      {"max_size", config.max_size ? nlohmann::json(*config.max_size) : nlohmann::json(nullptr)},
+      {"system_path", system_path},
+      {"remote", config.remote},
+      {"log", k_levels[static_cast<int>(config.log_level)]},
+      {"variables", config.variables},
+      {"warnings", config.warnings},
+  };
+  std::ostringstream text;
+  text << "jitcache " << k_version << " (entry format " << k_format_version << ")\n"
+       << "cache directory: "
+       << (config.cache_dir.empty() ? "(none)" : config.cache_dir.string()) << "\n"
+       << "read-only: " << (config.read_only ? "yes" : "no") << "\n"
+       << "max size: " << (config.max_size ? format_size(*config.max_size) : "unlimited") << "\n"
+       << "system path: " << (config.system_path.empty() ? "(none)" : system_path.dump()) << "\n"
+       << "remote: " << (config.remote.empty() ? "(none)" : config.remote) << "\n"
+       << "log level: " << k_levels[static_cast<int>(config.log_level)] << "\n"
+       << "environment:" << (config.variables.empty() ? " (none set)" : "") << "\n";
+  for (const auto& [name, value] : config.variables)
+    text << "  " << name << "=" << value << "\n";
+  for (const auto& warning : config.warnings)
+    text << "warning: " << warning << "\n";
+  nlohmann::json backends = nlohmann::json::object();
+  for (const char* name : k_backends) {
+    const PersistencePolicy policy = config.persistence(name);
+    nlohmann::json b = {{"built", backend_built(name)},
+                        {"persistent", policy.enabled},
+                        {"reason", policy.reason}};
+    text << "backend " << name << ": ";
+    if (!backend_built(name)) {
+      text << "not built\n";
+    } else {
+      text << "persistent tiers " << (policy.enabled ? "on" : "off") << " (" << policy.reason
+           << ")\n";
+      nlohmann::json facts = nlohmann::json::object();
+      for (const auto& [fact, value] : (*find_backend(name))->facts(config)) {
+        facts[fact] = value;
+        text << "  " << fact << ": " << value << "\n";
+      }
+      b["facts"] = facts;
+    }
+    backends[name] = b;
+  }
+  info["backends"] = backends;
+  std::string t = text.str();
+  t.pop_back();
+  out.emit(info, t);
+  return 0;
+}
+
+} // namespace jitcache::cli

@@ -1,0 +1,74 @@
+#include "tools/jitcache/commands.hpp"
+#include "tools/jitcache/user_tier.hpp"
+
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace jitcache::cli {
+
+int run_stats(const Config& config, const Output& out) {
+  auto store = open_user_tier(config, false);
+  if (!store)
+    return fail(store.error());
+  Stats counters;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> stored; // entries, bytes
+  std::uint64_t file_bytes = 0;
+  if (*store) {
+    auto read = (*store)->counters();
+    if (!read)
+      return fail(read.error());
+    counters = *read;
+    auto usage = (*store)->usage();
+    if (!usage)
+      return fail(usage.error());
+    file_bytes = usage->file_bytes;
+    (*store)->for_each([&](const Store::Item& item) {
+      auto& [entries, bytes] = stored[item.backend.empty() ? "unknown" : item.backend];
+      ++entries;
+      bytes += item.bytes;
+    });
+  }
+  std::uint64_t total_entries = 0, total_bytes = 0;
+  for (const char* backend : k_backends) {
+    const auto [entries, bytes] = stored[backend];
+    total_entries += entries;
+    total_bytes += bytes;
+    nlohmann::json hits_by_tier = nlohmann::json::object();
+    if (auto it = counters.by_backend.find(backend); it != counters.by_backend.end())
+      for (const auto& [name, value] : it->second)
+        if (name.rfind(counter::hits_prefix, 0) == 0)
+          hits_by_tier[name.substr(std::strlen(counter::hits_prefix))] = value;
+    const auto get = [&](const char* name) { return counters.get(backend, name); };
+    nlohmann::json line = {
+        {"backend", backend},
+        {"hits", counters.hits(backend)},
+        {"hits_by_tier", hits_by_tier},
+        {"misses", get(counter::misses)},
+        {"compiles", get(counter::compiles)},
+        {"compile_errors", get(counter::compile_errors)},
+        {"rejected", get(counter::rejected)},
+        {"corrupt", get(counter::corrupt)},
+        {"store_errors", get(counter::store_errors)},
+        {"bytes_stored", get(counter::bytes_stored)},
+        {"saved_ms", get(counter::saved_ns) / 1000000},
+        {"entries", entries},
+        {"bytes", bytes},
+    };
+    std::ostringstream text;
+    text << backend << ": " << counters.hits(backend) << " hits, " << get(counter::misses)
+         << " misses, " << get(counter::compiles) << " compiles, " << entries << " entries ("
+         << format_size(bytes) << "), " << get(counter::saved_ns) / 1000000
+         << " ms of compiling saved";
+    out.emit(line, text.str());
+  }
+  nlohmann::json total = {{"backend", "total"},     {"entries", total_entries},
+                          {"bytes", total_bytes},    {"file_bytes", file_bytes},
+                          {"dir", config.cache_dir.string()}};
+  out.emit(total, "total: " + std::to_string(total_entries) + " entries, " +
+                      format_size(total_bytes) + " (file " + format_size(file_bytes) + ") in " +
+                      config.cache_dir.string());
+  return 0;
+}
+
+} // namespace jitcache::cli

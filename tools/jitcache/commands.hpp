@@ -1,0 +1,30 @@
+#pragma once
+
+#include "tools/jitcache/output.hpp"
+
+#include <jitcache/config.hpp>
+
+#include <string>
+#include <vector>
+
+namespace jitcache::cli {
+
+/// Options of `jitcache build` (and later `explain`), per DESIGN.md's CLI contract.
+struct BuildOptions {
+  std::string backend;
+  int device = 0;
+  std::string arch;
+  std::string options;
+  std::vector<std::string> files;
+};
+
+/// Each command returns the process exit status: 0 on success, 1 on failure (after printing a
+/// one-line error to stderr).
+int run_build(const Config& config, const BuildOptions& options, const Output& out);
+int run_stats(const Config& config, const Output& out);
+int run_list(const Config& config, const Output& out);
+int run_info(const Config& config, const Output& out);
+int run_verify(const Config& config, const Output& out);
+int run_clear(const Config& config, const Output& out);
+
+} // namespace jitcache::cli

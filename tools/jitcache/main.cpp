@@ -1,0 +1,68 @@
+// jitcache: build kernels through the cache and inspect, verify and clear it.
+#include "tools/jitcache/commands.hpp"
+
+#include <jitcache/version.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  using namespace jitcache;
+  CLI::App app{"jitcache: a cache of JIT-compiled GPU kernels (OpenCL, CUDA, HIP)", "jitcache"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", k_version);
+  bool json = false;
+  const auto add = [&](const char* name, const char* help) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    sub->add_flag("--json", json, "one JSON object per line");
+    return sub;
+  };
+
+  cli::BuildOptions build;
+  CLI::App* build_cmd = add("build", "build each FILE through the cache and report how");
+  build_cmd->add_option("--backend", build.backend, "opencl, cuda or hip")->required();
+  build_cmd->add_option("--device", build.device, "device index within the backend (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  build_cmd->add_option("--arch", build.arch, "compile for this target only (sm_90, gfx90a)");
+  build_cmd->add_option("--options", build.options, "build options, exactly as given");
+  build_cmd->add_option("FILE", build.files, "kernel source files")->required();
+  CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
+  CLI::App* list_cmd = add("list", "every entry of the user tier");
+  CLI::App* info_cmd = add("info", "the resolved configuration and the runtimes' own caches");
+  CLI::App* verify_cmd = add("verify", "check every stored entry; exit 1 if any is corrupt");
+  CLI::App* clear_cmd = add("clear", "remove every entry and counter from the user tier");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    for (char& c : message)
+      if (c == '\n')
+        c = ' ';
+    std::cerr << "jitcache: error: " << message << " (see jitcache --help)\n";
+    return 2;
+  }
+
+  const Config config = Config::from_environment();
+  const cli::Output out(json);
+  if (build_cmd->parsed())
+    return cli::run_build(config, build, out);
+  if (stats_cmd->parsed())
+    return cli::run_stats(config, out);
+  if (list_cmd->parsed())
+    return cli::run_list(config, out);
+  if (info_cmd->parsed())
+    return cli::run_info(config, out);
+  if (verify_cmd->parsed())
+    return cli::run_verify(config, out);
+  if (clear_cmd->parsed())
+    return cli::run_clear(config, out);
+  return 2;
+}

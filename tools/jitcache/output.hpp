@@ -1,0 +1,30 @@
+#pragma once
+
+#include <jitcache/expected.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace jitcache::cli {
+
+/// Prints results either as JSON (one object per line) or as text for people.
+class Output {
+public:
+  explicit Output(bool json) : m_json(json) {}
+  bool json() const { return m_json; }
+  /// Prints `object` as one JSON line, or `text` (which may span lines) in text mode.
+  void emit(const nlohmann::json& object, const std::string& text) const;
+
+private:
+  bool m_json;
+};
+
+/// Prints "jitcache: error: <message>" (one line) to stderr, plus `error.log` when present,
+/// and returns the exit status to use (1).
+int fail(const Error& error);
+
+/// Reads a whole file. Errors: io_error naming the file and the reason.
+Expected<std::string> read_source(const std::string& path);
+
+} // namespace jitcache::cli

@@ -1,0 +1,24 @@
+#include "tools/jitcache/user_tier.hpp"
+
+#include <filesystem>
+
+namespace jitcache::cli {
+
+Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool write) {
+  if (config.cache_dir.empty())
+    return Error(ErrorCode::invalid_argument,
+                 "no cache directory: set JITCACHE_DIR (or HOME/XDG_CACHE_HOME)");
+  if (write && config.read_only)
+    return Error(ErrorCode::read_only, "JITCACHE_READONLY is set; nothing may be changed");
+  std::error_code ec;
+  if (!write && !std::filesystem::exists(config.cache_dir / "data.mdb", ec))
+    return std::shared_ptr<LmdbStore>();
+  auto store = LmdbStore::open(config.cache_dir, !write);
+  if (!store)
+    return std::move(store).error();
+  if (write && !(*store)->writable())
+    return Error(ErrorCode::read_only, "user tier " + config.cache_dir.string() + " is read-only");
+  return store;
+}
+
+} // namespace jitcache::cli

@@ -1,0 +1,16 @@
+#pragma once
+
+#include "core/lmdb_store.hpp"
+
+#include <jitcache/config.hpp>
+
+#include <memory>
+
+namespace jitcache::cli {
+
+/// Opens the user tier of `config` for inspection (`write` false: never creates anything) or
+/// for changes. Returns nullptr, not an error, when there is no user tier yet and `write` is
+/// false: an absent cache is an empty one. Errors: io_error/read_only with the reason.
+Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool write);
+
+} // namespace jitcache::cli
