@@ -74,8 +74,9 @@ Expected<Found> Cache::get_or_compile(const Key& key,
 
 std::optional<Found> Cache::lookup(const Key& key) { return m_core->lookup(key); }
 void Cache::store(const Key& key, const Entry& entry) { m_core->store(key, entry); }
-void Cache::store_later(const Key& key, std::function<Expected<Entry>()> produce) {
-  m_core->store_later(key, std::move(produce));
+void Cache::store_later(const Key& key, std::function<Expected<Entry>()> produce,
+                        std::function<Expected<Entry>()> refresh) {
+  m_core->store_later(key, std::move(produce), std::move(refresh));
 }
 void Cache::flush() { m_core->flush(); }
 void Cache::evict(const Key& key) { m_core->evict(key); }

@@ -3,6 +3,8 @@
 #include "core/clock.hpp"
 #include "core/log.hpp"
 
+#include <xxhash.h>
+
 namespace jitcache::detail {
 
 CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores)
@@ -41,6 +43,7 @@ CacheCore::~CacheCore() {
   m_queue_cv.notify_all();
   if (m_worker.joinable())
     m_worker.join();
+  m_refresh.clear(); // the producers hold runtime objects: release them before the handles
   m_handles.clear();
 }
 
@@ -98,19 +101,50 @@ void CacheCore::store(const Key& key, const Entry& entry) {
   }
 }
 
-void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce) {
+void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce,
+                            std::function<Expected<Entry>()> refresh) {
   std::lock_guard<std::mutex> lock(m_queue_mutex);
   if (!m_worker.joinable())
     m_worker = std::thread([this] { worker(); });
-  m_queue.push_back([this, key, produce = std::move(produce)] {
+  std::shared_ptr<Refresh> again;
+  if (refresh) {
+    again = std::make_shared<Refresh>(Refresh{key, std::move(refresh), 0});
+    m_refresh.push_back(again);
+  }
+  m_queue.push_back([this, key, produce = std::move(produce), again] {
     auto entry = produce();
-    if (entry)
-      store(key, *entry);
-    else
+    if (!entry) {
       log::warn("could not get the binary to store (" + entry.error().message +
                 "); the next process compiles again");
+      return;
+    }
+    store(key, *entry);
+    if (again)
+      again->stored = XXH3_64bits(entry->payload.data(), entry->payload.size());
   });
   m_queue_cv.notify_one();
+}
+
+void CacheCore::refresh() {
+  std::vector<std::shared_ptr<Refresh>> items;
+  {
+    std::lock_guard<std::mutex> lock(m_queue_mutex);
+    items = m_refresh;
+  }
+  for (auto& item : items) {
+    auto entry = item->produce();
+    if (!entry) {
+      log::debug("could not refresh key " + item->key.digest.hex() + ": " + entry.error().message);
+      continue;
+    }
+    const std::uint64_t hash = XXH3_64bits(entry->payload.data(), entry->payload.size());
+    if (hash == item->stored)
+      continue;
+    log::debug("binary for key " + item->key.digest.hex() + " changed since it was stored (" +
+               std::to_string(entry->payload.size()) + " bytes); storing it again");
+    store(item->key, *entry);
+    item->stored = hash;
+  }
 }
 
 void CacheCore::worker() {
@@ -135,6 +169,7 @@ void CacheCore::flush() {
     std::unique_lock<std::mutex> lock(m_queue_mutex);
     m_idle_cv.wait(lock, [&] { return m_queue.empty() && m_running == 0; });
   }
+  refresh();
   flush_counters();
 }
 

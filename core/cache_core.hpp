@@ -33,7 +33,8 @@ public:
   std::optional<Found> lookup(const Key& key);
   /// Writes to memory and to the writable persistent tiers of `key.backend`.
   void store(const Key& key, const Entry& entry);
-  void store_later(const Key& key, std::function<Expected<Entry>()> produce);
+  void store_later(const Key& key, std::function<Expected<Entry>()> produce,
+                   std::function<Expected<Entry>()> refresh);
   void evict(const Key& key);
   void flush();
   void count(const std::string& backend, const std::string& name, std::uint64_t amount);
@@ -52,6 +53,7 @@ private:
   void mark_dead(Tier& tier, const Error& error);
   void worker();
   void flush_counters();
+  void refresh();
 
   const Config m_config;
   std::shared_ptr<MemoryStore> m_memory;
@@ -71,6 +73,14 @@ private:
   std::size_t m_running = 0;
   bool m_stopping = false;
   std::thread m_worker;
+
+  /// Entries whose producer runs again at flush; `stored` is the payload hash last written.
+  struct Refresh {
+    Key key;
+    std::function<Expected<Entry>()> produce;
+    std::uint64_t stored = 0;
+  };
+  std::vector<std::shared_ptr<Refresh>> m_refresh; ///< guarded by m_queue_mutex
 };
 
 } // namespace jitcache::detail

@@ -120,8 +120,17 @@ std::map<std::pair<dev_t, ino_t>, std::weak_ptr<LmdbStore::Env>> g_registry;
 
 Expected<void> prepare_dir(const fs::path& dir, bool& read_only) {
   std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    return Error(ErrorCode::io_error, "cache directory " + dir.string() + " is not a directory");
+  // The nearest existing ancestor (or the directory itself) must be a directory.
+  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, ec)) {
+      if (!fs::is_directory(p, ec))
+        return Error(ErrorCode::io_error, "cache directory " + dir.string() + ": " + p.string() +
+                                              " is not a directory");
+      break;
+    }
+    if (p == p.parent_path())
+      break;
+  }
   if (!fs::exists(dir, ec)) {
     if (read_only)
       return Error(ErrorCode::io_error, "cache directory " + dir.string() + " does not exist");

@@ -37,7 +37,7 @@ __kernel void reduce_max(__global const float* in, __global float* partial, cons
     partial[get_group_id(0)] = scratch[0];
 }
 
-__kernel void dot(__global const float* a, __global const float* b, __global float* partial,
+__kernel void dot_product(__global const float* a, __global const float* b, __global float* partial,
                   const int n) {
   __local float scratch[WG_REDUCE];
   int lid = get_local_id(0);

@@ -7,6 +7,7 @@
 #include "core/includes.hpp"
 #include "core/log.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,14 @@ Expected<std::string> read_binary(cl_program program) {
   return binary;
 }
 
+// Whether `id` is a PoCL device whose own kernel cache is on (POCL_KERNEL_CACHE unset or true).
+bool pocl_cache_on(const Identity& id, const Config& config) {
+  const bool pocl = std::any_of(id.device.begin(), id.device.end(),
+                                [](const auto& field) { return field.first == "pocl_build_hash"; });
+  auto it = config.variables.find("POCL_KERNEL_CACHE");
+  return pocl && (it == config.variables.end() || it->second != "0");
+}
+
 detail::HandleCache::Handle hold(cl_program program) {
   return detail::HandleCache::Handle(program, [](void* p) {
     clReleaseProgram(static_cast<cl_program>(p));
@@ -145,7 +154,9 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
   auto key = make_key(device, source, options_view);
   if (!key)
     return std::move(key).error();
-  auto id = identity(device);
+  auto id = identity(device); // remembered by make_key: cannot fail here
+  if (!id)
+    return std::move(id).error();
   const std::string options(options_view);
 
   bool ran = false;
@@ -154,7 +165,7 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
       [&]() -> Expected<detail::HandleCache::Loaded> {
         BuildInfo info;
         info.key = key->digest;
-        info.device = id ? id->device_name : std::string();
+        info.device = id->device_name;
         if (auto found = cache.lookup(*key)) {
           Stopwatch load;
           auto program = from_binary(context, device, found->entry.payload, options);
@@ -188,13 +199,33 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
         auto handle = hold(*program);
         // The binary goes to the persistent tiers in the background: reading it makes PoCL
         // compile every kernel of the program, which the caller should not wait for.
-        if (cache.persistent(k_backend) && !cache.config().read_only)
-          cache.store_later(*key, [handle, compile_ns]() -> Expected<Entry> {
+        if (cache.persistent(k_backend) && !cache.config().read_only) {
+          auto produce = [handle, compile_ns]() -> Expected<Entry> {
             auto binary = read_binary(static_cast<cl_program>(handle.get()));
             if (!binary)
               return std::move(binary).error();
             return Entry{k_backend, std::move(*binary), {}, compile_ns};
-          });
+          };
+          // At flush, PoCL's program directory also holds the kernels it specialised for the
+          // launches made since, and a binary that carries them lets a later process launch
+          // without compiling. PoCL serialises a program once (and hands a binary-made program
+          // its input back), so the refresh builds the source again: with PoCL's own cache on,
+          // that is a cheap hit on the same directory. Other runtimes get no refresh.
+          std::function<Expected<Entry>()> refresh;
+          if (pocl_cache_on(*id, cache.config()))
+            refresh = [handle, context, device, source = std::string(source), options,
+                       compile_ns]() -> Expected<Entry> {
+              auto again = from_source(context, device, source, options);
+              if (!again)
+                return std::move(again).error();
+              auto binary = read_binary(*again);
+              clReleaseProgram(*again);
+              if (!binary)
+                return std::move(binary).error();
+              return Entry{k_backend, std::move(*binary), {}, compile_ns};
+            };
+          cache.store_later(*key, produce, refresh);
+        }
         return detail::HandleCache::Loaded{handle, info};
       },
       ran);

@@ -83,7 +83,12 @@ public:
   /// slow and the caller already has a usable result. Pending stores finish in flush() or the
   /// destructor; if the process exits without either, they are simply lost (the next process
   /// misses and compiles again; nothing is left half-written).
-  void store_later(const Key& key, std::function<Expected<Entry>()> produce);
+  ///
+  /// When `refresh` is given, flush() (and so the destructor) calls it and stores its entry again
+  /// if the payload differs from the one stored: for runtimes whose binaries grow as a program
+  /// is used (PoCL adds the kernels it specialised for each launch's work-group size).
+  void store_later(const Key& key, std::function<Expected<Entry>()> produce,
+                   std::function<Expected<Entry>()> refresh = {});
 
   /// Waits until every deferred store has finished, and writes counters to the user tier.
   void flush();

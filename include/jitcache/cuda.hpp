@@ -58,10 +58,10 @@ struct Module {
 
 /// A binary compiled for a target that need not be present (offline precompile).
 struct Binary {
-  std::string cubin;  ///< the ELF cubin for `target`
-  std::string target; ///< "sm_80"
+  std::string cubin;                                ///< the ELF cubin for `target`
+  std::string target;                               ///< "sm_80"
   std::map<std::string, std::string> lowered_names; ///< name expression -> lowered name
-  BuildInfo info;     ///< load_ms is 0: nothing is loaded
+  BuildInfo info;                                   ///< load_ms is 0: nothing is loaded
 };
 
 /// Returns `program` loaded into the current context (cuCtxGetCurrent), compiled for the exact

@@ -33,6 +33,17 @@ int main(int argc, char** argv) {
   CLI::App* verify_cmd = add("verify", "check every stored entry; exit 1 if any is corrupt");
   CLI::App* clear_cmd = add("clear", "remove every entry and counter from the user tier");
 
+  const auto known = [&](const char* name) {
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == name)
+        return true;
+    return false;
+  };
+  if (argc >= 2 && argv[1][0] != '-' && !known(argv[1])) {
+    std::cerr << "jitcache: error: unknown command '" << argv[1]
+              << "' (expected build, stats, list, info, verify or clear)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

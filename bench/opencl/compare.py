@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Side-by-side cold/warm comparison on PoCL, every measurement in a fresh process.
+
+usage: bench/opencl/compare.py [--runs N] [--build build]
+For each sample kernel file, medians of N runs (default 5) of:
+  (a)  cold: jitcache, empty jitcache dir and empty PoCL cache, until every kernel's first launch
+  (a') cold: until build_program returns   vs   plain clBuildProgram from source (empty PoCL cache)
+  (b)  warm: jitcache hit from the user tier (empty PoCL cache dir)
+  (c)  floor: the same stored binary, raw clCreateProgramWithBinary + clBuildProgram
+  (d)  PoCL's own cache (POCL_KERNEL_CACHE=1, warmed by an earlier run), built from source
+  (e)  PyOpenCL's cache (POCL_KERNEL_CACHE=0, warmed by an earlier run)
+and prints a Markdown table of the medians and the ratios.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(cmd, env):
+    full = dict(os.environ)
+    full.update(env)
+    out = subprocess.run(cmd, env=full, check=True, capture_output=True, text=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--build", default="build")
+    args = ap.parse_args()
+    bench = os.path.join(ROOT, args.build, "bench", "opencl", "bench_opencl")
+    py = [sys.executable, os.path.join(ROOT, "bench", "opencl", "pyopencl_bench.py")]
+    files = sorted(f for f in os.listdir(os.path.join(ROOT, "kernels")) if f.endswith(".cl"))
+    work = tempfile.mkdtemp(prefix="jitcache-bench-")
+    rows = []
+    try:
+        for name in files:
+            path = os.path.join("kernels", name)
+            d = os.path.join(work, name)
+            fresh_n = [0]
+
+            def fresh():
+                fresh_n[0] += 1
+                p = os.path.join(d, "fresh%d" % fresh_n[0])
+                os.makedirs(p)
+                return p
+
+            m = {k: [] for k in ["a", "a_build", "plain", "b", "c", "d", "e"]}
+            for _ in range(args.runs):
+                r = run([bench, "jitcache", path], {"JITCACHE_DIR": fresh(), "POCL_CACHE_DIR": fresh()})
+                assert r["outcome"] == "miss"
+                m["a"].append(r["first_launch_ms"])
+                m["a_build"].append(r["build_ms"])
+                r = run([bench, "source", path], {"POCL_CACHE_DIR": fresh(), "POCL_KERNEL_CACHE": "0"})
+                m["plain"].append(r["build_ms"])
+            user = fresh()
+            run([bench, "jitcache", path], {"JITCACHE_DIR": user, "POCL_CACHE_DIR": fresh()})
+            binary = os.path.join(d, "stored.bin")
+            subprocess.run([bench, "export", path, binary], check=True, cwd=ROOT,
+                           env=dict(os.environ, JITCACHE_DIR=user, POCL_CACHE_DIR=fresh()))
+            pocl = fresh()
+            run([bench, "source", path], {"POCL_CACHE_DIR": pocl, "POCL_KERNEL_CACHE": "1"})
+            pyc = fresh()
+            run(py + [path, pyc], {"POCL_KERNEL_CACHE": "0", "POCL_CACHE_DIR": fresh()})
+            for _ in range(args.runs):
+                r = run([bench, "jitcache", path], {"JITCACHE_DIR": user, "POCL_CACHE_DIR": fresh()})
+                assert r["outcome"] == "hit", r
+                m["b"].append(r["first_launch_ms"])
+                m["c"].append(run([bench, "raw", path, binary], {"POCL_CACHE_DIR": fresh()})["first_launch_ms"])
+                m["d"].append(run([bench, "source", path], {"POCL_CACHE_DIR": pocl, "POCL_KERNEL_CACHE": "1"})["first_launch_ms"])
+                m["e"].append(run(py + [path, pyc], {"POCL_KERNEL_CACHE": "0", "POCL_CACHE_DIR": fresh()})["first_launch_ms"])
+            med = {k: statistics.median(v) for k, v in m.items()}
+            rows.append((name, med))
+            print(name, {k: round(v, 2) for k, v in med.items()}, file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print("| kernel | (a) cold | (a') returns | plain build | a'/plain | (b) warm | (c) raw floor | b/c | (d) PoCL cache | (e) PyOpenCL | a/b | d/b | e/b |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, m in rows:
+        print(f"| {name} | {m['a']:.0f} ms | {m['a_build']:.0f} ms | {m['plain']:.0f} ms | "
+              f"{m['a_build'] / m['plain']:.2f} | {m['b']:.1f} ms | {m['c']:.1f} ms | {m['b'] / m['c']:.2f} | "
+              f"{m['d']:.1f} ms | {m['e']:.1f} ms | {m['a'] / m['b']:.0f}x | {m['d'] / m['b']:.2f} | {m['e'] / m['b']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

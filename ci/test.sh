@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs every test through ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci/install.sh
+ci/build.sh
+cd build
+ctest --output-on-failure -j "$(nproc)" --timeout 600

@@ -1,0 +1,235 @@
+// The command-line contract of DESIGN.md: subcommands, flags, JSON fields, errors, exit codes.
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace jitcache {
+namespace {
+
+using test::run_cli;
+
+const std::string k_kernels = JITCACHE_KERNELS;
+const std::string k_options = "-I " + k_kernels;
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty())
+      lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+std::size_t line_count(const std::string& text) {
+  std::size_t n = 0;
+  for (char c : text)
+    n += c == '\n';
+  return n;
+}
+
+class CliTest : public ::testing::Test {
+protected:
+  std::map<std::string, std::string> env(std::map<std::string, std::string> extra = {}) {
+    extra.emplace("JITCACHE_DIR", dir.path().string());
+    return extra;
+  }
+  test::ProcessResult build(const std::vector<std::string>& files,
+                            std::map<std::string, std::string> extra = {}) {
+    std::vector<std::string> args{"build", "--backend", "opencl", "--options", k_options, "--json"};
+    args.insert(args.end(), files.begin(), files.end());
+    return run_cli(args, env(std::move(extra)));
+  }
+  test::TempDir dir;
+};
+
+TEST_F(CliTest, BuildReportsExactlyTheContractFieldsPerFile) {
+  auto r = build({k_kernels + "/reduce.cl", k_kernels + "/stencil.cl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  const std::set<std::string> contract{"file",       "backend", "device",   "key",
+                                       "outcome",    "tier",    "compile_ms", "load_ms",
+                                       "total_ms",   "bytes"};
+  for (const auto& line : lines) {
+    std::set<std::string> fields;
+    for (auto it = line.begin(); it != line.end(); ++it)
+      fields.insert(it.key());
+    EXPECT_EQ(fields, contract);
+    EXPECT_EQ(line["backend"], "opencl");
+    EXPECT_EQ(line["outcome"], "miss");
+    EXPECT_EQ(line["tier"], "compile");
+    EXPECT_EQ(line["key"].get<std::string>().size(), 64u);
+    EXPECT_GT(line["bytes"].get<std::uint64_t>(), 0u);
+    EXPECT_GT(line["compile_ms"].get<double>(), 0.0);
+  }
+  EXPECT_NE(lines[0]["key"], lines[1]["key"]);
+}
+
+TEST_F(CliTest, StatsListVerifyClear) {
+  ASSERT_EQ(build({k_kernels + "/matmul.cl"}).exit_code, 0);
+  ASSERT_EQ(build({k_kernels + "/matmul.cl"}).exit_code, 0);
+  auto stats = run_cli({"stats", "--json"}, env());
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  auto lines = json_lines(stats.out);
+  ASSERT_EQ(lines.size(), 4u); // opencl, cuda, hip, total
+  EXPECT_EQ(lines[0]["backend"], "opencl");
+  EXPECT_EQ(lines[0]["misses"], 1);
+  EXPECT_EQ(lines[0]["compiles"], 1);
+  EXPECT_EQ(lines[0]["hits"], 1);
+  EXPECT_EQ(lines[0]["hits_by_tier"]["user"], 1);
+  EXPECT_EQ(lines[0]["entries"], 1);
+  EXPECT_EQ(lines[3]["backend"], "total");
+  EXPECT_GT(lines[3]["file_bytes"].get<std::uint64_t>(), lines[3]["bytes"].get<std::uint64_t>());
+
+  auto list = run_cli({"list", "--json"}, env());
+  ASSERT_EQ(list.exit_code, 0);
+  auto entries = json_lines(list.out);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0]["backend"], "opencl");
+  EXPECT_EQ(entries[0]["valid"], true);
+
+  auto verify = run_cli({"verify", "--json"}, env());
+  EXPECT_EQ(verify.exit_code, 0);
+  EXPECT_EQ(json_lines(verify.out).back()["ok"], true);
+
+  auto clear = run_cli({"clear", "--json"}, env());
+  ASSERT_EQ(clear.exit_code, 0) << clear.err;
+  EXPECT_EQ(json_lines(clear.out)[0]["cleared"], 1);
+  EXPECT_TRUE(run_cli({"list", "--json"}, env()).out.empty());
+}
+
+TEST_F(CliTest, InfoReportsConfigurationAndRuntimeCaches) {
+  auto r = run_cli({"info", "--json"}, env({{"POCL_KERNEL_CACHE", "0"}, {"JITCACHE_MAX_SIZE", "1G"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto info = nlohmann::json::parse(r.out);
+  EXPECT_EQ(info["cache_dir"], (dir.path() / "v1").string());
+  EXPECT_EQ(info["max_size"], 1ull << 30);
+  EXPECT_EQ(info["variables"]["POCL_KERNEL_CACHE"], "0");
+  EXPECT_EQ(info["backends"]["opencl"]["built"], true);
+  EXPECT_EQ(info["backends"]["opencl"]["persistent"], false);
+  EXPECT_NE(info["backends"]["opencl"]["reason"].get<std::string>().find("POCL_KERNEL_CACHE=0"),
+            std::string::npos);
+  EXPECT_TRUE(info["backends"]["opencl"]["facts"].contains("POCL_CACHE_DIR"));
+
+  auto text = run_cli({"info"}, env());
+  EXPECT_NE(text.out.find("cache directory: " + (dir.path() / "v1").string()), std::string::npos);
+}
+
+TEST_F(CliTest, BadInputGivesOneLineErrorsAndNonZeroExits) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{"build", "--backend", "opencl", "--frobnicate", "x.cl"}, "frobnicate"},
+      {{"build", "--backend", "metal", k_kernels + "/matmul.cl"}, "unknown backend 'metal'"},
+      {{"build", "--backend", "opencl", "/nonexistent/k.cl"}, "cannot read /nonexistent/k.cl"},
+      {{"build", "--backend", "opencl", "--device", "7", k_kernels + "/matmul.cl"},
+       "--device 7 does not exist"},
+      {{"build", "--backend", "opencl", "--arch", "sm_90", k_kernels + "/matmul.cl"}, "--arch"},
+      {{"explode"}, "explode"},
+      {{}, "subcommand"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(c.args, env());
+    EXPECT_NE(r.exit_code, 0) << c.expect;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST_F(CliTest, EmptySourceFile) {
+  std::ofstream(dir.path() / "empty.cl").close();
+  auto r = build({(dir.path() / "empty.cl").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("empty source"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, CompileErrorPrintsTheBuildLogAndStoresNothing) {
+  std::ofstream(dir.path() / "bad.cl") << "__kernel void f(__global int* x) { x[0] = nope; }\n";
+  auto r = build({(dir.path() / "bad.cl").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("undeclared identifier 'nope'"), std::string::npos) << r.err;
+  EXPECT_TRUE(run_cli({"list", "--json"}, env()).out.empty());
+}
+
+TEST_F(CliTest, GarbageEnvironmentWarnsOnceAndUsesDefaults) {
+  auto r = build({k_kernels + "/nbody.cl"},
+                 {{"JITCACHE_MAX_SIZE", "banana"}, {"JITCACHE_LOG", "shouty"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("JITCACHE_MAX_SIZE=banana"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("JITCACHE_LOG=shouty"), std::string::npos) << r.err;
+  EXPECT_EQ(line_count(r.err), 2u) << r.err;
+}
+
+TEST_F(CliTest, CacheDirThatIsAFileStillBuildsAndLeavesTheFileAlone) {
+  const auto file = dir.path() / "cachefile";
+  std::ofstream(file) << "precious";
+  auto r = run_cli({"build", "--backend", "opencl", "--options", k_options, "--json",
+                    k_kernels + "/nbody.cl"},
+                   {{"JITCACHE_DIR", file.string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+}
+
+TEST_F(CliTest, MissingDirectoryIsCreatedWithParents) {
+  auto r = run_cli({"build", "--backend", "opencl", "--options", k_options,
+                    k_kernels + "/nbody.cl"},
+                   {{"JITCACHE_DIR", (dir.path() / "a" / "b").string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "a" / "b" / "v1" / "data.mdb"));
+}
+
+TEST_F(CliTest, DisabledCacheWritesNothing) {
+  auto r = build({k_kernels + "/nbody.cl"}, {{"JITCACHE_DISABLE", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "v1"));
+}
+
+// A cache directory the user cannot write: reads work, nothing is written, builds succeed.
+// Root bypasses permissions, so the CLI runs as 'nobody' when the test runs as root.
+TEST_F(CliTest, UnwritableCacheDirectoryIsUsedReadOnly) {
+  ASSERT_EQ(build({k_kernels + "/nbody.cl"}).exit_code, 0);
+  const std::string cache = dir.path().string();
+  ::chmod(dir.path().c_str(), 0755);
+  ::chmod((dir.path() / "v1").c_str(), 0555);
+  ::chmod((dir.path() / "v1" / "data.mdb").c_str(), 0444);
+  ::chmod((dir.path() / "v1" / "lock.mdb").c_str(), 0444);
+  std::vector<std::string> argv;
+  if (::geteuid() == 0) {
+    if (::access("/usr/bin/setpriv", X_OK) != 0)
+      GTEST_SKIP() << "running as root without setpriv: cannot drop privileges";
+    argv = {"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"};
+  }
+  argv.push_back(JITCACHE_CLI);
+  for (const char* a : {"build", "--backend", "opencl", "--options"})
+    argv.push_back(a);
+  argv.push_back(k_options);
+  argv.push_back("--json");
+  argv.push_back(k_kernels + "/nbody.cl");
+  argv.push_back(k_kernels + "/matmul.cl");
+  auto r = test::run_process(argv, {{"JITCACHE_DIR", cache}, {"HOME", "/tmp"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["outcome"], "hit");
+  EXPECT_EQ(lines[1]["outcome"], "miss");
+  EXPECT_NE(r.err.find("read-only"), std::string::npos) << r.err;
+  ::chmod((dir.path() / "v1").c_str(), 0700);
+  EXPECT_EQ(json_lines(run_cli({"list", "--json"}, env()).out).size(), 1u);
+}
+
+} // namespace
+} // namespace jitcache

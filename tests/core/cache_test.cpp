@@ -1,0 +1,217 @@
+// The backend-neutral Cache: tiers, counters, single flight, disable/read-only, failing tiers.
+#include <jitcache/cache.hpp>
+
+#include "core/lmdb_store.hpp"
+#include "tests/support/faulty_store.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+namespace jitcache {
+namespace {
+
+Key key_for(const std::string& source, const std::string& backend = "opencl") {
+  return KeyBuilder(backend).device("device_name", "test").source(source).finish();
+}
+
+std::function<Expected<Entry>()> compiler(std::atomic<int>& calls, const std::string& binary,
+                                          int sleep_ms = 0) {
+  return [&calls, binary, sleep_ms]() -> Expected<Entry> {
+    ++calls;
+    if (sleep_ms)
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    return Entry{"", binary, {}, 0};
+  };
+}
+
+class CacheTest : public ::testing::Test {
+protected:
+  Config config(std::map<std::string, std::string> extra = {}) {
+    extra.emplace("JITCACHE_DIR", dir.path().string());
+    return Config::from_variables(extra);
+  }
+  std::uint64_t stored_entries() {
+    auto store = LmdbStore::open(dir.path() / "v1", true);
+    if (!store)
+      return 0;
+    std::uint64_t n = 0;
+    (*store)->for_each([&](const Store::Item&) { ++n; });
+    return n;
+  }
+  test::TempDir dir;
+};
+
+TEST_F(CacheTest, MissThenMemoryHitThenUserHitInANewCache) {
+  std::atomic<int> calls{0};
+  const Key key = key_for("kernel");
+  {
+    Cache cache(config());
+    BuildInfo info;
+    auto first = cache.get_or_compile(key, compiler(calls, "BIN"), &info);
+    ASSERT_TRUE(first);
+    EXPECT_EQ(info.outcome, Outcome::miss);
+    EXPECT_EQ(info.tier, "compile");
+    EXPECT_EQ(first->entry.payload, "BIN");
+    auto second = cache.get_or_compile(key, compiler(calls, "OTHER"), &info);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(info.outcome, Outcome::hit);
+    EXPECT_EQ(info.tier, "memory");
+    EXPECT_EQ(second->entry.payload, "BIN");
+    const Stats s = cache.session_stats();
+    EXPECT_EQ(s.get("opencl", counter::misses), 1u);
+    EXPECT_EQ(s.get("opencl", counter::compiles), 1u);
+    EXPECT_EQ(s.get("opencl", "hits.memory"), 1u);
+  }
+  Cache cache(config());
+  BuildInfo info;
+  auto third = cache.get_or_compile(key, compiler(calls, "OTHER"), &info);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(info.tier, "user");
+  EXPECT_EQ(third->entry.payload, "BIN");
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(stored_entries(), 1u);
+}
+
+TEST_F(CacheTest, CountersPersistInTheUserTier) {
+  std::atomic<int> calls{0};
+  for (int run = 0; run < 2; ++run) {
+    Cache cache(config());
+    ASSERT_TRUE(cache.get_or_compile(key_for("k"), compiler(calls, "B")));
+  }
+  auto stats = LmdbStore::open(dir.path() / "v1", true).value()->counters().value();
+  EXPECT_EQ(stats.get("opencl", counter::compiles), 1u);
+  EXPECT_EQ(stats.get("opencl", counter::misses), 1u);
+  EXPECT_EQ(stats.get("opencl", "hits.user"), 1u);
+  EXPECT_EQ(stats.get("opencl", counter::bytes_stored), 1u);
+}
+
+TEST_F(CacheTest, EightThreadsOneCompile) {
+  Cache cache(config());
+  std::atomic<int> calls{0};
+  const Key key = key_for("same kernel");
+  std::vector<std::thread> threads;
+  std::vector<std::string> results(8);
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto r = cache.get_or_compile(key, compiler(calls, "ONE", 200));
+      results[i] = r ? r->entry.payload : "error";
+    });
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(calls, 1);
+  for (const auto& r : results)
+    EXPECT_EQ(r, "ONE");
+  const Stats s = cache.session_stats();
+  EXPECT_EQ(s.get("opencl", counter::compiles), 1u);
+  EXPECT_EQ(s.get("opencl", counter::misses), 1u);
+  EXPECT_EQ(s.hits("opencl"), 7u);
+}
+
+TEST_F(CacheTest, CompileErrorStoresNothing) {
+  Cache cache(config());
+  auto r = cache.get_or_compile(key_for("bad"), []() -> Expected<Entry> {
+    return Error(ErrorCode::compile_failed, "compile failed", "line 1: error");
+  });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::compile_failed);
+  EXPECT_EQ(r.error().log, "line 1: error");
+  EXPECT_FALSE(cache.lookup(key_for("bad")));
+  EXPECT_EQ(cache.session_stats().get("opencl", counter::compile_errors), 1u);
+  cache.flush();
+  EXPECT_EQ(stored_entries(), 0u);
+}
+
+TEST_F(CacheTest, DisableKeepsNothingOnDiskButMemoryWorks) {
+  std::atomic<int> calls{0};
+  {
+    Cache cache(config({{"JITCACHE_DISABLE", "1"}}));
+    ASSERT_TRUE(cache.get_or_compile(key_for("k"), compiler(calls, "B")));
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(key_for("k"), compiler(calls, "B"), &info));
+    EXPECT_EQ(info.tier, "memory");
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "v1"));
+}
+
+TEST_F(CacheTest, DisableOneBackendOnly) {
+  std::atomic<int> calls{0};
+  {
+    Cache cache(config({{"JITCACHE_DISABLE", "cuda"}}));
+    ASSERT_TRUE(cache.get_or_compile(key_for("a", "cuda"), compiler(calls, "C")));
+    ASSERT_TRUE(cache.get_or_compile(key_for("a", "opencl"), compiler(calls, "O")));
+  }
+  EXPECT_EQ(stored_entries(), 1u);
+}
+
+TEST_F(CacheTest, ReadOnlyReadsButNeverWrites) {
+  std::atomic<int> calls{0};
+  {
+    Cache cache(config());
+    ASSERT_TRUE(cache.get_or_compile(key_for("old"), compiler(calls, "OLD")));
+  }
+  Cache cache(config({{"JITCACHE_READONLY", "1"}}));
+  BuildInfo info;
+  ASSERT_TRUE(cache.get_or_compile(key_for("old"), compiler(calls, "X"), &info));
+  EXPECT_EQ(info.tier, "user");
+  ASSERT_TRUE(cache.get_or_compile(key_for("new"), compiler(calls, "NEW"), &info));
+  EXPECT_EQ(info.outcome, Outcome::miss);
+  cache.flush();
+  EXPECT_EQ(stored_entries(), 1u);
+  EXPECT_EQ(calls, 2);
+}
+
+TEST_F(CacheTest, AFailingWriteStillReturnsTheCompiledEntry) {
+  auto user = LmdbStore::open(dir.path() / "v1", false).value();
+  auto faulty = std::make_shared<test::FaultyStore>(user);
+  faulty->fail_puts_from(1, ErrorCode::store_full);
+  Cache cache(config(), {faulty});
+  std::atomic<int> calls{0};
+  auto r = cache.get_or_compile(key_for("k"), compiler(calls, "B"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->entry.payload, "B");
+  EXPECT_EQ(faulty->puts(), 1);
+  EXPECT_EQ(cache.session_stats().get("opencl", counter::store_errors), 1u);
+  EXPECT_FALSE(user->get(key_for("k").digest).value());
+}
+
+TEST_F(CacheTest, AFailingTierIsSkippedForTheRestOfTheProcess) {
+  auto user = LmdbStore::open(dir.path() / "v1", false).value();
+  auto faulty = std::make_shared<test::FaultyStore>(user);
+  faulty->fail_gets(true);
+  Cache cache(config(), {faulty});
+  std::atomic<int> calls{0};
+  ASSERT_TRUE(cache.get_or_compile(key_for("a"), compiler(calls, "A")));
+  ASSERT_TRUE(cache.get_or_compile(key_for("b"), compiler(calls, "B")));
+  EXPECT_EQ(faulty->gets(), 1) << "a dead tier must not be asked again";
+  EXPECT_EQ(calls, 2);
+}
+
+TEST_F(CacheTest, ACacheDirThatIsAFileFallsBackToCompiling) {
+  std::ofstream(dir.path() / "file") << "x";
+  Cache cache(Config::from_variables({{"JITCACHE_DIR", (dir.path() / "file").string()}}));
+  std::atomic<int> calls{0};
+  auto r = cache.get_or_compile(key_for("k"), compiler(calls, "B"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir.path() / "file"));
+}
+
+TEST_F(CacheTest, StoreLaterFinishesByFlush) {
+  Cache cache(config());
+  const Key key = key_for("later");
+  cache.store_later(key, []() -> Expected<Entry> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return Entry{"opencl", "LATE", {}, 0};
+  });
+  cache.flush();
+  EXPECT_EQ(stored_entries(), 1u);
+}
+
+} // namespace
+} // namespace jitcache

@@ -1,0 +1,55 @@
+#include "core/includes.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace jitcache {
+namespace {
+
+void write(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+TEST(IncludesTest, FollowsIncludePathsRecursivelyOnce) {
+  test::TempDir dir;
+  write(dir.path() / "inc/a.h", "#include \"b.h\"\nint a;\n");
+  write(dir.path() / "inc/b.h", "#pragma once\nint b;\n#include \"a.h\"\n");
+  write(dir.path() / "other/c.h", "int c;\n");
+  const std::string source =
+      "#include <a.h>\n  #  include \"c.h\"\n#include <stdint.h>\n#include \"mem.h\"\n";
+  auto headers = scan_includes(source, {dir.path() / "inc", dir.path() / "other"},
+                               {{"mem.h", "int m;"}});
+  ASSERT_EQ(headers.size(), 4u);
+  EXPECT_NE(headers[0].name.find("inc/a.h"), std::string::npos);
+  EXPECT_NE(headers[1].name.find("inc/b.h"), std::string::npos);
+  EXPECT_NE(headers[2].name.find("other/c.h"), std::string::npos);
+  EXPECT_EQ(headers[3].name, "mem.h");
+  EXPECT_EQ(headers[3].content, "int m;");
+}
+
+TEST(IncludesTest, FirstIncludeDirWins) {
+  test::TempDir dir;
+  write(dir.path() / "one/x.h", "one");
+  write(dir.path() / "two/x.h", "two");
+  auto a = scan_includes("#include <x.h>", {dir.path() / "one", dir.path() / "two"});
+  auto b = scan_includes("#include <x.h>", {dir.path() / "two", dir.path() / "one"});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].content, "one");
+  EXPECT_EQ(b[0].content, "two");
+}
+
+TEST(IncludesTest, IncludeDirsFromOptions) {
+  auto dirs = include_dirs_from_options("-O2 -I/a -I b -I'c d' -DX=1");
+  ASSERT_EQ(dirs.size(), 4u);
+  EXPECT_EQ(dirs[0], "/a");
+  EXPECT_EQ(dirs[1], "b");
+  EXPECT_EQ(dirs[2], "c d");
+  EXPECT_EQ(dirs[3], std::filesystem::current_path());
+}
+
+} // namespace
+} // namespace jitcache

@@ -1,0 +1,107 @@
+#include <jitcache/key.hpp>
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace jitcache {
+namespace {
+
+KeyBuilder base() {
+  KeyBuilder b("opencl");
+  b.device("device_name", "gpu").toolchain("driver", "1.0").options("-O2").source("kernel");
+  b.header("a.h", "int a;");
+  return b;
+}
+
+TEST(KeyTest, SameInputsSameDigest) {
+  EXPECT_EQ(base().finish().digest, base().finish().digest);
+}
+
+TEST(KeyTest, EveryFieldChangesTheKey) {
+  const Digest reference = base().finish().digest;
+  std::set<Digest> seen{reference};
+  auto variant = [&](auto&& mutate) {
+    KeyBuilder b("opencl");
+    mutate(b);
+    const Digest d = b.finish().digest;
+    EXPECT_TRUE(seen.insert(d).second) << "collided with an earlier variant";
+  };
+  variant([](KeyBuilder& b) { // device value
+    b.device("device_name", "gpu2").toolchain("driver", "1.0").options("-O2").source("kernel");
+    b.header("a.h", "int a;");
+  });
+  variant([](KeyBuilder& b) { // toolchain value
+    b.device("device_name", "gpu").toolchain("driver", "1.1").options("-O2").source("kernel");
+    b.header("a.h", "int a;");
+  });
+  variant([](KeyBuilder& b) { // options
+    b.device("device_name", "gpu").toolchain("driver", "1.0").options("-O3").source("kernel");
+    b.header("a.h", "int a;");
+  });
+  variant([](KeyBuilder& b) { // source
+    b.device("device_name", "gpu").toolchain("driver", "1.0").options("-O2").source("kernel2");
+    b.header("a.h", "int a;");
+  });
+  variant([](KeyBuilder& b) { // header content
+    b.device("device_name", "gpu").toolchain("driver", "1.0").options("-O2").source("kernel");
+    b.header("a.h", "int b;");
+  });
+  variant([](KeyBuilder& b) { // header path
+    b.device("device_name", "gpu").toolchain("driver", "1.0").options("-O2").source("kernel");
+    b.header("b.h", "int a;");
+  });
+  variant([](KeyBuilder& b) { // header missing
+    b.device("device_name", "gpu").toolchain("driver", "1.0").options("-O2").source("kernel");
+  });
+  KeyBuilder other_backend("cuda");
+  other_backend.device("device_name", "gpu").toolchain("driver", "1.0").options("-O2");
+  other_backend.source("kernel").header("a.h", "int a;");
+  EXPECT_TRUE(seen.insert(other_backend.finish().digest).second);
+}
+
+TEST(KeyTest, FieldBoundariesMatter) {
+  KeyBuilder a("opencl"), b("opencl");
+  a.options("-I -O2");
+  b.options("-I-O2");
+  EXPECT_NE(a.finish().digest, b.finish().digest);
+
+  // Moving bytes between adjacent fields must change the key.
+  KeyBuilder c("opencl"), d("opencl");
+  c.device("x", "ab").device("y", "c");
+  d.device("x", "a").device("y", "bc");
+  EXPECT_NE(c.finish().digest, d.finish().digest);
+
+  // A value cannot masquerade as a name.
+  KeyBuilder e("opencl"), f("opencl");
+  e.device("xy", "");
+  f.device("x", "y");
+  EXPECT_NE(e.finish().digest, f.finish().digest);
+}
+
+TEST(KeyTest, SectionsHashInFixedOrder) {
+  KeyBuilder a("hip"), b("hip");
+  a.source("s").options("-O1").device("arch", "gfx90a");
+  b.device("arch", "gfx90a").options("-O1").source("s");
+  const Key ka = a.finish();
+  EXPECT_EQ(ka.digest, b.finish().digest);
+  ASSERT_GE(ka.fields.size(), 5u);
+  EXPECT_EQ(ka.fields[0].name, "key_schema");
+  EXPECT_EQ(ka.fields[1].value, "hip");
+  EXPECT_EQ(ka.fields[2].section, KeySection::device);
+  EXPECT_EQ(ka.fields[3].section, KeySection::options);
+  EXPECT_EQ(ka.fields[4].section, KeySection::source);
+}
+
+TEST(DigestTest, HexRoundTrip) {
+  const Digest d = Digest::of("abc");
+  EXPECT_EQ(d.hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  auto parsed = Digest::from_hex(d.hex());
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed, d);
+  EXPECT_FALSE(Digest::from_hex("xyz"));
+  EXPECT_FALSE(Digest::from_hex(std::string(64, 'g')));
+}
+
+} // namespace
+} // namespace jitcache

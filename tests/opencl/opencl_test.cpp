@@ -1,0 +1,286 @@
+// The OpenCL backend end to end on PoCL: real compiles, real binaries, real launches.
+#include <jitcache/opencl.hpp>
+
+#include "core/lmdb_store.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace jitcache {
+namespace {
+
+std::string read_kernel(const std::string& name) {
+  std::ifstream in(std::string(JITCACHE_KERNELS) + "/" + name);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+const std::string k_options = std::string("-I ") + JITCACHE_KERNELS;
+
+// A PoCL context on every device of the first platform.
+class PoclContext {
+public:
+  PoclContext() {
+    cl_platform_id platform = nullptr;
+    cl_uint n = 0;
+    if (clGetPlatformIDs(1, &platform, &n) != CL_SUCCESS || n == 0)
+      return;
+    clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &n);
+    devices.resize(n);
+    clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, devices.data(), nullptr);
+    context = clCreateContext(nullptr, n, devices.data(), nullptr, nullptr, nullptr);
+  }
+  ~PoclContext() {
+    if (context)
+      clReleaseContext(context);
+  }
+  cl_context context = nullptr;
+  std::vector<cl_device_id> devices;
+};
+
+// Runs saxpy (y = a*x + y) from `program` on `device` and returns y.
+std::vector<float> run_saxpy(cl_context context, cl_device_id device, cl_program program,
+                             const std::vector<float>& x, std::vector<float> y, float a) {
+  cl_int rc = CL_SUCCESS;
+  cl_command_queue queue = clCreateCommandQueue(context, device, 0, &rc);
+  EXPECT_EQ(rc, CL_SUCCESS);
+  cl_kernel kernel = clCreateKernel(program, "saxpy", &rc);
+  EXPECT_EQ(rc, CL_SUCCESS);
+  const std::size_t bytes = x.size() * sizeof(float);
+  cl_mem bx = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
+                             const_cast<float*>(x.data()), &rc);
+  cl_mem by = clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, y.data(), &rc);
+  const int n = static_cast<int>(x.size());
+  clSetKernelArg(kernel, 0, sizeof bx, &bx);
+  clSetKernelArg(kernel, 1, sizeof by, &by);
+  clSetKernelArg(kernel, 2, sizeof a, &a);
+  clSetKernelArg(kernel, 3, sizeof n, &n);
+  const std::size_t global = x.size();
+  EXPECT_EQ(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
+            CL_SUCCESS);
+  EXPECT_EQ(clEnqueueReadBuffer(queue, by, CL_TRUE, 0, bytes, y.data(), 0, nullptr, nullptr),
+            CL_SUCCESS);
+  clReleaseMemObject(bx);
+  clReleaseMemObject(by);
+  clReleaseKernel(kernel);
+  clReleaseCommandQueue(queue);
+  return y;
+}
+
+void expect_saxpy_works(cl_context context, cl_device_id device, cl_program program) {
+  std::vector<float> x(1000), y(1000);
+  for (int i = 0; i < 1000; ++i) {
+    x[i] = static_cast<float>(i);
+    y[i] = 1.0f;
+  }
+  const auto out = run_saxpy(context, device, program, x, y, 2.0f);
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_FLOAT_EQ(out[i], 2.0f * i + 1.0f) << "at " << i;
+}
+
+class OpenclTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_NE(pocl.context, nullptr) << "PoCL must be installed (pocl-opencl-icd)";
+    device = pocl.devices[0];
+  }
+  Config config(std::map<std::string, std::string> extra = {}) {
+    extra.emplace("JITCACHE_DIR", dir.path().string());
+    return Config::from_variables(extra);
+  }
+  std::uint64_t stored_entries() {
+    auto store = LmdbStore::open(dir.path() / "v1", true);
+    std::uint64_t n = 0;
+    if (store)
+      (*store)->for_each([&](const Store::Item& item) { n += item.valid; });
+    return n;
+  }
+  test::TempDir dir;
+  PoclContext pocl;
+  cl_device_id device = nullptr;
+  const std::string source = read_kernel("vector_ops.cl");
+};
+
+TEST_F(OpenclTest, MissThenHitInANewProcessAndTheHitComputesCorrectly) {
+  const std::string file = std::string(JITCACHE_KERNELS) + "/vector_ops.cl";
+  const std::map<std::string, std::string> env{{"JITCACHE_DIR", dir.path().string()}};
+  auto first = test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", file}, env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto miss = nlohmann::json::parse(first.out);
+  EXPECT_EQ(miss["outcome"], "miss");
+  EXPECT_GT(miss["bytes"].get<std::uint64_t>(), 1000u);
+  auto second = test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", file}, env);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  auto hit = nlohmann::json::parse(second.out);
+  EXPECT_EQ(hit["outcome"], "hit");
+  EXPECT_EQ(hit["tier"], "user");
+  EXPECT_EQ(hit["key"], miss["key"]);
+
+  // This process never compiled it: the program comes from the stored binary.
+  Cache cache(config());
+  auto program = opencl::build_program(cache, pocl.context, device, source, k_options);
+  ASSERT_TRUE(program) << program.error().message;
+  EXPECT_EQ(program->info.outcome, Outcome::hit);
+  EXPECT_EQ(program->info.tier, "user");
+  EXPECT_EQ(program->info.key.hex(), hit["key"]);
+  expect_saxpy_works(pocl.context, device, program->program);
+  clReleaseProgram(program->program);
+  EXPECT_EQ(cache.session_stats().get("opencl", counter::compiles), 0u);
+}
+
+TEST_F(OpenclTest, RepeatedRequestReturnsTheSameProgramFromMemory) {
+  Cache cache(config());
+  auto a = opencl::build_program(cache, pocl.context, device, source, k_options);
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->info.outcome, Outcome::miss);
+  auto b = opencl::build_program(cache, pocl.context, device, source, k_options);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->info.outcome, Outcome::hit);
+  EXPECT_EQ(b->info.tier, "memory");
+  EXPECT_EQ(a->program, b->program);
+  EXPECT_EQ(a->info.key, b->info.key);
+  expect_saxpy_works(pocl.context, device, b->program);
+  clReleaseProgram(a->program);
+  clReleaseProgram(b->program);
+  cache.flush();
+  EXPECT_EQ(stored_entries(), 1u);
+}
+
+TEST_F(OpenclTest, EightThreadsOneCompile) {
+  Cache cache(config());
+  std::vector<cl_program> programs(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto p = opencl::build_program(cache, pocl.context, device, source, k_options);
+      programs[i] = p ? p->program : nullptr;
+    });
+  for (auto& t : threads)
+    t.join();
+  const Stats s = cache.session_stats();
+  EXPECT_EQ(s.get("opencl", counter::compiles), 1u);
+  EXPECT_EQ(s.get("opencl", counter::misses), 1u);
+  EXPECT_EQ(s.hits("opencl"), 7u);
+  for (cl_program p : programs) {
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p, programs[0]);
+    clReleaseProgram(p);
+  }
+}
+
+TEST_F(OpenclTest, CompileErrorCarriesTheBuildLogAndStoresNothing) {
+  Cache cache(config());
+  auto p = opencl::build_program(cache, pocl.context, device,
+                                 "__kernel void broken(__global float* x) { x[0] = y; }", "");
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, ErrorCode::compile_failed);
+  EXPECT_NE(p.error().message.find("clBuildProgram"), std::string::npos);
+  EXPECT_NE(p.error().log.find("undeclared identifier 'y'"), std::string::npos) << p.error().log;
+  cache.flush();
+  EXPECT_EQ(stored_entries(), 0u);
+  EXPECT_EQ(cache.session_stats().get("opencl", counter::compile_errors), 1u);
+}
+
+TEST_F(OpenclTest, EmptySourceAndNullHandlesAreClearErrors) {
+  Cache cache(config());
+  auto p = opencl::build_program(cache, pocl.context, device, "", "");
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, ErrorCode::invalid_argument);
+  EXPECT_NE(p.error().message.find("empty source"), std::string::npos);
+  auto q = opencl::build_program(cache, nullptr, device, source, "");
+  ASSERT_FALSE(q);
+  EXPECT_EQ(q.error().code, ErrorCode::invalid_argument);
+}
+
+TEST_F(OpenclTest, ARejectedStoredBinaryIsEvictedRebuiltAndCounted) {
+  auto key = opencl::make_key(device, source, k_options);
+  ASSERT_TRUE(key);
+  {
+    auto store = LmdbStore::open(dir.path() / "v1", false).value();
+    ASSERT_TRUE(store->put(key->digest, Entry{"opencl", "this is not a program binary", {}, 7}));
+  }
+  Cache cache(config());
+  auto p = opencl::build_program(cache, pocl.context, device, source, k_options);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->info.outcome, Outcome::miss);
+  EXPECT_NE(p->info.note.find("rejected"), std::string::npos);
+  EXPECT_EQ(cache.session_stats().get("opencl", counter::rejected), 1u);
+  expect_saxpy_works(pocl.context, device, p->program);
+  clReleaseProgram(p->program);
+  cache.flush();
+  auto stored = LmdbStore::open(dir.path() / "v1", true).value()->get(key->digest).value();
+  ASSERT_TRUE(stored);
+  EXPECT_NE(stored->payload, "this is not a program binary");
+}
+
+TEST_F(OpenclTest, HeaderChangeChangesTheKey) {
+  test::TempDir inc;
+  std::ofstream(inc.path() / "k.h") << "#define K 1\n";
+  const std::string src = "#include \"k.h\"\n__kernel void f(__global int* x) { x[0] = K; }\n";
+  const std::string options = "-I " + inc.path().string();
+  auto a = opencl::make_key(device, src, options);
+  std::ofstream(inc.path() / "k.h") << "#define K 2\n";
+  auto b = opencl::make_key(device, src, options);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->digest, b->digest);
+  bool header_field = false;
+  for (const auto& f : b->fields)
+    header_field |= f.section == KeySection::header && f.value == "#define K 2\n";
+  EXPECT_TRUE(header_field);
+}
+
+TEST_F(OpenclTest, PoclKernelCacheOffMeansNothingOnDisk) {
+  Cache cache(config({{"POCL_KERNEL_CACHE", "0"}}));
+  EXPECT_FALSE(cache.persistent("opencl"));
+  auto a = opencl::build_program(cache, pocl.context, device, source, k_options);
+  ASSERT_TRUE(a);
+  auto b = opencl::build_program(cache, pocl.context, device, source, k_options);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->info.tier, "memory");
+  clReleaseProgram(a->program);
+  clReleaseProgram(b->program);
+  cache.flush();
+  EXPECT_EQ(stored_entries(), 0u);
+}
+
+TEST_F(OpenclTest, ReadOnlyCacheStillBuilds) {
+  Cache cache(config({{"JITCACHE_READONLY", "1"}}));
+  auto p = opencl::build_program(cache, pocl.context, device, source, k_options);
+  ASSERT_TRUE(p) << p.error().message;
+  expect_saxpy_works(pocl.context, device, p->program);
+  clReleaseProgram(p->program);
+  cache.flush();
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "v1" / "data.mdb"));
+}
+
+// Run in a child process with POCL_DEVICES="pthread pthread" (see MultiDeviceContext).
+TEST_F(OpenclTest, DISABLED_TwoDeviceContextChild) {
+  ASSERT_GE(pocl.devices.size(), 2u);
+  Cache cache(config());
+  auto a = opencl::build_program(cache, pocl.context, pocl.devices[0], source, k_options);
+  auto b = opencl::build_program(cache, pocl.context, pocl.devices[1], source, k_options);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->program, b->program) << "each device gets a program built for it";
+  expect_saxpy_works(pocl.context, pocl.devices[0], a->program);
+  expect_saxpy_works(pocl.context, pocl.devices[1], b->program);
+  clReleaseProgram(a->program);
+  clReleaseProgram(b->program);
+}
+
+TEST(OpenclMultiDevice, ContextWithTwoDevices) {
+  auto r = test::run_process({"/proc/self/exe", "--gtest_also_run_disabled_tests",
+                              "--gtest_filter=OpenclTest.DISABLED_TwoDeviceContextChild"},
+                             {{"POCL_DEVICES", "pthread pthread"}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << r.out;
+}
+
+} // namespace
+} // namespace jitcache
