@@ -76,6 +76,14 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
     if (m_user && m_user->corrupt_seen() != corrupt_before)
       count(key.backend, counter::corrupt, 1);
     if (*got) {
+      // The digest covers every field, so this only trips on a digest collision or a bug;
+      // either way the entry must not be handed out.
+      if ((*got)->key_fields != encode_key_fields(key.fields)) {
+        count(key.backend, counter::corrupt, 1);
+        log::warn("entry " + key.digest.hex() + " in tier '" + tier->store->name() +
+                  "' was stored for a different request; treated as a miss");
+        continue;
+      }
       m_memory->put(key.digest, **got);
       return Found{std::move(**got), tier->store->name()};
     }
@@ -83,7 +91,9 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
   return std::nullopt;
 }
 
-void CacheCore::store(const Key& key, const Entry& entry) {
+void CacheCore::store(const Key& key, const Entry& given) {
+  Entry entry = given;
+  entry.key_fields = encode_key_fields(key.fields);
   m_memory->put(key.digest, entry);
   if (!persistent(key.backend) || m_config.read_only)
     return;

@@ -29,6 +29,7 @@ template <typename T> T get_le(std::string_view in, std::size_t at) {
 struct Layout {
   std::uint32_t backend_len, metadata_len;
   std::uint64_t payload_len, compile_ns;
+  std::uint32_t fields_len;
 };
 
 Error corrupt(const std::string& why) { return Error(ErrorCode::corrupt, "stored entry " + why); }
@@ -48,8 +49,10 @@ Expected<Layout> check(const Digest& key, std::string_view bytes) {
   if (std::memcmp(bytes.data() + 16, key.bytes.data(), key.bytes.size()) != 0)
     return corrupt("was stored under a different key");
   Layout l{get_le<std::uint32_t>(bytes, 48), get_le<std::uint32_t>(bytes, 52),
-           get_le<std::uint64_t>(bytes, 56), get_le<std::uint64_t>(bytes, 64)};
-  const std::uint64_t body = std::uint64_t(l.backend_len) + l.metadata_len + l.payload_len;
+           get_le<std::uint64_t>(bytes, 56), get_le<std::uint64_t>(bytes, 64),
+           get_le<std::uint32_t>(bytes, 72)};
+  const std::uint64_t body =
+      std::uint64_t(l.backend_len) + l.metadata_len + l.fields_len + l.payload_len;
   if (l.payload_len > bytes.size() || body != bytes.size() - k_entry_header_size)
     return corrupt("has inconsistent lengths");
   return l;
@@ -66,9 +69,12 @@ std::string encode_entry(const Digest& key, const Entry& entry) {
   put_le<std::uint32_t>(out, 52, static_cast<std::uint32_t>(entry.metadata.size()));
   put_le<std::uint64_t>(out, 56, entry.payload.size());
   put_le<std::uint64_t>(out, 64, entry.compile_ns);
-  out.reserve(out.size() + entry.backend.size() + entry.metadata.size() + entry.payload.size());
+  put_le<std::uint32_t>(out, 72, static_cast<std::uint32_t>(entry.key_fields.size()));
+  out.reserve(out.size() + entry.backend.size() + entry.metadata.size() +
+              entry.key_fields.size() + entry.payload.size());
   out += entry.backend;
   out += entry.metadata;
+  out += entry.key_fields;
   out += entry.payload;
   put_le<std::uint64_t>(out, k_checksum_offset,
                         XXH3_64bits(out.data() + k_checked_offset, out.size() - k_checked_offset));
@@ -85,6 +91,8 @@ Expected<Entry> decode_entry(const Digest& key, std::string_view bytes) {
   at += layout->backend_len;
   entry.metadata.assign(bytes.data() + at, layout->metadata_len);
   at += layout->metadata_len;
+  entry.key_fields.assign(bytes.data() + at, layout->fields_len);
+  at += layout->fields_len;
   entry.payload.assign(bytes.data() + at, layout->payload_len);
   entry.compile_ns = layout->compile_ns;
   return entry;

@@ -16,9 +16,10 @@ namespace jitcache {
 ///          4   u32le              format version (k_format_version)
 ///          8   u64le              XXH3-64 of every byte from offset 16 to the end
 ///         16   32 bytes           the key digest the entry was stored under
-///         48   u32le backend len, u32le metadata len, u64le payload len, u64le compile ns
-///         72   backend, metadata, payload
-inline constexpr std::size_t k_entry_header_size = 72;
+///         48   u32le backend len, u32le metadata len, u64le payload len, u64le compile ns,
+///              u32le key-fields len, u32le reserved (0)
+///         80   backend, metadata, key fields, payload
+inline constexpr std::size_t k_entry_header_size = 80;
 
 /// Serialises `entry` stored under `key`.
 std::string encode_entry(const Digest& key, const Entry& entry);

@@ -79,4 +79,56 @@ Key KeyBuilder::finish() const {
   return key;
 }
 
+namespace {
+void append_u32(std::string& out, std::size_t n) {
+  for (int i = 0; i < 4; ++i)
+    out += static_cast<char>((n >> (8 * i)) & 0xff);
+}
+bool read_u32(std::string_view& in, std::size_t& n) {
+  if (in.size() < 4)
+    return false;
+  n = 0;
+  for (int i = 0; i < 4; ++i)
+    n |= static_cast<std::size_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+  in.remove_prefix(4);
+  return true;
+}
+constexpr std::size_t k_inline_value_limit = 128;
+} // namespace
+
+std::string encode_key_fields(const std::vector<KeyField>& fields) {
+  std::string out;
+  for (const KeyField& f : fields) {
+    out += static_cast<char>(f.section);
+    append_u32(out, f.name.size());
+    out += f.name;
+    const std::string value = f.value.size() <= k_inline_value_limit
+                                  ? f.value
+                                  : "sha256:" + Digest::of(f.value).hex();
+    append_u32(out, value.size());
+    out += value;
+  }
+  return out;
+}
+
+std::optional<std::vector<KeyField>> decode_key_fields(std::string_view in) {
+  std::vector<KeyField> fields;
+  while (!in.empty()) {
+    KeyField f;
+    f.section = static_cast<KeySection>(in[0]);
+    in.remove_prefix(1);
+    std::size_t n = 0;
+    if (!read_u32(in, n) || n > in.size())
+      return std::nullopt;
+    f.name.assign(in.substr(0, n));
+    in.remove_prefix(n);
+    if (!read_u32(in, n) || n > in.size())
+      return std::nullopt;
+    f.value.assign(in.substr(0, n));
+    in.remove_prefix(n);
+    fields.push_back(std::move(f));
+  }
+  return fields;
+}
+
 } // namespace jitcache

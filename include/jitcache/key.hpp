@@ -2,6 +2,7 @@
 
 #include <jitcache/digest.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,14 @@ struct Key {
   std::string backend;
   std::vector<KeyField> fields; ///< in hashing order
 };
+
+/// Encodes `fields` compactly for storing with an entry: values up to 128 bytes as they are,
+/// longer ones as "sha256:<hex>" (sources and headers), so two encodings are equal exactly when
+/// the fields are.
+std::string encode_key_fields(const std::vector<KeyField>& fields);
+
+/// Decodes encode_key_fields() output; std::nullopt when `bytes` is malformed.
+std::optional<std::vector<KeyField>> decode_key_fields(std::string_view bytes);
 
 /// Builds a Key: SHA-256 over tagged, length-delimited fields, so that no two different
 /// field lists hash alike ("-I -O2" vs "-I-O2", a byte moved across a field boundary).

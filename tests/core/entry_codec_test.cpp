@@ -1,5 +1,7 @@
 #include "core/entry_codec.hpp"
 
+#include <jitcache/key.hpp>
+
 #include <gtest/gtest.h>
 
 namespace jitcache {
@@ -12,6 +14,7 @@ Entry sample() { return Entry{"opencl", std::string("\x7f" "ELF binary\0bytes", 
 TEST(EntryCodecTest, RoundTrip) {
   const std::string bytes = encode_entry(k_key, sample());
   EXPECT_EQ(bytes.size(), k_entry_header_size + 6 + 4 + 17);
+
   auto entry = decode_entry(k_key, bytes);
   ASSERT_TRUE(entry) << entry.error().message;
   EXPECT_EQ(entry->backend, "opencl");
@@ -19,6 +22,20 @@ TEST(EntryCodecTest, RoundTrip) {
   EXPECT_EQ(entry->metadata, "meta");
   EXPECT_EQ(entry->compile_ns, 1234u);
   EXPECT_EQ(verify_entry(k_key, bytes).value(), "opencl");
+}
+
+TEST(EntryCodecTest, KeyFieldsRoundTripAndLongValuesAreDigested) {
+  const Key key = KeyBuilder("opencl").options("-O2").source(std::string(1000, 's')).finish();
+  Entry entry = sample();
+  entry.key_fields = encode_key_fields(key.fields);
+  auto back = decode_entry(k_key, encode_entry(k_key, entry));
+  ASSERT_TRUE(back);
+  auto fields = decode_key_fields(back->key_fields);
+  ASSERT_TRUE(fields);
+  ASSERT_EQ(fields->size(), key.fields.size());
+  EXPECT_EQ((*fields)[2].value, "-O2");
+  EXPECT_EQ((*fields)[3].value, "sha256:" + Digest::of(std::string(1000, 's')).hex());
+  EXPECT_FALSE(decode_key_fields("\x01\xff\xff"));
 }
 
 TEST(EntryCodecTest, EveryFlippedByteIsDetected) {

@@ -204,7 +204,9 @@ TEST_F(OpenclTest, ARejectedStoredBinaryIsEvictedRebuiltAndCounted) {
   ASSERT_TRUE(key);
   {
     auto store = LmdbStore::open(dir.path() / "v1", false).value();
-    ASSERT_TRUE(store->put(key->digest, Entry{"opencl", "this is not a program binary", {}, 7}));
+    Entry garbage{"opencl", "this is not a program binary", {}, 7};
+    garbage.key_fields = encode_key_fields(key->fields); // the right request, a bad binary
+    ASSERT_TRUE(store->put(key->digest, garbage));
   }
   Cache cache(config());
   auto p = opencl::build_program(cache, pocl.context, device, source, k_options);
