@@ -29,8 +29,8 @@ public:
   /// target without needing a device (where the backend supports it). Errors as the backend's
   /// own API gives them; compile_failed carries the log.
   virtual Expected<BuildInfo> build(Cache& cache, const BuildRequest& request) = 0;
-  /// The key `request` would use (for `jitcache explain`).
-  virtual Expected<Key> key(const BuildRequest& request) = 0;
+  /// The key `request` would use under `config` (for `jitcache explain`).
+  virtual Expected<Key> key(const Config& config, const BuildRequest& request) = 0;
   /// Facts for `jitcache info`: the runtime's version, its own cache locations and sizes,
   /// devices. Never fails: a missing runtime is reported as a fact.
   virtual std::vector<std::pair<std::string, std::string>> facts(const Config& config) = 0;

@@ -29,6 +29,19 @@ constexpr const char* k_variables[] = {
     "HOME",               "XDG_CACHE_HOME",
 };
 
+// Variables a backend's compiler reads that change the code it generates: part of the key.
+struct CompileVariable {
+  const char* backend;
+  const char* name;
+};
+constexpr CompileVariable k_compile_variables[] = {
+    {"opencl", "POCL_EXTRA_BUILD_FLAGS"},        {"opencl", "POCL_WORK_GROUP_METHOD"},
+    {"opencl", "POCL_WORK_GROUP_SPECIALIZATION"}, {"opencl", "POCL_FORCE_PARALLEL_OUTER_LOOP"},
+    {"opencl", "POCL_FULL_REPLICATION_THRESHOLD"}, {"opencl", "POCL_WILOOPS_MAX_UNROLL_COUNT"},
+    {"opencl", "POCL_LLVM_CPU_NAME"},            {"opencl", "POCL_KERNELLIB_NAME"},
+    {"opencl", "POCL_BINARY_SPECIALIZE_WG"},     {"opencl", "POCL_MAX_WORK_GROUP_SIZE"},
+};
+
 std::string lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -259,11 +272,25 @@ PersistencePolicy Config::persistence(std::string_view backend) const {
   return {true, read_only ? "on, read-only (JITCACHE_READONLY)" : "on"};
 }
 
+std::vector<std::pair<std::string, std::string>>
+Config::compile_environment(std::string_view backend) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const CompileVariable& v : k_compile_variables)
+    if (auto it = variables.find(v.name); backend == v.backend && it != variables.end())
+      out.emplace_back(v.name, it->second);
+  return out;
+}
+
 Config Config::from_variables(const std::map<std::string, std::string>& vars) {
   Config config;
-  for (const char* name : k_variables)
+  const auto record = [&](const char* name) {
     if (auto it = vars.find(name); it != vars.end())
       config.variables.emplace(name, it->second);
+  };
+  for (const char* name : k_variables)
+    record(name);
+  for (const CompileVariable& v : k_compile_variables)
+    record(v.name);
   Parser parser(config.variables, config);
   parser.cache_dir();
   parser.disable();
@@ -277,8 +304,8 @@ Config Config::from_variables(const std::map<std::string, std::string>& vars) {
 
 Config Config::from_environment() {
   std::map<std::string, std::string> vars;
-  for (const char* name : k_variables)
-    if (const char* value = std::getenv(name))
+  for (const std::string& name : known_variables())
+    if (const char* value = std::getenv(name.c_str()))
       vars.emplace(name, value);
   Config config = from_variables(vars);
   log::set_level(config.log_level);
@@ -288,7 +315,10 @@ Config Config::from_environment() {
 }
 
 std::vector<std::string> Config::known_variables() {
-  return {std::begin(k_variables), std::end(k_variables)};
+  std::vector<std::string> names(std::begin(k_variables), std::end(k_variables));
+  for (const CompileVariable& v : k_compile_variables)
+    names.emplace_back(v.name);
+  return names;
 }
 
 } // namespace jitcache

@@ -1,5 +1,7 @@
 #include "core/handle_cache.hpp"
 
+#include "core/includes.hpp"
+
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
@@ -57,7 +59,10 @@ HandleCache::get_or_load(const Slot& slot, const std::function<Expected<Loaded>(
   return result.value;
 }
 
-void HandleCache::alias(const RequestHash& request, const Loaded& loaded) {
+void HandleCache::alias(const RequestHash& request, const Loaded& loaded, const Key& key) {
+  for (const KeyField& field : key.fields)
+    if (field.section == KeySection::header && field.detail != k_in_memory_path)
+      return;
   std::lock_guard<std::mutex> lock(m_mutex);
   m_requests.emplace(request, loaded);
 }

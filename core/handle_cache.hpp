@@ -18,8 +18,9 @@ namespace jitcache::detail {
 /// (key, context, device). A handle is a shared_ptr<void> whose deleter releases the runtime
 /// object; handles live until the Cache is destroyed.
 ///
-/// Requests are also remembered by a cheap request hash (XXH3-128 over the raw arguments), so
-/// that a repeated identical request skips key building entirely.
+/// Requests whose key depends on nothing but their arguments are also remembered by a cheap
+/// request hash (XXH3-128 over the raw arguments), so that a repeated identical request skips
+/// key building entirely.
 class HandleCache {
 public:
   using Handle = std::shared_ptr<void>;
@@ -57,7 +58,10 @@ public:
   /// wait for it) and remembers a successful result. `ran` tells whether this caller ran it.
   Expected<Loaded> get_or_load(const Slot& slot, const std::function<Expected<Loaded>()>& load,
                                bool& ran);
-  void alias(const RequestHash& request, const Loaded& loaded);
+  /// Remembers `request` as a shortcut to `loaded`, unless `key` depends on files on disk (a
+  /// header found through an include path): those requests must rebuild their key each time,
+  /// so that a header edited during the process's life is seen.
+  void alias(const RequestHash& request, const Loaded& loaded, const Key& key);
   /// Forgets every handle (releasing the runtime objects not held elsewhere).
   void clear();
 

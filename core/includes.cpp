@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 struct Directive {
   std::string name;
-  bool quoted; // "x" (true) or <x> (false)
+  enum Kind { quoted, angled, computed } kind; // "x", <x>, or MACRO
 };
 
 // Finds `#include "x"` / `#include <x>` lines. Comments on the directive line are ignored;
@@ -34,13 +34,24 @@ std::vector<Directive> directives(std::string_view text) {
     if (i == std::string_view::npos || line.compare(i, 7, "include") != 0)
       continue;
     i = line.find_first_not_of(" \t", i + 7);
-    if (i == std::string_view::npos || (line[i] != '"' && line[i] != '<'))
+    if (i == std::string_view::npos)
       continue;
+    if (line[i] != '"' && line[i] != '<') {
+      // #include MACRO: the target is only known after preprocessing.
+      std::string_view text = line.substr(i);
+      text = text.substr(0, text.find("//"));
+      while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.remove_suffix(1);
+      if (!text.empty())
+        out.push_back({std::string(text), Directive::computed});
+      continue;
+    }
     const char close = line[i] == '"' ? '"' : '>';
     const std::size_t j = line.find(close, i + 1);
     if (j == std::string_view::npos || j == i + 1)
       continue;
-    out.push_back({std::string(line.substr(i + 1, j - i - 1)), close == '"'});
+    out.push_back({std::string(line.substr(i + 1, j - i - 1)),
+                   close == '"' ? Directive::quoted : Directive::angled});
   }
   return out;
 }
@@ -66,15 +77,19 @@ public:
     if (depth > 200) // include cycles without guards; the compiler reports those
       return;
     for (const Directive& d : directives(text)) {
+      if (d.kind == Directive::computed) {
+        m_out.computed.push_back(d.name);
+        continue;
+      }
       if (auto it = m_in_memory.find(d.name); it != m_in_memory.end()) {
         if (m_seen.insert("mem:" + d.name).second) {
-          m_out.push_back({d.name, it->second});
+          m_out.headers.push_back({d.name, k_in_memory_path, it->second});
           scan(it->second, std::nullopt, depth + 1);
         }
         continue;
       }
       std::vector<fs::path> candidates;
-      if (d.quoted && current_dir)
+      if (d.kind == Directive::quoted && current_dir)
         candidates.push_back(*current_dir / d.name);
       for (const fs::path& dir : m_dirs)
         candidates.push_back(dir / d.name);
@@ -84,7 +99,7 @@ public:
           continue;
         const fs::path resolved = fs::weakly_canonical(candidate);
         if (m_seen.insert(resolved.string()).second) {
-          m_out.push_back({resolved.string(), *content});
+          m_out.headers.push_back({d.name, resolved.string(), *content});
           scan(*content, resolved.parent_path(), depth + 1);
         }
         break;
@@ -92,18 +107,18 @@ public:
     }
   }
 
-  std::vector<IncludedHeader> take() { return std::move(m_out); }
+  IncludeScan take() { return std::move(m_out); }
 
 private:
   const std::vector<fs::path>& m_dirs;
   const std::map<std::string, std::string>& m_in_memory;
   std::set<std::string> m_seen;
-  std::vector<IncludedHeader> m_out;
+  IncludeScan m_out;
 };
 
-// Splits an option string like a shell would for the simple cases compilers see:
-// whitespace separates, single and double quotes group.
-std::vector<std::string> tokenize(std::string_view options) {
+} // namespace
+
+std::vector<std::string> split_options(std::string_view options) {
   std::vector<std::string> out;
   std::string current;
   bool in_token = false;
@@ -132,27 +147,11 @@ std::vector<std::string> tokenize(std::string_view options) {
   return out;
 }
 
-} // namespace
-
-std::vector<IncludedHeader> scan_includes(std::string_view source,
-                                          const std::vector<fs::path>& include_dirs,
-                                          const std::map<std::string, std::string>& in_memory) {
+IncludeScan scan_includes(std::string_view source, const std::vector<fs::path>& include_dirs,
+                          const std::map<std::string, std::string>& in_memory) {
   Scanner scanner(include_dirs, in_memory);
   scanner.scan(source, fs::current_path(), 0);
   return scanner.take();
-}
-
-std::vector<fs::path> include_dirs_from_options(std::string_view options) {
-  std::vector<fs::path> dirs;
-  const std::vector<std::string> tokens = tokenize(options);
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] == "-I" && i + 1 < tokens.size())
-      dirs.emplace_back(tokens[++i]);
-    else if (tokens[i].size() > 2 && tokens[i].compare(0, 2, "-I") == 0)
-      dirs.emplace_back(tokens[i].substr(2));
-  }
-  dirs.push_back(fs::current_path());
-  return dirs;
 }
 
 } // namespace jitcache

@@ -9,9 +9,20 @@
 namespace jitcache {
 
 /// A header found while scanning a source's includes.
+/// The path recorded for headers given in memory.
+inline constexpr const char* k_in_memory_path = "(in memory)";
+
 struct IncludedHeader {
-  std::string name;    ///< resolved path, or the in-memory name
+  std::string name;    ///< as the #include spells it (or the in-memory name)
+  std::string path;    ///< where it was found (canonical), or k_in_memory_path
   std::string content; ///< its bytes
+};
+
+/// The result of a scan: the headers found, and the `#include MACRO` lines whose target the
+/// scanner cannot know without preprocessing.
+struct IncludeScan {
+  std::vector<IncludedHeader> headers;
+  std::vector<std::string> computed; ///< the macro text of each computed include
 };
 
 /// Finds the headers `source` pulls in through #include, recursively, resolving "x" first
@@ -20,12 +31,12 @@ struct IncludedHeader {
 /// Includes that resolve nowhere (runtime-provided headers) are skipped. Each header appears
 /// once, in first-seen order. Conditionals are not evaluated: a header in an #if 0 branch still
 /// counts (more key, never less).
-std::vector<IncludedHeader> scan_includes(std::string_view source,
-                                          const std::vector<std::filesystem::path>& include_dirs,
-                                          const std::map<std::string, std::string>& in_memory = {});
+IncludeScan scan_includes(std::string_view source,
+                          const std::vector<std::filesystem::path>& include_dirs,
+                          const std::map<std::string, std::string>& in_memory = {});
 
-/// The -I directories named in a compiler option string ("-Idir", "-I dir", "-I'dir'"),
-/// in order, followed by the current directory.
-std::vector<std::filesystem::path> include_dirs_from_options(std::string_view options);
+/// Splits an option string the way a shell would for the simple cases compilers see: whitespace
+/// separates, single and double quotes group (and are removed).
+std::vector<std::string> split_options(std::string_view options);
 
 } // namespace jitcache

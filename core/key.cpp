@@ -39,12 +39,14 @@ KeyBuilder& KeyBuilder::options(std::string_view options) {
 KeyBuilder& KeyBuilder::source(std::string_view source, std::string_view name) {
   return add(KeySection::source, name, source);
 }
-KeyBuilder& KeyBuilder::header(std::string_view name, std::string_view content) {
-  return add(KeySection::header, name, content);
+KeyBuilder& KeyBuilder::header(std::string_view name, std::string_view content,
+                               std::string_view resolved_path) {
+  return add(KeySection::header, name, content, resolved_path);
 }
 
-KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::string_view value) {
-  m_fields.push_back({section, std::string(name), std::string(value)});
+KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::string_view value,
+                            std::string_view detail) {
+  m_fields.push_back({section, std::string(name), std::string(value), std::string(detail)});
   return *this;
 }
 

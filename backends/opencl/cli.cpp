@@ -69,11 +69,11 @@ public:
     return program->info;
   }
 
-  Expected<Key> key(const BuildRequest& request) override {
+  Expected<Key> key(const Config& config, const BuildRequest& request) override {
     auto device = device_at(request.device);
     if (!device)
       return std::move(device).error();
-    return opencl::make_key(*device, request.source, request.options);
+    return opencl::make_key(config, *device, request.source, request.options);
   }
 
   std::vector<std::pair<std::string, std::string>> facts(const Config& config) override {

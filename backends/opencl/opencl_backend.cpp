@@ -4,7 +4,6 @@
 #include "backends/opencl/opencl_identity.hpp"
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"
-#include "core/includes.hpp"
 #include "core/log.hpp"
 
 #include <algorithm>
@@ -108,19 +107,12 @@ Program hand_out(const detail::HandleCache::Loaded& loaded, BuildInfo info) {
 
 } // namespace
 
-Expected<Key> make_key(cl_device_id device, std::string_view source, std::string_view options) {
+Expected<Key> make_key(const Config& config, cl_device_id device, std::string_view source,
+                       std::string_view options) {
   auto id = identity(device);
   if (!id)
     return std::move(id).error();
-  KeyBuilder builder(k_backend);
-  for (const auto& [name, value] : id->device)
-    builder.device(name, value);
-  for (const auto& [name, value] : id->toolchain)
-    builder.toolchain(name, value);
-  builder.options(options).source(source);
-  for (const IncludedHeader& header : scan_includes(source, include_dirs_from_options(options)))
-    builder.header(header.name, header.content);
-  return builder.finish();
+  return key_for(*id, config, source, options);
 }
 
 Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id device,
@@ -151,7 +143,7 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
   if (auto loaded = handles.find(request))
     return memory_hit(*loaded);
 
-  auto key = make_key(device, source, options_view);
+  auto key = make_key(cache.config(), device, source, options_view);
   if (!key)
     return std::move(key).error();
   auto id = identity(device); // remembered by make_key: cannot fail here
@@ -231,7 +223,7 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
       ran);
   if (!loaded)
     return std::move(loaded).error();
-  handles.alias(request, *loaded);
+  handles.alias(request, *loaded, *key);
   if (!ran)
     return memory_hit(*loaded);
   BuildInfo info = loaded->info;

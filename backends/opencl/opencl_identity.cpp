@@ -1,6 +1,7 @@
 #include "backends/opencl/opencl_identity.hpp"
 
 #include "backends/opencl/opencl_error.hpp"
+#include "core/dependencies.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -56,7 +57,8 @@ Expected<Identity> query(cl_device_id device) {
     // PoCL names the code it generates for the device (target triple and CPU) after "HSTR:".
     if (q.param == CL_DEVICE_VERSION)
       if (auto at = value->find("HSTR:"); at != std::string::npos)
-        id.device.emplace_back("pocl_build_hash", value->substr(at + 5));
+        id.device.emplace_back("pocl_build_hash",
+                               value->substr(value->find_first_not_of(' ', at + 5)));
   }
   id.toolchain.emplace_back("jitcache_version", k_version);
   return id;
@@ -78,6 +80,18 @@ Expected<Identity> identity(cl_device_id device) {
     known.emplace(device, *id);
   }
   return id;
+}
+
+Key key_for(const Identity& id, const Config& config, std::string_view source,
+            std::string_view options) {
+  KeyBuilder builder("opencl");
+  for (const auto& [name, value] : id.device)
+    builder.device(name, value);
+  for (const auto& [name, value] : id.toolchain)
+    builder.toolchain(name, value);
+  add_compile_environment(builder, config, "opencl");
+  add_source_fields(builder, SourceInputs{source, options, {}, {}});
+  return builder.finish();
 }
 
 } // namespace jitcache::opencl

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>
+#include <jitcache/key.hpp>
 #include <jitcache/opencl.hpp>
 
 #include <string>
@@ -21,5 +23,11 @@ struct Identity {
 /// PoCL's device build hash (the "HSTR:" part of CL_DEVICE_VERSION), jitcache's version.
 /// Errors: runtime_error naming the failing clGetDeviceInfo/clGetPlatformInfo.
 Expected<Identity> identity(cl_device_id device);
+
+/// The key for a request on a device of identity `id`: what make_key() computes once the
+/// identity is known. Separate so that an identity change (a driver or PoCL upgrade) can be
+/// tested without a second runtime.
+Key key_for(const Identity& id, const Config& config, std::string_view source,
+            std::string_view options);
 
 } // namespace jitcache::opencl

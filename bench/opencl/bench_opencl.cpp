@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
 
   if (mode == "export") {
     jitcache::Cache cache;
-    auto key = jitcache::opencl::make_key(device, source, options);
+    auto key = jitcache::opencl::make_key(cache.config(), device, source, options);
     auto found = key ? cache.lookup(*key) : std::nullopt;
     if (!found)
       die("nothing stored for " + file);

@@ -30,13 +30,21 @@ def run(cmd, env):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def python_with_pyopencl():
+    """An interpreter that imports pyopencl: this one, else the distribution's (python3-pyopencl)."""
+    for candidate in (sys.executable, "/usr/bin/python3"):
+        if subprocess.run([candidate, "-c", "import pyopencl"], capture_output=True).returncode == 0:
+            return candidate
+    sys.exit("compare.py: no python3 with pyopencl (install python3-pyopencl)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--build", default="build")
     args = ap.parse_args()
     bench = os.path.join(ROOT, args.build, "bench", "opencl", "bench_opencl")
-    py = [sys.executable, os.path.join(ROOT, "bench", "opencl", "pyopencl_bench.py")]
+    py = [python_with_pyopencl(), os.path.join(ROOT, "bench", "opencl", "pyopencl_bench.py")]
     files = sorted(f for f in os.listdir(os.path.join(ROOT, "kernels")) if f.endswith(".cl"))
     work = tempfile.mkdtemp(prefix="jitcache-bench-")
     rows = []

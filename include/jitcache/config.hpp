@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace jitcache {
@@ -55,6 +56,10 @@ struct Config {
   /// One line per variable that had a bad value ("JITCACHE_MAX_SIZE=banana: not a size; using
   /// unlimited"). Logged once when the config is built from the environment.
   std::vector<std::string> warnings;
+
+  /// The variables set in the environment that `backend`'s compiler reads and that change the
+  /// code it generates (name, value), in a fixed order. They are part of the key.
+  std::vector<std::pair<std::string, std::string>> compile_environment(std::string_view backend) const;
 
   /// Whether `backend`'s persistent tiers are on, and why.
   PersistencePolicy persistence(std::string_view backend) const;

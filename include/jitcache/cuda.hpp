@@ -80,10 +80,11 @@ struct Binary {
 /// applies); the log and info.note say so.
 ///
 /// The key covers the compute capability and the target, NVRTC's version and build (its library
-/// file), jitcache's version, each option as given, the program name and source, the name
-/// expressions, every in-memory header, and the content of every header file reachable through
-/// `#include` via the program's directory, the -I/--include-path options and the toolkit's
-/// include directories. NVRTC is needed for hits too (its version is part of the key).
+/// file), jitcache's version, the environment variables that change NVRTC's code, each option as
+/// given (an include directory by what it provides, not its spelling), the program name and
+/// source, the name expressions, and every header reachable through `#include` (in memory, or a
+/// file via the program's directory, the -I/--include-path options and the toolkit's include
+/// directories), by content. NVRTC is needed for hits too (its version is part of the key).
 ///
 /// Errors: invalid_argument (empty source, an -arch option, no current context), runtime_missing
 /// (no driver, or no NVRTC), unsupported (a device older than NVRTC's oldest target),
@@ -101,9 +102,10 @@ Expected<Module> load_module(Cache& cache, const Program& program);
 /// runtime_error (naming the NVRTC call). Thread-safe.
 Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& program);
 
-/// The key compile(arch) would use; with `arch` empty, the key load_module() would use in the
+/// The key compile(arch) would use with a Cache configured by `config` (which supplies the
+/// compiler-affecting environment); with `arch` empty, the key load_module() would use in the
 /// current context. Reads the header files; compiles nothing. For `jitcache explain` and tests.
 /// Errors: as compile() and load_module() give them before compiling.
-Expected<Key> make_key(const Program& program, std::string_view arch = {});
+Expected<Key> make_key(const Config& config, const Program& program, std::string_view arch = {});
 
 } // namespace jitcache::cuda

@@ -69,7 +69,8 @@ struct CodeObject {
 /// e.g. "gfx90a:sramecc+:xnack-").
 ///
 /// Hit (memory tier): the module already loaded for this key and device (a repeated identical
-/// request skips key building and reads no header file again). Hit (a persistent tier): the
+/// request whose headers are all in memory skips key building; one that reads header files
+/// rebuilds its key, so that a header edited meanwhile is seen). Hit (a persistent tier): the
 /// stored code object, once checked to be an AMDGPU ELF for the device's target, is loaded.
 /// Miss: hipRTC compiles, the code object and the lowered names are stored, then loaded.
 /// Concurrent calls for the same key compile once; calls for the same key and device load once.
@@ -78,9 +79,10 @@ struct CodeObject {
 /// and rebuilt (info.note says so).
 ///
 /// The key covers the canonical target id, the hipRTC library file (name and size), comgr's
-/// version and library file, jitcache's version, each option as given, the program name and
-/// source, the name expressions, every in-memory header, and the content of every header file
-/// reachable through `#include` via the -I/-isystem/-iquote/-idirafter options.
+/// version and library file, jitcache's version, the environment variables that change hipRTC's
+/// code, each option as given (an include directory by what it provides, not its spelling), the
+/// program name and source, the name expressions, every in-memory header, and every header file
+/// reachable through `#include` via the -I/-isystem/-iquote/-idirafter options, by content.
 ///
 /// Never aborts the process and never waits forever: the first HIP call (runtime
 /// initialisation) is given a time limit. Errors: invalid_argument (empty source or name, a
@@ -104,10 +106,11 @@ Expected<Module> load_module(Cache& cache, const Program& program);
 /// runtime_error (naming the hipRTC call). Thread-safe.
 Expected<CodeObject> compile(Cache& cache, std::string_view target, const Program& program);
 
-/// The key compile(target) would use; with `target` empty, the key load_module() would use on
-/// the current device. Reads the header files; compiles nothing. For `jitcache explain` and
-/// tests. Errors: as compile() and load_module() give them before compiling.
-Expected<Key> make_key(const Program& program, std::string_view target = {});
+/// The key compile(target) would use with a Cache configured by `config` (which supplies the
+/// compiler-affecting environment); with `target` empty, the key load_module() would use on the
+/// current device. Reads the header files; compiles nothing. For `jitcache explain` and tests.
+/// Errors: as compile() and load_module() give them before compiling.
+Expected<Key> make_key(const Config& config, const Program& program, std::string_view target = {});
 
 /// The canonical full target id of HIP device `device` (an ordinal, as for hipSetDevice).
 /// Errors: runtime_missing, no_device (no GPU, or `device` out of range; naming the HIP error),

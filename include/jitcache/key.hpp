@@ -32,6 +32,7 @@ struct KeyField {
   KeySection section;
   std::string name;  ///< e.g. "device_name", "nvrtc_version", a header's resolved path
   std::string value; ///< the exact bytes hashed
+  std::string detail; ///< not hashed: shown by `jitcache explain` (e.g. a header's resolved path)
 };
 
 /// A finished key: the digest plus the fields it was made of.
@@ -68,14 +69,17 @@ public:
   KeyBuilder& options(std::string_view options);
   /// Adds the kernel source (`name` is informative: a file name or program name).
   KeyBuilder& source(std::string_view source, std::string_view name = "source");
-  /// Adds a header the source pulls in: `name` as resolved (path or in-memory name), its content.
-  KeyBuilder& header(std::string_view name, std::string_view content);
+  /// Adds a header the source pulls in: `name` as the source spells it (or the in-memory name),
+  /// its content, and (not hashed) where it was found.
+  KeyBuilder& header(std::string_view name, std::string_view content,
+                     std::string_view resolved_path = {});
 
   /// Hashes the fields added so far. May be called more than once.
   Key finish() const;
 
 private:
-  KeyBuilder& add(KeySection section, std::string_view name, std::string_view value);
+  KeyBuilder& add(KeySection section, std::string_view name, std::string_view value,
+                  std::string_view detail = {});
 
   std::string m_backend;
   std::vector<KeyField> m_fields;

@@ -37,8 +37,11 @@ struct Program {
 Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id device,
                                 std::string_view source, std::string_view options = {});
 
-/// The device identity and toolchain fields this backend puts in a key, in order (for explain
-/// and tests). Errors: runtime_error naming the failing clGetDeviceInfo/clGetPlatformInfo.
-Expected<Key> make_key(cl_device_id device, std::string_view source, std::string_view options);
+/// The key build_program uses for this request under `config` (which supplies the environment
+/// variables that change PoCL's code generation): device and toolchain identity, options,
+/// source and headers; for `jitcache explain` and tests. Errors: runtime_error naming the
+/// failing clGetDeviceInfo/clGetPlatformInfo.
+Expected<Key> make_key(const Config& config, cl_device_id device, std::string_view source,
+                       std::string_view options);
 
 } // namespace jitcache::opencl

@@ -21,11 +21,13 @@ TEST(IncludesTest, FollowsIncludePathsRecursivelyOnce) {
   const std::string source =
       "#include <a.h>\n  #  include \"c.h\"\n#include <stdint.h>\n#include \"mem.h\"\n";
   auto headers = scan_includes(source, {dir.path() / "inc", dir.path() / "other"},
-                               {{"mem.h", "int m;"}});
+                               {{"mem.h", "int m;"}})
+                     .headers;
   ASSERT_EQ(headers.size(), 4u);
-  EXPECT_NE(headers[0].name.find("inc/a.h"), std::string::npos);
-  EXPECT_NE(headers[1].name.find("inc/b.h"), std::string::npos);
-  EXPECT_NE(headers[2].name.find("other/c.h"), std::string::npos);
+  EXPECT_EQ(headers[0].name, "a.h");
+  EXPECT_NE(headers[0].path.find("inc/a.h"), std::string::npos);
+  EXPECT_NE(headers[1].path.find("inc/b.h"), std::string::npos);
+  EXPECT_NE(headers[2].path.find("other/c.h"), std::string::npos);
   EXPECT_EQ(headers[3].name, "mem.h");
   EXPECT_EQ(headers[3].content, "int m;");
 }
@@ -34,21 +36,25 @@ TEST(IncludesTest, FirstIncludeDirWins) {
   test::TempDir dir;
   write(dir.path() / "one/x.h", "one");
   write(dir.path() / "two/x.h", "two");
-  auto a = scan_includes("#include <x.h>", {dir.path() / "one", dir.path() / "two"});
-  auto b = scan_includes("#include <x.h>", {dir.path() / "two", dir.path() / "one"});
+  auto a = scan_includes("#include <x.h>", {dir.path() / "one", dir.path() / "two"}).headers;
+  auto b = scan_includes("#include <x.h>", {dir.path() / "two", dir.path() / "one"}).headers;
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(a[0].content, "one");
   EXPECT_EQ(b[0].content, "two");
 }
 
-TEST(IncludesTest, IncludeDirsFromOptions) {
-  auto dirs = include_dirs_from_options("-O2 -I/a -I b -I'c d' -DX=1");
-  ASSERT_EQ(dirs.size(), 4u);
-  EXPECT_EQ(dirs[0], "/a");
-  EXPECT_EQ(dirs[1], "b");
-  EXPECT_EQ(dirs[2], "c d");
-  EXPECT_EQ(dirs[3], std::filesystem::current_path());
+TEST(IncludesTest, ComputedIncludesAreReported) {
+  auto scan = scan_includes("#include CONFIG_H // chosen by -D\n#include <none.h>\n", {});
+  EXPECT_TRUE(scan.headers.empty());
+  ASSERT_EQ(scan.computed.size(), 1u);
+  EXPECT_EQ(scan.computed[0], "CONFIG_H");
+}
+
+TEST(IncludesTest, SplitOptions) {
+  auto tokens = split_options("-O2 -I/a -I b -I'c d' \"-DX=1 2\"");
+  const std::vector<std::string> expect{"-O2", "-I/a", "-I", "b", "-Ic d", "-DX=1 2"};
+  EXPECT_EQ(tokens, expect);
 }
 
 } // namespace

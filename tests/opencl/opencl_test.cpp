@@ -200,7 +200,7 @@ TEST_F(OpenclTest, EmptySourceAndNullHandlesAreClearErrors) {
 }
 
 TEST_F(OpenclTest, ARejectedStoredBinaryIsEvictedRebuiltAndCounted) {
-  auto key = opencl::make_key(device, source, k_options);
+  auto key = opencl::make_key(config(), device, source, k_options);
   ASSERT_TRUE(key);
   {
     auto store = LmdbStore::open(dir.path() / "v1", false).value();
@@ -227,9 +227,9 @@ TEST_F(OpenclTest, HeaderChangeChangesTheKey) {
   std::ofstream(inc.path() / "k.h") << "#define K 1\n";
   const std::string src = "#include \"k.h\"\n__kernel void f(__global int* x) { x[0] = K; }\n";
   const std::string options = "-I " + inc.path().string();
-  auto a = opencl::make_key(device, src, options);
+  auto a = opencl::make_key(config(), device, src, options);
   std::ofstream(inc.path() / "k.h") << "#define K 2\n";
-  auto b = opencl::make_key(device, src, options);
+  auto b = opencl::make_key(config(), device, src, options);
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->digest, b->digest);
   bool header_field = false;

@@ -24,7 +24,7 @@ int run_build(const Config& config, const BuildOptions& options, const Output& o
     // the entry is there when this process exits.
     cache.flush();
     if (info->bytes == 0)
-      if (auto key = (*backend)->key(request))
+      if (auto key = (*backend)->key(config, request))
         if (auto found = cache.lookup(*key))
           info->bytes = found->entry.payload.size();
     nlohmann::json line = {

@@ -26,5 +26,8 @@ int run_list(const Config& config, const Output& out);
 int run_info(const Config& config, const Output& out);
 int run_verify(const Config& config, const Output& out);
 int run_clear(const Config& config, const Output& out);
+/// `jitcache explain`: every key field of each request, and how it differs from entries stored
+/// earlier for the same source.
+int run_explain(const Config& config, const BuildOptions& options, const Output& out);
 
 } // namespace jitcache::cli

@@ -27,6 +27,15 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--arch", build.arch, "compile for this target only (sm_90, gfx90a)");
   build_cmd->add_option("--options", build.options, "build options, exactly as given");
   build_cmd->add_option("FILE", build.files, "kernel source files")->required();
+  cli::BuildOptions explain;
+  CLI::App* explain_cmd = add("explain", "show every key field of a build request, and why it "
+                                         "differs from entries stored for the same source");
+  explain_cmd->add_option("--backend", explain.backend, "opencl, cuda or hip")->required();
+  explain_cmd->add_option("--device", explain.device, "device index within the backend")
+      ->check(CLI::NonNegativeNumber);
+  explain_cmd->add_option("--arch", explain.arch, "the target, as for build");
+  explain_cmd->add_option("--options", explain.options, "build options, exactly as given");
+  explain_cmd->add_option("FILE", explain.files, "kernel source files")->required();
   CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
   CLI::App* list_cmd = add("list", "every entry of the user tier");
   CLI::App* info_cmd = add("info", "the resolved configuration and the runtimes' own caches");
@@ -41,7 +50,7 @@ int main(int argc, char** argv) {
   };
   if (argc >= 2 && argv[1][0] != '-' && !known(argv[1])) {
     std::cerr << "jitcache: error: unknown command '" << argv[1]
-              << "' (expected build, stats, list, info, verify or clear)\n";
+              << "' (expected build, explain, stats, list, info, verify or clear)\n";
     return 2;
   }
   try {
@@ -65,6 +74,8 @@ int main(int argc, char** argv) {
   const cli::Output out(json);
   if (build_cmd->parsed())
     return cli::run_build(config, build, out);
+  if (explain_cmd->parsed())
+    return cli::run_explain(config, explain, out);
   if (stats_cmd->parsed())
     return cli::run_stats(config, out);
   if (list_cmd->parsed())

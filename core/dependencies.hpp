@@ -1,0 +1,40 @@
+#pragma once
+
+#include <jitcache/config.hpp>
+#include <jitcache/key.hpp>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitcache {
+
+/// What a compiler reads besides the source: the inputs every backend describes the same way.
+struct SourceInputs {
+  std::string_view source;
+  std::string_view options;                          ///< as given to the compiler
+  std::map<std::string, std::string> in_memory;      ///< headers given by name (NVRTC, hipRTC)
+  std::vector<std::filesystem::path> default_dirs;   ///< the runtime's own include path
+};
+
+/// Adds to `builder` the options, the source, and every header the source pulls in, so that the
+/// key changes exactly when what the compiler reads changes:
+/// - options keep their order and text, except that each `-I DIR` is written as `-I<include
+///   dir N>` and each `-D NAME=VALUE` whose VALUE names an existing file as `-DNAME=<file>`:
+///   directories and files count by what they contain, not by how they are spelled (a checkout
+///   moved elsewhere keeps its keys);
+/// - headers are found through `#include` as the compiler would (quoted: the including file's
+///   directory first; then the -I directories, `default_dirs`, the current directory) and keyed
+///   by their spelling and content, their resolved path kept for `jitcache explain`; a header
+///   that disappears, or that another directory now provides first, changes the key;
+/// - an `#include MACRO` (target unknown without preprocessing) and a -D file add the content of
+///   every file that could be meant: all regular files directly in the include directories.
+void add_source_fields(KeyBuilder& builder, const SourceInputs& inputs);
+
+/// Adds, as toolchain fields, the environment variables `backend`'s compiler reads that change
+/// the code it generates (e.g. POCL_EXTRA_BUILD_FLAGS), where they are set.
+void add_compile_environment(KeyBuilder& builder, const Config& config, std::string_view backend);
+
+} // namespace jitcache

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <jitcache/expected.hpp>
+
+#include <chrono>
+#include <filesystem>
+
+namespace jitcache {
+
+/// The gate of an LMDB environment directory: a flock on `<dir>/gate` that every process holds
+/// shared for as long as it has the environment open, and that moving the data file aside
+/// (quarantine, compaction) needs exclusively. LMDB ties its lock file to its data file; with
+/// the gate no process can ever pair an old lock file with a new data file, or keep using a
+/// file that was replaced. Move-only; the destructor lets go (closing the descriptor).
+class EnvGate {
+public:
+  EnvGate() = default; ///< holds nothing
+  EnvGate(EnvGate&& other) noexcept;
+  EnvGate& operator=(EnvGate&& other) noexcept;
+  EnvGate(const EnvGate&) = delete;
+  EnvGate& operator=(const EnvGate&) = delete;
+  ~EnvGate();
+
+  /// Enters `dir`'s gate shared, waiting up to `wait` while another process holds it
+  /// exclusively (a compaction). Creates the gate file when the directory can be written; in a
+  /// directory that cannot be written and has no gate yet, returns a gate that holds nothing
+  /// (no process can move a file there either). Errors: io_error (the wait ran out, or the gate
+  /// file cannot be opened), naming the directory.
+  static Expected<EnvGate> enter_shared(const std::filesystem::path& dir,
+                                        std::chrono::milliseconds wait);
+
+  /// Tries to trade a shared hold for an exclusive one, without waiting. Returns false when
+  /// another process (or another descriptor in this process) holds the gate; the shared hold is
+  /// then taken again, waiting up to `wait` as enter_shared does (if that runs out, the gate
+  /// holds nothing afterwards: see held()).
+  bool try_exclusive(std::chrono::milliseconds wait);
+
+  /// Trades an exclusive hold back for a shared one (never waits).
+  void share();
+
+  /// Whether a gate file is held at all.
+  bool held() const { return m_fd >= 0; }
+
+private:
+  explicit EnvGate(int fd) : m_fd(fd) {}
+  int m_fd = -1;
+};
+
+} // namespace jitcache
