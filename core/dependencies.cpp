@@ -84,6 +84,10 @@ void add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
   builder.options(normalized);
   builder.source(in.source);
 
+  // The runtime's own include directories come from the toolchain whose version is in the key:
+  // they are searched, but a computed include does not pull in every file they hold.
+  std::vector<fs::path> user_dirs = dirs;
+  user_dirs.push_back(fs::current_path());
   for (const fs::path& d : in.default_dirs)
     dirs.push_back(d);
   dirs.push_back(fs::current_path());
@@ -96,7 +100,7 @@ void add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
     std::string macros;
     for (const std::string& m : scan.computed)
       macros += (macros.empty() ? "" : ", ") + m;
-    add_candidates(builder, "#include " + macros, dirs);
+    add_candidates(builder, "#include " + macros, user_dirs);
   }
 }
 

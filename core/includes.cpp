@@ -1,5 +1,9 @@
 #include "core/includes.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <optional>
 #include <set>
@@ -56,16 +60,27 @@ std::vector<Directive> directives(std::string_view text) {
   return out;
 }
 
+// One open, one fstat, one read: this runs for every header of every lookup.
 std::optional<std::string> read_file(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  struct stat st {};
+  std::optional<std::string> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    std::string content(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = ::read(fd, content.data() + done, content.size() - done);
+      if (n <= 0)
+        break;
+      done += static_cast<std::size_t>(n);
+    }
+    content.resize(done);
+    out = std::move(content);
+  }
+  ::close(fd);
+  return out;
 }
 
 class Scanner {
@@ -94,14 +109,17 @@ public:
       for (const fs::path& dir : m_dirs)
         candidates.push_back(dir / d.name);
       for (const fs::path& candidate : candidates) {
-        auto content = read_file(candidate);
+        // Lexical normalisation only: resolving symlinks costs a syscall per path component,
+        // and a file reached under two spellings is merely read twice.
+        const fs::path resolved = candidate.lexically_normal();
+        if (m_seen.count(resolved.string()))
+          break;
+        auto content = read_file(resolved);
         if (!content)
           continue;
-        const fs::path resolved = fs::weakly_canonical(candidate);
-        if (m_seen.insert(resolved.string()).second) {
-          m_out.headers.push_back({d.name, resolved.string(), *content});
-          scan(*content, resolved.parent_path(), depth + 1);
-        }
+        m_seen.insert(resolved.string());
+        m_out.headers.push_back({d.name, resolved.string(), *content});
+        scan(*content, resolved.parent_path(), depth + 1);
         break;
       }
     }

@@ -78,6 +78,7 @@ Key KeyBuilder::finish() const {
   }
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), key.digest.bytes.data(), &len);
+  key.stored_fields = encode_key_fields(key.fields);
   return key;
 }
 

@@ -40,6 +40,7 @@ struct Key {
   Digest digest;
   std::string backend;
   std::vector<KeyField> fields; ///< in hashing order
+  std::string stored_fields;    ///< encode_key_fields(fields), computed once by finish()
 };
 
 /// Encodes `fields` compactly for storing with an entry: values up to 128 bytes as they are,
