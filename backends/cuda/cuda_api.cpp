@@ -1,0 +1,102 @@
+#include "backends/cuda/cuda_api.hpp"
+
+#include "backends/cuda/cuda_error.hpp"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+namespace jitcache::cuda {
+
+namespace {
+
+// Resolves every function of a table, or names the first one missing; never leaves a null
+// pointer in a table that is handed out.
+class Symbols {
+public:
+  explicit Symbols(void* library) : m_library(library) {}
+
+  template <typename Fn> void load(Fn& fn, const char* name) {
+    fn = reinterpret_cast<Fn>(dlsym(m_library, name));
+    if (!fn && m_missing.empty())
+      m_missing = name;
+  }
+  const std::string& missing() const { return m_missing; }
+
+private:
+  void* m_library;
+  std::string m_missing;
+};
+
+// The file a loaded library came from, symlinks resolved, so the NVRTC build can be told from
+// its file (libnvrtc.so.13 -> libnvrtc.so.13.0.88 in a toolkit install).
+std::string library_file(const void* symbol) {
+  Dl_info info{};
+  if (!dladdr(symbol, &info) || !info.dli_fname)
+    return {};
+  char resolved[PATH_MAX];
+  return realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
+}
+
+Expected<DriverApi> load_driver() {
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return Error(ErrorCode::runtime_missing,
+                 std::string("the CUDA driver (libcuda.so.1) could not be opened: ") + dlerror());
+  DriverApi api;
+  Symbols symbols(library);
+#define JITCACHE_CUDA_LOAD(fn) symbols.load(api.fn, JITCACHE_CUDA_STR(fn));
+  JITCACHE_CUDA_DRIVER_FUNCTIONS(JITCACHE_CUDA_LOAD)
+  if (!symbols.missing().empty())
+    return Error(ErrorCode::runtime_missing,
+                 "the CUDA driver (libcuda.so.1) is too old: it lacks " + symbols.missing());
+  if (CUresult rc = api.cuInit(0); rc != CUDA_SUCCESS)
+    return driver_error(api, "cuInit", rc);
+  if (CUresult rc = api.cuDriverGetVersion(&api.version); rc != CUDA_SUCCESS)
+    return driver_error(api, "cuDriverGetVersion", rc);
+  return api;
+}
+
+Expected<NvrtcApi> load_nvrtc() {
+  const std::string dir = JITCACHE_CUDA_LIBRARY_DIR;
+  const std::string candidates[] = {JITCACHE_NVRTC_SONAME, "libnvrtc.so",
+                                    dir + "/" + JITCACHE_NVRTC_SONAME, dir + "/libnvrtc.so"};
+  void* library = nullptr;
+  std::string tried;
+  for (const std::string& name : candidates) {
+    if ((library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
+      break;
+    tried += (tried.empty() ? "" : ", ") + name;
+  }
+  if (!library)
+    return Error(ErrorCode::runtime_missing, "NVRTC could not be opened (tried " + tried + ")");
+  NvrtcApi api;
+  Symbols symbols(library);
+  JITCACHE_CUDA_NVRTC_FUNCTIONS(JITCACHE_CUDA_LOAD)
+#undef JITCACHE_CUDA_LOAD
+  if (!symbols.missing().empty())
+    return Error(ErrorCode::runtime_missing, "NVRTC is too old: it lacks " + symbols.missing());
+  api.file = library_file(reinterpret_cast<const void*>(api.nvrtcVersion));
+  return api;
+}
+
+// One answer per process: a driver or NVRTC that is missing at first use stays missing.
+template <typename Api> Expected<const Api*> once(const Expected<Api>& loaded) {
+  if (!loaded)
+    return loaded.error();
+  return &loaded.value();
+}
+
+} // namespace
+
+Expected<const DriverApi*> driver() {
+  static const Expected<DriverApi> loaded = load_driver();
+  return once(loaded);
+}
+
+Expected<const NvrtcApi*> nvrtc() {
+  static const Expected<NvrtcApi> loaded = load_nvrtc();
+  return once(loaded);
+}
+
+} // namespace jitcache::cuda

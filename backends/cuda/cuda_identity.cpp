@@ -1,0 +1,181 @@
+#include "backends/cuda/cuda_identity.hpp"
+
+#include "backends/cuda/cuda_error.hpp"
+#include "core/dependencies.hpp"
+
+#include <jitcache/version.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace jitcache::cuda {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Expected<Toolchain> probe(const NvrtcApi& api) {
+  Toolchain toolchain;
+  int major = 0, minor = 0;
+  if (nvrtcResult rc = api.nvrtcVersion(&major, &minor); rc != NVRTC_SUCCESS)
+    return nvrtc_error(api, "nvrtcVersion", rc, {});
+  toolchain.version = std::to_string(major) + "." + std::to_string(minor);
+  // NVRTC reports no build number; its library file tells builds apart (the file name carries
+  // the full version in a toolkit install, the size differs between builds).
+  std::error_code ec;
+  const auto size = fs::file_size(api.file, ec);
+  toolchain.build = fs::path(api.file).filename().string() + ", " +
+                    (ec ? std::string("size unknown") : std::to_string(size) + " bytes");
+  int count = 0;
+  if (nvrtcResult rc = api.nvrtcGetNumSupportedArchs(&count); rc != NVRTC_SUCCESS)
+    return nvrtc_error(api, "nvrtcGetNumSupportedArchs", rc, {});
+  toolchain.archs.resize(static_cast<std::size_t>(count));
+  if (nvrtcResult rc = api.nvrtcGetSupportedArchs(toolchain.archs.data()); rc != NVRTC_SUCCESS)
+    return nvrtc_error(api, "nvrtcGetSupportedArchs", rc, {});
+  std::sort(toolchain.archs.begin(), toolchain.archs.end());
+  return toolchain;
+}
+
+std::string supported_list(const Toolchain& toolchain) {
+  std::string out;
+  for (int arch : toolchain.archs)
+    out += (out.empty() ? "sm_" : ", sm_") + std::to_string(arch);
+  return out;
+}
+
+// "8.0" for 80, "12.1" for 121.
+std::string capability_of(int arch) {
+  return std::to_string(arch / 10) + "." + std::to_string(arch % 10);
+}
+
+bool supports(const Toolchain& toolchain, int arch) {
+  return std::binary_search(toolchain.archs.begin(), toolchain.archs.end(), arch);
+}
+
+} // namespace
+
+Expected<const Toolchain*> toolchain() {
+  static const Expected<Toolchain> probed = []() -> Expected<Toolchain> {
+    auto api = nvrtc();
+    if (!api)
+      return api.error();
+    return probe(**api);
+  }();
+  if (!probed)
+    return probed.error();
+  return &probed.value();
+}
+
+Expected<Target> device_target(const Toolchain& toolchain, int major, int minor) {
+  const int arch = major * 10 + minor;
+  if (supports(toolchain, arch))
+    return Target{capability_of(arch), "sm_" + std::to_string(arch), false};
+  if (!toolchain.archs.empty() && arch > toolchain.archs.back())
+    return Target{capability_of(arch), "compute_" + std::to_string(toolchain.archs.back()), true};
+  return Error(ErrorCode::unsupported,
+               "NVRTC " + toolchain.version + " cannot target this device (compute capability " +
+                   capability_of(arch) + "); it can target " + supported_list(toolchain));
+}
+
+Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch) {
+  std::string_view digits = arch.substr(0, 3) == "sm_" ? arch.substr(3) : std::string_view();
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f'))
+    digits.remove_suffix(1); // arch-specific and family-specific variants of sm_XY
+  unsigned number = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (digits.size() < 2 || ec != std::errc() || end != digits.data() + digits.size() ||
+      number > 999)
+    return Error(ErrorCode::invalid_argument,
+                 "CUDA architecture '" + std::string(arch) + "' is not of the form sm_80");
+  if (!supports(toolchain, static_cast<int>(number)))
+    return Error(ErrorCode::unsupported, "NVRTC " + toolchain.version + " cannot target " +
+                                             std::string(arch) + "; it can target " +
+                                             supported_list(toolchain));
+  return Target{capability_of(static_cast<int>(number)), std::string(arch), false};
+}
+
+Expected<CUcontext> current_context(const DriverApi& api) {
+  CUcontext context = nullptr;
+  if (CUresult rc = api.cuCtxGetCurrent(&context); rc != CUDA_SUCCESS)
+    return driver_error(api, "cuCtxGetCurrent", rc);
+  if (!context)
+    return Error(ErrorCode::invalid_argument,
+                 "no current CUDA context: make one current first (for example "
+                 "cuDevicePrimaryCtxRetain + cuCtxSetCurrent)");
+  return context;
+}
+
+Expected<Target> context_target(const DriverApi& api, const Toolchain& toolchain) {
+  if (auto context = current_context(api); !context)
+    return std::move(context).error();
+  CUdevice device = 0;
+  if (CUresult rc = api.cuCtxGetDevice(&device); rc != CUDA_SUCCESS)
+    return driver_error(api, "cuCtxGetDevice", rc);
+  int major = 0, minor = 0;
+  if (CUresult rc =
+          api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+      rc != CUDA_SUCCESS)
+    return driver_error(api, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", rc);
+  if (CUresult rc =
+          api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+      rc != CUDA_SUCCESS)
+    return driver_error(api, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", rc);
+  return device_target(toolchain, major, minor);
+}
+
+const std::vector<fs::path>& toolkit_include_dirs() {
+  static const std::vector<fs::path> dirs = [] {
+    std::vector<fs::path> found;
+    const fs::path include = JITCACHE_CUDA_INCLUDE_DIR;
+    std::error_code ec;
+    for (const fs::path& dir : {include / "cccl", include})
+      if (fs::is_directory(dir, ec))
+        found.push_back(dir);
+    return found;
+  }();
+  return dirs;
+}
+
+Key make_key(const Toolchain& toolchain, const Target& target, const Config& config,
+             const Program& program) {
+  KeyBuilder builder("cuda");
+  builder.device("compute_capability", target.compute_capability)
+      .device("target_arch", target.arch)
+      .toolchain("nvrtc_version", toolchain.version)
+      .toolchain("nvrtc_build", toolchain.build)
+      .toolchain("jitcache_version", k_version);
+  add_compile_environment(builder, config, "cuda");
+  builder.source(program.name, "program_name");
+  for (const std::string& expression : program.name_expressions)
+    builder.source(expression, "name_expression");
+
+  // NVRTC takes one option per element: each is its own field, so no two lists hash alike.
+  // Include directories are keyed by what they provide, not by how they are spelled (as
+  // add_source_fields does for an option string), and searched in NVRTC's order: the program's
+  // own directory ("x" includes of the source), -I/--include-path, the toolkit's.
+  std::vector<fs::path> dirs;
+  if (fs::path dir = fs::path(program.name).parent_path(); !dir.empty())
+    dirs.push_back(dir);
+  for (const std::string& option : program.options) {
+    std::string_view dir;
+    for (std::string_view flag : {"--include-path=", "-I"})
+      if (dir.empty() && option.size() > flag.size() && option.compare(0, flag.size(), flag) == 0)
+        dir = std::string_view(option).substr(flag.size());
+    if (dir.empty()) {
+      builder.options(option);
+      continue;
+    }
+    dirs.emplace_back(dir);
+    builder.options("-I<include dir " + std::to_string(dirs.size()) + ">");
+  }
+  const auto& toolkit = toolkit_include_dirs();
+  dirs.insert(dirs.end(), toolkit.begin(), toolkit.end());
+  std::map<std::string, std::string> in_memory;
+  for (const Header& header : program.headers)
+    in_memory.emplace(header.name, header.content);
+  add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
+  return builder.finish();
+}
+
+} // namespace jitcache::cuda

@@ -1,0 +1,60 @@
+#pragma once
+
+#include "backends/cuda/cuda_api.hpp"
+
+#include <jitcache/config.hpp>
+#include <jitcache/cuda.hpp>
+#include <jitcache/expected.hpp>
+#include <jitcache/key.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitcache::cuda {
+
+/// NVRTC's identity, as key fields, and what it can target.
+struct Toolchain {
+  std::string version;    ///< "13.0"
+  std::string build;      ///< the library file and its size: "libnvrtc.so.13.0.88, 109338064 bytes"
+  std::vector<int> archs; ///< nvrtcGetSupportedArchs, ascending: 75, 80, ..., 121
+};
+
+/// What NVRTC compiles for, and the device fields of a key.
+struct Target {
+  std::string compute_capability; ///< of the device (or implied by the arch asked for): "8.0"
+  std::string arch;               ///< -arch value: "sm_80", or "compute_121" for PTX
+  bool ptx = false;               ///< true: PTX for the driver to JIT (device newer than NVRTC)
+};
+
+/// The loaded NVRTC's identity, queried once per process. Errors: as nvrtc(), or runtime_error
+/// naming the failing NVRTC call.
+Expected<const Toolchain*> toolchain();
+
+/// The target for a device of compute capability major.minor: sm_XY when NVRTC supports it; PTX
+/// for NVRTC's newest arch when the device is newer than that. Errors: unsupported (an older or
+/// unknown device; the message lists the archs NVRTC supports).
+Expected<Target> device_target(const Toolchain& toolchain, int major, int minor);
+
+/// The target `arch` names ("sm_80", "sm_90a"). Errors: invalid_argument (not sm_XY[a|f]),
+/// unsupported (NVRTC cannot target it; the message lists the archs it can).
+Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch);
+
+/// The current context. Errors: invalid_argument (none is current), runtime_error naming the
+/// driver call.
+Expected<CUcontext> current_context(const DriverApi& api);
+
+/// The target of the current context's device. Errors: invalid_argument (no current context),
+/// runtime_error naming the driver call, unsupported as device_target.
+Expected<Target> context_target(const DriverApi& api, const Toolchain& toolchain);
+
+/// The toolkit's include directories that exist on this machine: the CCCL folder (CUDA 13 keeps
+/// CUB, Thrust and libcu++ in include/cccl) before include/ itself.
+const std::vector<std::filesystem::path>& toolkit_include_dirs();
+
+/// The key of `program` compiled for `target` under `config` (fields as load_module() documents).
+Key make_key(const Toolchain& toolchain, const Target& target, const Config& config,
+             const Program& program);
+
+} // namespace jitcache::cuda

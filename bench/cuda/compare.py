@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Runs the CUDA load benchmarks, each measurement in a fresh process, and prints a Markdown table
+of medians:
+
+  (a) cold: NVRTC compile + store + load, empty jitcache user tier
+  (b) warm: hit from the user tier in a fresh process (Cache open + key + read + load)
+  (b') warm with NVRTC already opened before the clock (as `import cupy` opens it for CuPy)
+  key building: the part of (b') spent building the key (header scan and hashing)
+  (c) floor: cuModuleLoadData of the same cubin read from a file, no cache code
+  (d) CuPy RawModule disk-cache hit, same source; the -I options jitcache gives NVRTC implicitly
+      (the kernels folder, the toolkit's include directories) given to CuPy explicitly
+
+CUDA context creation is excluded everywhere.
+
+usage: compare.py --bench PATH/bench_cuda --kernels DIR [--runs N] [--no-cupy] [--raw FILE]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+# (file, function or name expression, is a name expression)
+KERNELS = [
+    ("saxpy.cu", "saxpy", False),
+    ("scale.cu", "scale<float, 4>", True),
+    ("transpose.cu", "transpose", False),
+    ("block_reduce.cu", "block_sum", False),
+]
+
+
+def run(argv, env, raw):
+    done = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
+    line = json.loads(done.stdout.strip().splitlines()[-1])
+    if raw:
+        raw.write(json.dumps({"argv": argv[1:], **line}) + "\n")
+    return line
+
+
+def toolkit_include_dirs(bench):
+    return subprocess.run([bench, "include-dirs"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def median_ms(lines):
+    return statistics.median(line["ms"] for line in lines)
+
+
+def measure(kernel, args, raw):
+    file, function, expression = kernel
+    path = os.path.join(args.kernels, file)
+    flag = ["--expression"] if expression else []
+    bench = lambda mode, cache: run([args.bench, mode, path, function] + flag,
+                                    {"JITCACHE_DIR": cache}, raw)
+    result = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cold = []
+        for i in range(args.runs):
+            cold.append(bench("cold", os.path.join(tmp, f"cold{i}")))
+            assert cold[-1]["outcome"] == "miss", cold[-1]
+        result["a"] = median_ms(cold)
+        result["compile"] = statistics.median(line["compile_ms"] for line in cold)
+        result["device"] = cold[0]["device"]
+        warm_dir = os.path.join(tmp, "cold0")
+        for mode, key in (("warm", "b"), ("warm-loaded", "b2")):
+            lines = [bench(mode, warm_dir) for _ in range(args.runs)]
+            assert all(line["outcome"] == "hit" and line["tier"] == "user" for line in lines)
+            result[key] = median_ms(lines)
+        result["key"] = median_ms([bench("key", warm_dir) for _ in range(args.runs)])
+        cubin = os.path.join(tmp, "kernel.cubin")
+        symbol = subprocess.run([args.bench, "export", path, function] + flag + [cubin],
+                                env={**os.environ, "JITCACHE_DIR": warm_dir},
+                                capture_output=True, text=True, check=True).stdout.strip()
+        result["c"] = median_ms([run([args.bench, "floor", cubin, symbol], {}, raw)
+                                 for _ in range(args.runs)])
+        if not args.no_cupy:
+            options = ["-I" + d for d in [args.kernels] + toolkit_include_dirs(args.bench)]
+            cupy = lambda: run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                             "bench_cupy.py"), path, function]
+                               + flag + ["--"] + options,
+                               {"CUPY_CACHE_DIR": os.path.join(tmp, "cupy")}, raw)
+            try:
+                cupy()  # compiles and fills CuPy's disk cache
+                result["d"] = median_ms([cupy() for _ in range(args.runs)])
+            except RuntimeError as error:
+                print(error, file=sys.stderr)
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", required=True)
+    parser.add_argument("--kernels", required=True)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-cupy", action="store_true")
+    parser.add_argument("--raw", help="also write every measurement to this file (JSON lines)")
+    args = parser.parse_args()
+    args.kernels = os.path.abspath(args.kernels)
+    raw = open(args.raw, "w") if args.raw else None
+    rows = []
+    for kernel in KERNELS:
+        try:
+            rows.append((kernel[0], measure(kernel, args, raw)))
+        except (RuntimeError, AssertionError) as error:
+            print(f"{kernel[0]}: {error}", file=sys.stderr)
+    if not rows:
+        sys.exit("no kernel could be measured")
+    fmt = lambda v: f"{v:.2f}" if v is not None else "n/a"
+    ratio = lambda a, b: f"{a / b:.2f}x" if a is not None and b else "n/a"
+    print(f"Device: {rows[0][1]['device']}; medians of {args.runs} fresh processes, ms; "
+          "context creation excluded.\n")
+    print("| kernel | NVRTC compile | (a) cold | (b) warm hit | (b') warm, NVRTC loaded "
+          "| key building | (c) cuModuleLoadData | (d) CuPy hit | (b)/(c) | (b')/(c) | (d)/(b) "
+          "| (a)/(b) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, r in rows:
+        d = r.get("d")
+        print(f"| {name} | {fmt(r['compile'])} | {fmt(r['a'])} | {fmt(r['b'])} | {fmt(r['b2'])} "
+              f"| {fmt(r['key'])} | {fmt(r['c'])} | {fmt(d)} | {ratio(r['b'], r['c'])} "
+              f"| {ratio(r['b2'], r['c'])} | {ratio(d, r['b'])} | {ratio(r['a'], r['b'])} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the CUDA backend on a machine with an NVIDIA GPU, runs its tests and the benchmark, and
+# writes everything to $OUT (default ./out): run_gpu.log, ctest.txt, test_cuda.txt, info.txt,
+# bench.md (the Markdown table), bench_raw.jsonl.
+#
+# usage (from the repository root): bench/cuda/run_gpu.sh
+# Needs CUDA 13 (NVRTC), cmake, and the core's dependencies; says which are missing. Where lmdb or
+# xxhash lack their -dev packages, a git-ignored build-deps/ (include/, lib/*.a and
+# lib/pkgconfig/*.pc with prefix=${pcfiledir}/../..) copied from another machine stands in.
+set -u
+OUT=${OUT:-$PWD/out}
+BUILD=${BUILD:-build-gpu}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/run_gpu.log") 2>&1
+
+section() { printf '\n== %s\n' "$*"; }
+
+section machine
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || echo "no nvidia-smi"
+echo "cpus: $(nproc)"
+cmake --version | head -1
+if python3 -c 'import cupy; print("cupy", cupy.__version__)'; then cupy=yes; else cupy=no; fi
+
+section dependencies
+# Each required by the top-level CMakeLists.txt; GTest only for the tests.
+has_cmake_package() { # name: a <name>Config.cmake or <name>-config.cmake somewhere cmake looks
+  find /usr /usr/local /opt -ipath "*cmake*" \( -iname "$1Config.cmake" -o -iname "$1-config.cmake" \) \
+    -print -quit 2>/dev/null | grep -q .
+}
+# Headers and static libraries carried in build-deps/ stand in for what the machine lacks.
+deps=${JITCACHE_DEPS:-$PWD/build-deps}
+if { ! pkg-config --exists lmdb || ! pkg-config --exists libxxhash; } && [ -d "$deps/lib/pkgconfig" ]; then
+  echo "lmdb or libxxhash missing here: using the copies carried in $deps"
+  export PKG_CONFIG_PATH="$deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+fi
+missing=()
+pkg-config --exists lmdb || missing+=("lmdb (liblmdb-dev)")
+pkg-config --exists libxxhash || missing+=("libxxhash (libxxhash-dev)")
+pkg-config --exists libcrypto || missing+=("OpenSSL (libssl-dev)")
+has_cmake_package nlohmann_json || missing+=("nlohmann_json (nlohmann-json3-dev)")
+has_cmake_package CLI11 || missing+=("CLI11 (libcli11-dev)")
+tests=ON
+if ! has_cmake_package GTest; then
+  echo "GoogleTest (libgtest-dev) missing: building without the tests"
+  tests=OFF
+fi
+if ((${#missing[@]})); then
+  printf 'missing, required by the core: %s\n' "${missing[@]}"
+  exit 1
+fi
+echo "all found (tests: $tests, cupy: $cupy)"
+
+section configure and build
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DJITCACHE_WITH_CUDA=ON \
+  -DJITCACHE_WITH_OPENCL=OFF -DJITCACHE_WITH_HIP=OFF -DJITCACHE_BUILD_TESTS=$tests \
+  -DJITCACHE_BUILD_BENCH=ON >"$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
+targets=(jitcache_cli bench_cuda)
+[ "$tests" = ON ] && targets+=(test_cuda)
+cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$OUT/build.txt" 2>&1 ||
+  { grep -E 'error|Error' "$OUT/build.txt" | head -30; exit 1; }
+echo "built: ${targets[*]}"
+
+section jitcache info
+"$BUILD/tools/jitcache/jitcache" info 2>&1 | tee "$OUT/info.txt"
+
+if [ "$tests" = ON ]; then
+  section tests
+  (cd "$BUILD" && ctest -R '[Cc]uda' --output-on-failure --timeout 300) >"$OUT/ctest.txt" 2>&1
+  tail -15 "$OUT/ctest.txt"
+  "$BUILD/tests/cuda/test_cuda" >"$OUT/test_cuda.txt" 2>&1
+  grep -E '^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test|tests? from .* ran' "$OUT/test_cuda.txt"
+fi
+
+section benchmark
+cupy_flag=()
+[ "$cupy" = yes ] || cupy_flag=(--no-cupy)
+timeout 300 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
+  --kernels kernels --runs 5 \
+  --raw "$OUT/bench_raw.jsonl" "${cupy_flag[@]}" | tee "$OUT/bench.md"
