@@ -24,7 +24,7 @@ constexpr const char* k_variables[] = {
     "JITCACHE_SYSTEM_PATH", "JITCACHE_REMOTE", "JITCACHE_LOG",
     // Runtime cache controls and locations.
     "POCL_KERNEL_CACHE",  "POCL_CACHE_DIR",    "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH",
-    "CUDA_CACHE_MAXSIZE", "AMD_COMGR_CACHE",   "AMD_COMGR_CACHE_DIR",
+    "CUDA_CACHE_MAXSIZE", "AMD_COMGR_CACHE",   "AMD_COMGR_CACHE_DIR", "AMD_COMGR_CACHE_POLICY",
     // Where default locations come from.
     "HOME",               "XDG_CACHE_HOME",
 };
@@ -40,6 +40,8 @@ constexpr CompileVariable k_compile_variables[] = {
     {"opencl", "POCL_FULL_REPLICATION_THRESHOLD"}, {"opencl", "POCL_WILOOPS_MAX_UNROLL_COUNT"},
     {"opencl", "POCL_LLVM_CPU_NAME"},            {"opencl", "POCL_KERNELLIB_NAME"},
     {"opencl", "POCL_BINARY_SPECIALIZE_WG"},     {"opencl", "POCL_MAX_WORK_GROUP_SIZE"},
+    // Read by newer HIP and comgr releases (not by hipRTC 5.2): kept so an upgrade stays exact.
+    {"hip", "HIPRTC_COMPILE_OPTIONS_APPEND"},    {"hip", "AMD_COMGR_DRIVER_OPTIONS_APPEND"},
 };
 
 std::string lower(std::string_view s) {
@@ -247,22 +249,22 @@ PersistencePolicy Config::persistence(std::string_view backend) const {
     return {false, "JITCACHE_DISABLE=" + var("JITCACHE_DISABLE")};
   // A runtime's own "do not keep binaries on disk" switch is honoured unless the user
   // explicitly asked jitcache to keep its tiers (JITCACHE_DISABLE=0).
+  // Each runtime's own "off" value, exactly as that runtime reads it.
   struct RuntimeSwitch {
     const char* backend;
     const char* variable;
-    bool off_when_true; // the variable disables the cache when it parses as true (else false)
+    const char* off; // the value that turns the runtime's cache off
   };
   static constexpr RuntimeSwitch k_switches[] = {
-      {"opencl", "POCL_KERNEL_CACHE", false},
-      {"cuda", "CUDA_CACHE_DISABLE", true},
-      {"hip", "AMD_COMGR_CACHE", false},
+      {"opencl", "POCL_KERNEL_CACHE", "0"},
+      {"cuda", "CUDA_CACHE_DISABLE", "1"},
+      {"hip", "AMD_COMGR_CACHE", "0"},
   };
   for (const RuntimeSwitch& s : k_switches) {
     if (backend != s.backend)
       continue;
     const std::string value = var(s.variable);
-    const auto flag = parse_bool(value);
-    if (flag && *flag == s.off_when_true) {
+    if (value == s.off) {
       if (disable_explicitly_off)
         return {true, std::string(s.variable) + "=" + value + " overridden by JITCACHE_DISABLE=0"};
       return {false, std::string(s.variable) + "=" + value +

@@ -286,3 +286,36 @@ TEST(OpenclMultiDevice, ContextWithTwoDevices) {
 
 } // namespace
 } // namespace jitcache
+
+#ifdef JITCACHE_HAVE_HIP
+#include <jitcache/hip.hpp>
+
+namespace jitcache {
+namespace {
+
+// Debian 12's comgr and PoCL's clang register the same LLVM options: loading both aborts a
+// process. With PoCL loaded (this process built OpenCL programs above), HIP must say so.
+TEST(OpenclWithHip, HipInAProcessHoldingPoclIsAClearErrorNotAnAbort) {
+  cl_platform_id platform = nullptr;
+  ASSERT_EQ(clGetPlatformIDs(1, &platform, nullptr), CL_SUCCESS);
+  cl_device_id device = nullptr;
+  ASSERT_EQ(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr), CL_SUCCESS);
+  cl_context context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, nullptr);
+  test::TempDir dir;
+  Cache cache(Config::from_variables({{"JITCACHE_DIR", dir.path().string()}}));
+  auto cl = opencl::build_program(cache, context, device, "__kernel void k() {}", "");
+  ASSERT_TRUE(cl) << cl.error().message;
+  clReleaseProgram(cl->program);
+  clReleaseContext(context);
+  hip::Program program;
+  program.source = "extern \"C\" __global__ void k() {}";
+  auto code = hip::compile(cache, "gfx90a", program);
+  ASSERT_FALSE(code);
+  EXPECT_EQ(code.error().code, ErrorCode::runtime_missing);
+  EXPECT_NE(code.error().message.find("separate processes"), std::string::npos)
+      << code.error().message;
+}
+
+} // namespace
+} // namespace jitcache
+#endif

@@ -1,0 +1,151 @@
+#include "backends/hip/hip_api.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+namespace jitcache::hip {
+
+#define JITCACHE_HIP_LOAD(fn) symbols.load(api.fn, JITCACHE_HIP_STR(fn));
+
+namespace {
+
+// Resolves every function of a table, or names the first one missing; never leaves a null
+// pointer in a table that is handed out.
+class Symbols {
+public:
+  explicit Symbols(void* library) : m_library(library) {}
+
+  template <typename Fn> void load(Fn& fn, const char* name) {
+    fn = reinterpret_cast<Fn>(dlsym(m_library, name));
+    if (!fn && m_missing.empty())
+      m_missing = name;
+  }
+  const std::string& missing() const { return m_missing; }
+
+private:
+  void* m_library;
+  std::string m_missing;
+};
+
+LibraryFile library_file(const void* symbol) {
+  LibraryFile file;
+  Dl_info info{};
+  if (!dladdr(symbol, &info) || !info.dli_fname)
+    return file;
+  char resolved[PATH_MAX];
+  file.path = realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
+  file.name = file.path.substr(file.path.rfind('/') + 1);
+  struct stat st {};
+  if (stat(file.path.c_str(), &st) == 0)
+    file.bytes = static_cast<std::uint64_t>(st.st_size);
+  return file;
+}
+
+Error missing_library(const std::string& soname, const char* what) {
+  const char* reason = dlerror();
+  return Error(ErrorCode::runtime_missing,
+               std::string(what) + " (" + soname +
+                   ") could not be opened: " + (reason ? reason : "unknown reason"));
+}
+
+// Debian 12's comgr carries its own copy of clang and registers clang's command-line options
+// into the shared libLLVM; a process that already holds libclang-cpp (PoCL loads it) aborts the
+// moment comgr loads ("Option ... registered more than once"). Refuse with an error instead.
+std::string loaded_clang() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        if (info->dlpi_name && std::strstr(info->dlpi_name, "libclang-cpp.so")) {
+          *static_cast<std::string*>(out) = info->dlpi_name;
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  return found;
+}
+
+Error clang_conflict(const std::string& clang) {
+  return Error(ErrorCode::runtime_missing,
+               "HIP's compiler (comgr) cannot be loaded into this process: it already holds " +
+                   clang + " (loaded by PoCL), and the two register the same LLVM options, "
+                   "which aborts the process; use HIP and PoCL from separate processes");
+}
+
+Expected<ComgrApi> open_comgr() {
+  if (const std::string clang = loaded_clang(); !clang.empty())
+    return clang_conflict(clang);
+  void* library = dlopen(k_comgr_soname, RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return missing_library(k_comgr_soname, "comgr, which hipRTC compiles with,");
+  ComgrApi api;
+  Symbols symbols(library);
+  JITCACHE_COMGR_FUNCTIONS(JITCACHE_HIP_LOAD)
+  if (!symbols.missing().empty())
+    return Error(ErrorCode::runtime_missing,
+                 std::string(k_comgr_soname) + " is too old: it lacks " + symbols.missing());
+  std::size_t major = 0, minor = 0;
+  api.amd_comgr_get_version(&major, &minor);
+  api.version = std::to_string(major) + "." + std::to_string(minor);
+  api.file = library_file(reinterpret_cast<const void*>(api.amd_comgr_get_version));
+  return api;
+}
+
+// One answer per process: a library that is missing at first use stays missing.
+template <typename Api> Expected<const Api*> once(const Expected<Api>& loaded) {
+  if (!loaded)
+    return loaded.error();
+  return &loaded.value();
+}
+
+} // namespace
+
+Expected<RuntimeApi> open_runtime(const std::string& soname) {
+  if (const std::string clang = loaded_clang(); !clang.empty())
+    return clang_conflict(clang);
+  // RTLD_LOCAL: HIP's symbols stay out of the global namespace, so an application that links
+  // its own (possibly different) HIP is not disturbed.
+  void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return missing_library(soname, "the HIP runtime");
+  RuntimeApi api;
+  {
+    Symbols symbols(library);
+    JITCACHE_HIP_RUNTIME_FUNCTIONS(JITCACHE_HIP_LOAD)
+    symbols.load(api.hipMalloc, "hipMalloc");
+    if (!symbols.missing().empty())
+      return Error(ErrorCode::runtime_missing,
+                   soname + " is too old: it lacks " + symbols.missing());
+  }
+  // hipRTC was part of libamdhip64 until ROCm 6 split it into libhiprtc.
+  void* rtc_library = library;
+  if (!dlsym(library, "hiprtcCompileProgram") &&
+      !(rtc_library = dlopen(k_hiprtc_soname, RTLD_NOW | RTLD_LOCAL)))
+    return missing_library(k_hiprtc_soname, "hipRTC");
+  Symbols symbols(rtc_library);
+  JITCACHE_HIPRTC_FUNCTIONS(JITCACHE_HIP_LOAD)
+  if (!symbols.missing().empty())
+    return Error(ErrorCode::runtime_missing, "hipRTC is too old: it lacks " + symbols.missing());
+  api.runtime_file = library_file(reinterpret_cast<const void*>(api.hipGetDeviceCount));
+  api.hiprtc_file = library_file(reinterpret_cast<const void*>(api.hiprtcCompileProgram));
+  return api;
+}
+
+#undef JITCACHE_HIP_LOAD
+
+Expected<const RuntimeApi*> runtime() {
+  static const Expected<RuntimeApi> loaded = open_runtime(k_runtime_soname);
+  return once(loaded);
+}
+
+Expected<const ComgrApi*> comgr() {
+  static const Expected<ComgrApi> loaded = open_comgr();
+  return once(loaded);
+}
+
+} // namespace jitcache::hip
