@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_api.hpp"
 
 #include "backends/cuda/cuda_error.hpp"
+#include "core/shared_library.hpp"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -10,41 +11,13 @@ namespace jitcache::cuda {
 
 namespace {
 
-// Resolves every function of a table, or names the first one missing; never leaves a null
-// pointer in a table that is handed out.
-class Symbols {
-public:
-  explicit Symbols(void* library) : m_library(library) {}
-
-  template <typename Fn> void load(Fn& fn, const char* name) {
-    fn = reinterpret_cast<Fn>(dlsym(m_library, name));
-    if (!fn && m_missing.empty())
-      m_missing = name;
-  }
-  const std::string& missing() const { return m_missing; }
-
-private:
-  void* m_library;
-  std::string m_missing;
-};
-
-// The file a loaded library came from, symlinks resolved, so the NVRTC build can be told from
-// its file (libnvrtc.so.13 -> libnvrtc.so.13.0.88 in a toolkit install).
-std::string library_file(const void* symbol) {
-  Dl_info info{};
-  if (!dladdr(symbol, &info) || !info.dli_fname)
-    return {};
-  char resolved[PATH_MAX];
-  return realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
-}
-
 Expected<DriverApi> load_driver() {
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!library)
     return Error(ErrorCode::runtime_missing,
                  std::string("the CUDA driver (libcuda.so.1) could not be opened: ") + dlerror());
   DriverApi api;
-  Symbols symbols(library);
+  SymbolLoader symbols(library);
 #define JITCACHE_CUDA_LOAD(fn) symbols.load(api.fn, JITCACHE_CUDA_STR(fn));
   JITCACHE_CUDA_DRIVER_FUNCTIONS(JITCACHE_CUDA_LOAD)
   if (!symbols.missing().empty())
@@ -71,12 +44,12 @@ Expected<NvrtcApi> load_nvrtc() {
   if (!library)
     return Error(ErrorCode::runtime_missing, "NVRTC could not be opened (tried " + tried + ")");
   NvrtcApi api;
-  Symbols symbols(library);
+  SymbolLoader symbols(library);
   JITCACHE_CUDA_NVRTC_FUNCTIONS(JITCACHE_CUDA_LOAD)
 #undef JITCACHE_CUDA_LOAD
   if (!symbols.missing().empty())
     return Error(ErrorCode::runtime_missing, "NVRTC is too old: it lacks " + symbols.missing());
-  api.file = library_file(reinterpret_cast<const void*>(api.nvrtcVersion));
+  api.file = library_file(reinterpret_cast<const void*>(api.nvrtcVersion)).path;
   return api;
 }
 

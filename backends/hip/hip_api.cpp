@@ -1,5 +1,7 @@
 #include "backends/hip/hip_api.hpp"
 
+#include "core/shared_library.hpp"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <limits.h>
@@ -13,38 +15,6 @@ namespace jitcache::hip {
 #define JITCACHE_HIP_LOAD(fn) symbols.load(api.fn, JITCACHE_HIP_STR(fn));
 
 namespace {
-
-// Resolves every function of a table, or names the first one missing; never leaves a null
-// pointer in a table that is handed out.
-class Symbols {
-public:
-  explicit Symbols(void* library) : m_library(library) {}
-
-  template <typename Fn> void load(Fn& fn, const char* name) {
-    fn = reinterpret_cast<Fn>(dlsym(m_library, name));
-    if (!fn && m_missing.empty())
-      m_missing = name;
-  }
-  const std::string& missing() const { return m_missing; }
-
-private:
-  void* m_library;
-  std::string m_missing;
-};
-
-LibraryFile library_file(const void* symbol) {
-  LibraryFile file;
-  Dl_info info{};
-  if (!dladdr(symbol, &info) || !info.dli_fname)
-    return file;
-  char resolved[PATH_MAX];
-  file.path = realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
-  file.name = file.path.substr(file.path.rfind('/') + 1);
-  struct stat st {};
-  if (stat(file.path.c_str(), &st) == 0)
-    file.bytes = static_cast<std::uint64_t>(st.st_size);
-  return file;
-}
 
 Error missing_library(const std::string& soname, const char* what) {
   const char* reason = dlerror();
@@ -84,7 +54,7 @@ Expected<ComgrApi> open_comgr() {
   if (!library)
     return missing_library(k_comgr_soname, "comgr, which hipRTC compiles with,");
   ComgrApi api;
-  Symbols symbols(library);
+  SymbolLoader symbols(library);
   JITCACHE_COMGR_FUNCTIONS(JITCACHE_HIP_LOAD)
   if (!symbols.missing().empty())
     return Error(ErrorCode::runtime_missing,
@@ -115,7 +85,7 @@ Expected<RuntimeApi> open_runtime(const std::string& soname) {
     return missing_library(soname, "the HIP runtime");
   RuntimeApi api;
   {
-    Symbols symbols(library);
+    SymbolLoader symbols(library);
     JITCACHE_HIP_RUNTIME_FUNCTIONS(JITCACHE_HIP_LOAD)
     symbols.load(api.hipMalloc, "hipMalloc");
     if (!symbols.missing().empty())
@@ -127,7 +97,7 @@ Expected<RuntimeApi> open_runtime(const std::string& soname) {
   if (!dlsym(library, "hiprtcCompileProgram") &&
       !(rtc_library = dlopen(k_hiprtc_soname, RTLD_NOW | RTLD_LOCAL)))
     return missing_library(k_hiprtc_soname, "hipRTC");
-  Symbols symbols(rtc_library);
+  SymbolLoader symbols(rtc_library);
   JITCACHE_HIPRTC_FUNCTIONS(JITCACHE_HIP_LOAD)
   if (!symbols.missing().empty())
     return Error(ErrorCode::runtime_missing, "hipRTC is too old: it lacks " + symbols.missing());

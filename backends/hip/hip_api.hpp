@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/shared_library.hpp"
+
 #include <jitcache/expected.hpp>
 
 #include <amd_comgr.h>
@@ -18,15 +20,6 @@ namespace jitcache::hip {
 #define JITCACHE_HIP_STR2(x) #x
 #define JITCACHE_HIP_STR(x) JITCACHE_HIP_STR2(x)
 
-/// A library file as identity: its name with symlinks resolved (which carries the full version,
-/// libamdhip64.so.5.2.21153) and its size (which tells rebuilds of one version apart). The
-/// directory is left out so that machines with the same packages share keys.
-struct LibraryFile {
-  std::string name;
-  std::uint64_t bytes = 0;
-  std::string path; ///< full path, for `jitcache info`
-  std::string describe() const { return name + " (" + std::to_string(bytes) + " bytes)"; }
-};
 
 /// The libamdhip64 and hipRTC functions jitcache calls (tests and benchmarks use the same table,
 /// so that nothing links libamdhip64). Every pointer is non-null once the table is returned.
