@@ -39,9 +39,11 @@ Expected<Found> Cache::get_or_compile(const Key& key,
 
   bool compiled = false;
   auto flight = m_core->compiles().run(key.digest, [&]() -> Expected<Found> {
-    // Another thread may have finished the same key between our lookup and now.
-    if (auto found = m_core->lookup(key))
-      return std::move(*found);
+    // Another thread may have finished the same key between our lookup and now, or another
+    // process may be compiling it: claim() waits for that one and answers from the tiers.
+    auto claim = m_core->claim(key);
+    if (claim.found)
+      return std::move(*claim.found);
     Stopwatch clock;
     auto entry = compile();
     if (!entry) {
@@ -51,8 +53,7 @@ Expected<Found> Cache::get_or_compile(const Key& key,
     entry->compile_ns = clock.ns();
     entry->backend = key.backend;
     compiled = true;
-    count(key.backend, counter::compiles, 1);
-    m_core->store(key, *entry);
+    m_core->store(key, *entry, m_core->compiled(key, std::move(claim.lease)).get());
     return Found{std::move(*entry), "compile"};
   });
   if (!flight.value)

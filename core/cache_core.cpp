@@ -2,10 +2,18 @@
 
 #include "core/clock.hpp"
 #include "core/log.hpp"
+#include "core/user_store.hpp"
 
 #include <xxhash.h>
 
 namespace jitcache::detail {
+
+namespace {
+
+// Deferred stores run on up to this many threads.
+constexpr std::size_t k_store_workers = 4;
+
+} // namespace
 
 CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores)
     : m_config(std::move(config)),
@@ -17,7 +25,7 @@ CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<St
         std::any_of(std::begin(k_backends), std::end(k_backends),
                     [&](const char* b) { return m_config.persistence(b).enabled; });
     if (any_persistent) {
-      auto user = LmdbStore::open(m_config.cache_dir, m_config.read_only);
+      auto user = open_user_store(m_config, m_config.read_only);
       if (user)
         stores->push_back(*user);
       else
@@ -26,10 +34,10 @@ CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<St
     }
   }
   for (auto& store : *stores) {
-    if (!m_user)
-      m_user = std::dynamic_pointer_cast<LmdbStore>(store);
     auto tier = std::make_unique<Tier>();
     tier->store = store;
+    if (!m_user && (m_user = std::dynamic_pointer_cast<LmdbStore>(store)))
+      m_user_tier = tier.get();
     m_persistent.push_back(std::move(tier));
   }
 }
@@ -41,8 +49,8 @@ CacheCore::~CacheCore() {
     m_stopping = true;
   }
   m_queue_cv.notify_all();
-  if (m_worker.joinable())
-    m_worker.join();
+  for (std::thread& worker : m_workers)
+    worker.join();
   m_refresh.clear(); // the producers hold runtime objects: release them before the handles
   m_handles.clear();
 }
@@ -78,10 +86,12 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
     if (*got) {
       // The digest covers every field, so this only trips on a digest collision or a bug;
       // either way the entry must not be handed out.
-      if ((*got)->key_fields != encode_key_fields(key.fields)) {
+      if ((*got)->key_fields != key.stored_fields) {
         count(key.backend, counter::corrupt, 1);
         log::warn("entry " + key.digest.hex() + " in tier '" + tier->store->name() +
                   "' was stored for a different request; treated as a miss");
+        if (tier->store->writable() && !m_config.read_only)
+          tier->store->remove(key.digest); // seen once, then replaced by the compile
         continue;
       }
       m_memory->put(key.digest, **got);
@@ -91,16 +101,69 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
   return std::nullopt;
 }
 
-void CacheCore::store(const Key& key, const Entry& given) {
+bool CacheCore::leases_apply(const std::string& backend) const {
+  return m_user_tier && !m_user_tier->dead && m_user->writable() && persistent(backend) &&
+         !m_config.read_only;
+}
+
+CacheCore::Claim CacheCore::claim(const Key& key) {
+  Claim claim;
+  if (!leases_apply(key.backend)) {
+    claim.found = lookup(key);
+    return claim;
+  }
+  // acquire() looks first, and again once it holds the lease.
+  const auto ready = [&] {
+    claim.found = lookup(key);
+    return claim.found.has_value();
+  };
+  auto lease =
+      CompileLease::acquire(m_user->dir() / "leases", key.digest, ready, CompileLease::Options{});
+  if (!lease)
+    log::write_once(LogLevel::warn, "lease:" + m_user->dir().string(),
+                    lease.error().message + "; compiling without waiting for other processes");
+  else
+    claim.lease = std::move(*lease);
+  return claim;
+}
+
+CacheCore::Compiled::Compiled(CacheCore& core, std::string backend,
+                              std::unique_ptr<CompileLease> lease)
+    : m_core(core), m_backend(std::move(backend)), m_lease(std::move(lease)) {}
+
+CacheCore::Compiled::~Compiled() {
+  if (!m_counted)
+    m_core.count_unsaved(m_backend, counter::compiles, 1);
+}
+
+std::shared_ptr<CacheCore::Compiled> CacheCore::compiled(const Key& key,
+                                                         std::unique_ptr<CompileLease> lease) {
+  {
+    std::lock_guard<std::mutex> lock(m_stats_mutex);
+    m_session.add(key.backend, counter::compiles, 1);
+  }
+  return std::shared_ptr<Compiled>(new Compiled(*this, key.backend, std::move(lease)));
+}
+
+void CacheCore::store(const Key& key, const Entry& given, Compiled* compiled) {
   Entry entry = given;
-  entry.key_fields = encode_key_fields(key.fields);
+  entry.key_fields = key.stored_fields;
   m_memory->put(key.digest, entry);
   if (!persistent(key.backend) || m_config.read_only)
     return;
   for (auto& tier : m_persistent) {
     if (tier->dead || !tier->store->writable())
       continue;
-    if (auto ok = tier->store->put(key.digest, entry); !ok) {
+    Expected<void> ok;
+    if (compiled && !compiled->m_counted && tier.get() == m_user_tier) {
+      Stats count;
+      count.add(key.backend, counter::compiles, 1);
+      ok = m_user->put(key.digest, entry, count);
+      compiled->m_counted = ok.has_value();
+    } else {
+      ok = tier->store->put(key.digest, entry);
+    }
+    if (!ok) {
       count(key.backend, counter::store_errors, 1);
       log::write_once(LogLevel::warn,
                       "put:" + tier->store->name() + to_string(ok.error().code),
@@ -109,26 +172,29 @@ void CacheCore::store(const Key& key, const Entry& given) {
     }
     count(key.backend, counter::bytes_stored, entry.payload.size());
   }
+  if (compiled) // waiters in other processes find the entry from now on
+    compiled->m_lease.reset();
 }
 
 void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce,
-                            std::function<Expected<Entry>()> refresh) {
+                            std::function<Expected<Entry>()> refresh,
+                            std::shared_ptr<Compiled> compiled) {
   std::lock_guard<std::mutex> lock(m_queue_mutex);
-  if (!m_worker.joinable())
-    m_worker = std::thread([this] { worker(); });
+  if (m_workers.size() < k_store_workers && m_running + m_queue.size() >= m_workers.size())
+    m_workers.emplace_back([this] { worker(); });
   std::shared_ptr<Refresh> again;
   if (refresh) {
     again = std::make_shared<Refresh>(Refresh{key, std::move(refresh), 0});
     m_refresh.push_back(again);
   }
-  m_queue.push_back([this, key, produce = std::move(produce), again] {
+  m_queue.push_back([this, key, produce = std::move(produce), again, compiled] {
     auto entry = produce();
     if (!entry) {
       log::warn("could not get the binary to store (" + entry.error().message +
                 "); the next process compiles again");
       return;
     }
-    store(key, *entry);
+    store(key, *entry, compiled.get());
     if (again)
       again->stored = XXH3_64bits(entry->payload.data(), entry->payload.size());
   });
@@ -168,6 +234,7 @@ void CacheCore::worker() {
     ++m_running;
     lock.unlock();
     task();
+    task = nullptr; // what it held (a lease, a compile to count) goes before flush() sees it done
     lock.lock();
     --m_running;
     m_idle_cv.notify_all();
@@ -189,10 +256,13 @@ void CacheCore::flush_counters() {
     std::lock_guard<std::mutex> lock(m_stats_mutex);
     std::swap(pending, m_unsaved);
   }
-  if (!m_user || !m_user->writable() || m_config.read_only || pending.by_backend.empty())
+  // Also writes the uses recorded on hits (nothing at all when there is nothing to write).
+  if (!m_user || !m_user->writable() || m_config.read_only)
     return;
+  // Keyed like store()'s warning: a full or failing disk is one warning, not one per write.
   if (auto ok = m_user->add_counters(pending); !ok)
-    log::write_once(LogLevel::warn, "counters", "could not save counters: " + ok.error().message);
+    log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+                    "could not save counters: " + ok.error().message);
 }
 
 void CacheCore::evict(const Key& key) {
@@ -205,6 +275,12 @@ void CacheCore::evict(const Key& key) {
 void CacheCore::count(const std::string& backend, const std::string& name, std::uint64_t amount) {
   std::lock_guard<std::mutex> lock(m_stats_mutex);
   m_session.add(backend, name, amount);
+  m_unsaved.add(backend, name, amount);
+}
+
+void CacheCore::count_unsaved(const std::string& backend, const std::string& name,
+                              std::uint64_t amount) {
+  std::lock_guard<std::mutex> lock(m_stats_mutex);
   m_unsaved.add(backend, name, amount);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/compile_lease.hpp"
 #include "core/handle_cache.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/memory_store.hpp"
@@ -31,10 +32,49 @@ public:
   /// Reads through memory, then the persistent tiers of `backend` (if enabled). A persistent
   /// hit is copied into the memory tier. A failing tier is marked dead and skipped from then on.
   std::optional<Found> lookup(const Key& key);
-  /// Writes to memory and to the writable persistent tiers of `key.backend`.
-  void store(const Key& key, const Entry& entry);
+
+  /// What claim() found: the entry, or the right to compile it.
+  struct Claim {
+    std::optional<Found> found;          ///< a tier has it (perhaps after waiting for it)
+    std::unique_ptr<CompileLease> lease; ///< else: held while compiling and storing; null when
+                                         ///< no lease applies (no writable user tier)
+  };
+  /// Looks `key` up; on a miss, takes the cross-process compile lease for it (CompileLease),
+  /// waiting while another process compiles the same key and answering from the tiers once it
+  /// has stored the entry. Misses on other keys never wait here. A lease that cannot be taken
+  /// is warned about once, and the caller compiles without one.
+  Claim claim(const Key& key);
+
+  /// A successful compile on its way to the tiers (see compiled()). Destroying it lets go of
+  /// the lease; a compile that was not stored in the user tier with its count is then counted
+  /// with the other counters.
+  class Compiled {
+  public:
+    ~Compiled();
+    Compiled(const Compiled&) = delete;
+    Compiled& operator=(const Compiled&) = delete;
+
+  private:
+    friend class CacheCore;
+    Compiled(CacheCore& core, std::string backend, std::unique_ptr<CompileLease> lease);
+    CacheCore& m_core;
+    std::string m_backend;
+    std::unique_ptr<CompileLease> m_lease;
+    bool m_counted = false; ///< persisted with the entry
+  };
+  /// Counts a successful compile of `key` in this session and returns what store() and
+  /// store_later() take to persist the count with the entry and then let go of `lease`.
+  std::shared_ptr<Compiled> compiled(const Key& key, std::unique_ptr<CompileLease> lease);
+
+  /// Writes to memory and to the writable persistent tiers of `key.backend`. With `compiled`,
+  /// the user tier gets the entry and the compile's count in one write (so that a process
+  /// killed before storing counts nothing), and the lease is let go of afterwards.
+  void store(const Key& key, const Entry& entry, Compiled* compiled = nullptr);
+  /// Like store(), with the entry produced on a background thread (see Cache::store_later);
+  /// `compiled` is held until that store has happened or failed.
   void store_later(const Key& key, std::function<Expected<Entry>()> produce,
-                   std::function<Expected<Entry>()> refresh);
+                   std::function<Expected<Entry>()> refresh,
+                   std::shared_ptr<Compiled> compiled = nullptr);
   void evict(const Key& key);
   void flush();
   void count(const std::string& backend, const std::string& name, std::uint64_t amount);
@@ -51,6 +91,8 @@ private:
     std::atomic<bool> dead{false};
   };
   void mark_dead(Tier& tier, const Error& error);
+  bool leases_apply(const std::string& backend) const;
+  void count_unsaved(const std::string& backend, const std::string& name, std::uint64_t amount);
   void worker();
   void flush_counters();
   void refresh();
@@ -59,6 +101,7 @@ private:
   std::shared_ptr<MemoryStore> m_memory;
   std::vector<std::unique_ptr<Tier>> m_persistent; ///< lookup order
   std::shared_ptr<LmdbStore> m_user;               ///< also in m_persistent; holds counters
+  Tier* m_user_tier = nullptr;                     ///< m_user's entry in m_persistent
   HandleCache m_handles;
   SingleFlight<Digest, Expected<Found>> m_compiles;
 
@@ -72,7 +115,8 @@ private:
   std::deque<std::function<void()>> m_queue;
   std::size_t m_running = 0;
   bool m_stopping = false;
-  std::thread m_worker;
+  std::vector<std::thread> m_workers; ///< up to k_store_workers: a slow store never holds up
+                                      ///< another key's (whose lease other processes wait on)
 
   /// Entries whose producer runs again at flush; `stored` is the payload hash last written.
   struct Refresh {

@@ -34,7 +34,9 @@ bool lock_within(int fd, int operation, std::chrono::milliseconds wait) {
 
 } // namespace
 
-EnvGate::EnvGate(EnvGate&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
+EnvGate::EnvGate(EnvGate&& other) noexcept : m_fd(other.m_fd) {
+  other.m_fd = -1;
+}
 
 EnvGate& EnvGate::operator=(EnvGate&& other) noexcept {
   if (this != &other) {
@@ -59,8 +61,7 @@ Expected<EnvGate> EnvGate::enter_shared(const fs::path& dir, std::chrono::millis
   if (fd < 0) {
     if (errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM)
       return EnvGate();
-    return Error(ErrorCode::io_error,
-                 "cannot open " + path.string() + ": " + std::strerror(errno));
+    return Error(ErrorCode::io_error, "cannot open " + path.string() + ": " + std::strerror(errno));
   }
   EnvGate gate(fd);
   if (!lock_within(fd, LOCK_SH, wait))

@@ -10,7 +10,9 @@ namespace {
 
 std::atomic<unsigned> g_generation{0};
 
-void on_fork_child() { g_generation.fetch_add(1); }
+void on_fork_child() {
+  g_generation.fetch_add(1);
+}
 
 // Registered before main(): a fork() that happens before the first call is still counted.
 const bool g_registered = [] {

@@ -20,10 +20,10 @@ struct NetworkType {
 // statfs f_type values (linux/magic.h and the vendors' headers) of filesystems that are shared
 // between machines: LMDB's POSIX locks and shared memory map do not work across their clients.
 constexpr NetworkType k_network_types[] = {
-    {0x6969, "nfs"},         {0x517B, "smb"},     {0xFF534D42, "cifs"}, {0xFE534D42, "smb2"},
-    {0x0BD00BD0, "lustre"},  {0x47504653, "gpfs"}, {0x00C36400, "ceph"}, {0x5346414F, "afs"},
-    {0x6B414653, "afs"},     {0x73757245, "coda"}, {0x564C, "ncp"},     {0x01021997, "9p"},
-    {0x19830326, "beegfs"},  {0xAAD7AAEA, "panfs"}, {0x20030528, "pvfs2"}, {0x01161970, "gfs2"},
+    {0x6969, "nfs"},        {0x517B, "smb"},       {0xFF534D42, "cifs"},  {0xFE534D42, "smb2"},
+    {0x0BD00BD0, "lustre"}, {0x47504653, "gpfs"},  {0x00C36400, "ceph"},  {0x5346414F, "afs"},
+    {0x6B414653, "afs"},    {0x73757245, "coda"},  {0x564C, "ncp"},       {0x01021997, "9p"},
+    {0x19830326, "beegfs"}, {0xAAD7AAEA, "panfs"}, {0x20030528, "pvfs2"}, {0x01161970, "gfs2"},
     {0x7461636F, "ocfs2"},
 };
 

@@ -8,8 +8,8 @@ namespace jitcache {
 
 /// What statfs says about the filesystem holding a path.
 struct Filesystem {
-  long type = 0;     ///< statfs f_type; 0 when it could not be read
-  std::string name;  ///< e.g. "nfs", "lustre"; empty for types not in the network table
+  long type = 0;    ///< statfs f_type; 0 when it could not be read
+  std::string name; ///< e.g. "nfs", "lustre"; empty for types not in the network table
   bool network = false;
 };
 

@@ -1,12 +1,27 @@
 #pragma once
 
+#include "core/fs_check.hpp"
+
 #include <jitcache/stats.hpp>
 #include <jitcache/store.hpp>
 
+#include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace jitcache {
+
+/// How to open the user tier's LMDB environment (LmdbStore::Options).
+struct LmdbOptions {
+  /// Initial map size; the map doubles whenever it is full.
+  std::size_t map_size = std::size_t(1) << 30;
+  /// JITCACHE_MAX_SIZE: the most bytes the stored entries may take; nullopt = no limit.
+  std::optional<std::uint64_t> max_size;
+  /// How the directory's filesystem is examined (tests pretend a network filesystem).
+  FilesystemProbe probe = &probe_filesystem;
+};
 
 /// The user tier: an LMDB environment in a directory (node-local; never on a network FS).
 ///
@@ -14,31 +29,62 @@ namespace jitcache {
 /// LmdbStore objects through a registry); short write transactions only (compiles happen
 /// outside); values copied out of the read transaction before it ends; the map grows on
 /// MDB_MAP_FULL and adopts a size grown by another process (MDB_MAP_RESIZED); a child after
-/// fork() opens its own environment and never touches the parent's. Entries are verified on
-/// every read; an entry that fails verification is logged, counted and reported as a miss.
+/// fork() opens its own environment and never touches the parent's; stale reader slots of dead
+/// processes are cleared at open. Entries are verified on every read; an entry that fails
+/// verification is logged, counted and reported as a miss. A data file that LMDB rejects, that
+/// is shorter than its own metadata says, or that a transaction found damaged, is moved aside
+/// (data.mdb.corrupt-<time>) and a fresh one started, once no other process has it open (see
+/// EnvGate).
+///
+/// With a size limit, a put that takes the stored entries over it evicts the least recently
+/// used ones (down to 90% of the limit) in the same transaction. Uses are recorded in memory
+/// on hits and written with the next write (see AccessLog), never one write per hit.
 class LmdbStore final : public Store {
 public:
+  using Options = LmdbOptions;
+
   /// Opens (creating the directory, parents too, mode 0700, unless `read_only`) the environment
-  /// in `dir`. A directory that cannot be written is opened read-only, with a warning.
-  /// Errors: io_error naming the path and the reason (not a directory, no permission, ...).
-  static Expected<std::shared_ptr<LmdbStore>> open(const std::filesystem::path& dir,
-                                                  bool read_only);
+  /// in `dir`. Opened read-only instead, with one warning, when the directory cannot be written,
+  /// is owned by another user, or is writable by group or others. Errors: io_error naming the
+  /// path and the reason (not a directory, no permission, gate wait ran out); unsupported when
+  /// `dir` is on a network filesystem (the message names it; nothing is created there);
+  /// store_full when the disk cannot hold LMDB's lock file; corrupt when the data file is
+  /// damaged and cannot be moved aside now.
+  static Expected<std::shared_ptr<LmdbStore>> open(const std::filesystem::path& dir, bool read_only,
+                                                   const Options& options = {});
+  /// The last handle of an environment writes the uses recorded since its last write.
   ~LmdbStore() override;
 
   std::string name() const override { return "user"; }
   bool writable() const override;
   Expected<std::optional<Entry>> get(const Digest& key) override;
+  /// Errors as Store::put; store_full also when the entry alone is larger than the size limit.
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<bool> remove(const Digest& key) override;
   Expected<void> for_each(const std::function<void(const Item&)>& fn) override;
 
-  /// Adds `delta` to the counters kept in the environment (one write transaction).
+  /// Like put(), and adds `counters` in the same write transaction: the entry and its counters
+  /// are stored together or not at all (a compile is counted with the binary it produced).
+  Expected<void> put(const Digest& key, const Entry& entry, const Stats& counters);
+
+  /// Adds `delta` to the counters kept in the environment, and writes the uses recorded since
+  /// the last write (one write transaction; none when there is nothing to write).
   Expected<void> add_counters(const Stats& delta);
   /// Reads the counters kept in the environment.
   Expected<Stats> counters();
   /// Removes every entry and counter.
   Expected<void> clear();
-  /// Number of entries and the size of the data file in bytes.
+
+  /// What eviction removed.
+  struct Pruned {
+    std::uint64_t entries = 0;
+    std::uint64_t bytes = 0;
+  };
+  /// Evicts least recently used entries until the stored entries take at most `max_size` bytes
+  /// (one write transaction; counted as "evicted"/"evicted_bytes" of backend "all").
+  Expected<Pruned> prune(std::uint64_t max_size);
+
+  /// Number of entries, their stored size, and the data file's size in bytes.
   struct Usage {
     std::uint64_t entries = 0;
     std::uint64_t value_bytes = 0;
@@ -46,17 +92,38 @@ public:
   };
   Expected<Usage> usage();
   /// The directory.
-  const std::filesystem::path& dir() const;
+  std::filesystem::path dir() const;
+  /// The size limit this store was opened with.
+  std::optional<std::uint64_t> max_size() const;
 
   /// Corrupt entries seen by get() since this process started (for tests and stats).
   std::uint64_t corrupt_seen() const;
 
-  struct Env; // internal: the shared environment
+  /// What compact() did.
+  struct Compacted {
+    bool done = false; ///< false: `reason` says why not (nothing was changed)
+    std::string reason;
+    std::uint64_t file_bytes_before = 0;
+    std::uint64_t file_bytes_after = 0;
+  };
+  /// Rewrites `dir`'s data file without its free pages (mdb_env_copy2 with MDB_CP_COMPACT into
+  /// a new file, then an atomic rename over the old one). Only done while no process, this one
+  /// included, has the environment open (its gate held exclusively; processes that open it
+  /// meanwhile wait for the rename); otherwise nothing is changed and `reason` says so: freed
+  /// pages are reused by later writes anyway. Errors: io_error/store_full when the copy
+  /// cannot be written (the original is kept).
+  static Expected<Compacted> compact(const std::filesystem::path& dir);
+
+  struct Env; // internal: the shared environment (core/lmdb_env.hpp)
 
 private:
-  explicit LmdbStore(std::shared_ptr<Env> env);
+  LmdbStore(std::shared_ptr<Env> env, bool read_only, Options options);
   std::shared_ptr<Env> env();
+  bool writes(const Env& env) const;
+  Expected<void> write_entry(const Digest& key, const Entry& entry, const Stats* counters);
   std::shared_ptr<Env> m_env;
+  bool m_read_only; ///< this handle's view: a read-only open may share a writable environment
+  Options m_options;
 };
 
 } // namespace jitcache

@@ -158,7 +158,9 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
         BuildInfo info;
         info.key = key->digest;
         info.device = id->device_name;
-        if (auto found = cache.lookup(*key)) {
+        // On a miss, waits while another process compiles the same key (CacheCore::claim).
+        auto claim = cache.core().claim(*key);
+        if (auto& found = claim.found) {
           Stopwatch load;
           auto program = from_binary(context, device, found->entry.payload, options);
           if (program) {
@@ -184,7 +186,8 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
         }
         const std::uint64_t compile_ns = compile.ns();
         cache.count(k_backend, counter::misses);
-        cache.count(k_backend, counter::compiles);
+        // Holds the lease until the binary is stored, and counts the compile with it.
+        auto compiled = cache.core().compiled(*key, std::move(claim.lease));
         info.outcome = Outcome::miss;
         info.tier = "compile";
         info.compile_ms = compile_ns / 1e6;
@@ -216,7 +219,7 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
                 return std::move(binary).error();
               return Entry{k_backend, std::move(*binary), {}, compile_ns};
             };
-          cache.store_later(*key, produce, refresh);
+          cache.core().store_later(*key, produce, refresh, compiled);
         }
         return detail::HandleCache::Loaded{handle, info};
       },

@@ -68,6 +68,12 @@ public:
   /// its result), stores the entry in the writable tiers, and returns it. A compile error is
   /// returned as is and nothing is stored. A store failure is logged and counted, and the
   /// compiled entry is still returned.
+  ///
+  /// Across processes sharing a writable user tier, one process compiles a missing key while
+  /// the others wait and then read the stored entry; if the compiling process dies, a waiter
+  /// takes over at once; if it runs past its lease (2 minutes), one waiter compiles as well.
+  /// Misses on different keys never wait for each other. No LMDB write transaction is held
+  /// while `compile` runs. The compile is counted ("compiles") in the same write as the entry.
   Expected<Found> get_or_compile(const Key& key, const std::function<Expected<Entry>()>& compile,
                                  BuildInfo* info = nullptr);
 

@@ -16,6 +16,8 @@ inline constexpr const char* corrupt = "corrupt";        ///< stored entries fai
 inline constexpr const char* bytes_stored = "bytes_stored"; ///< payload bytes written
 inline constexpr const char* saved_ns = "saved_ns";      ///< compile time avoided by hits
 inline constexpr const char* store_errors = "store_errors"; ///< failed writes to a tier
+inline constexpr const char* evicted = "evicted";           ///< entries evicted by the size limit
+inline constexpr const char* evicted_bytes = "evicted_bytes"; ///< their stored bytes
 inline constexpr const char* hits_prefix = "hits.";      ///< + tier name
 } // namespace counter
 

@@ -1,11 +1,13 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/user_store.hpp"
+
 namespace jitcache::cli {
 
 int run_clear(const Config& config, const Output& out) {
   std::error_code ec;
-  if (!std::filesystem::exists(config.cache_dir / "data.mdb", ec)) {
+  if (!std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
     out.emit({{"cleared", 0}, {"bytes", 0}}, "nothing to clear");
     return 0;
   }

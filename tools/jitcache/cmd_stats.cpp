@@ -1,6 +1,8 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/user_store.hpp"
+
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -62,12 +64,23 @@ int run_stats(const Config& config, const Output& out) {
          << " ms of compiling saved";
     out.emit(line, text.str());
   }
-  nlohmann::json total = {{"backend", "total"},     {"entries", total_entries},
-                          {"bytes", total_bytes},    {"file_bytes", file_bytes},
-                          {"dir", config.cache_dir.string()}};
+  const std::string dir = (*store ? (*store)->dir() : user_store_dir(config)).string();
+  const std::uint64_t evicted = counters.get("all", counter::evicted);
+  const std::uint64_t evicted_bytes = counters.get("all", counter::evicted_bytes);
+  nlohmann::json total = {
+      {"backend", "total"},
+      {"entries", total_entries},
+      {"bytes", total_bytes},
+      {"file_bytes", file_bytes},
+      {"max_size", config.max_size ? nlohmann::json(*config.max_size) : nlohmann::json(nullptr)},
+      {"evicted", evicted},
+      {"evicted_bytes", evicted_bytes},
+      {"dir", dir}};
   out.emit(total, "total: " + std::to_string(total_entries) + " entries, " +
-                      format_size(total_bytes) + " (file " + format_size(file_bytes) + ") in " +
-                      config.cache_dir.string());
+                      format_size(total_bytes) + " (file " + format_size(file_bytes) + ") of " +
+                      (config.max_size ? format_size(*config.max_size) : "unlimited") + "; " +
+                      std::to_string(evicted) + " evicted (" + format_size(evicted_bytes) +
+                      ") in " + dir);
   return 0;
 }
 

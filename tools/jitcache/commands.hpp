@@ -26,6 +26,11 @@ int run_list(const Config& config, const Output& out);
 int run_info(const Config& config, const Output& out);
 int run_verify(const Config& config, const Output& out);
 int run_clear(const Config& config, const Output& out);
+/// `jitcache prune`: evicts least recently used entries until the user tier holds at most
+/// `max_size` (a size as parse_size reads it; empty = JITCACHE_MAX_SIZE, and no eviction when
+/// that is unset too), removes compile leases left by killed processes, and compacts the data
+/// file when no other process has it open.
+int run_prune(const Config& config, const std::string& max_size, const Output& out);
 /// `jitcache explain`: every key field of each request, and how it differs from entries stored
 /// earlier for the same source.
 int run_explain(const Config& config, const BuildOptions& options, const Output& out);

@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
   CLI::App* info_cmd = add("info", "the resolved configuration and the runtimes' own caches");
   CLI::App* verify_cmd = add("verify", "check every stored entry; exit 1 if any is corrupt");
   CLI::App* clear_cmd = add("clear", "remove every entry and counter from the user tier");
+  std::string prune_size;
+  CLI::App* prune_cmd = add("prune", "evict least recently used entries down to a size, remove "
+                                     "leftover compile leases, and compact the data file");
+  prune_cmd->add_option("--max-size", prune_size,
+                        "keep at most this much (10G, 512M, bytes); default JITCACHE_MAX_SIZE");
 
   const auto known = [&](const char* name) {
     for (const CLI::App* sub : app.get_subcommands({}))
@@ -50,7 +55,7 @@ int main(int argc, char** argv) {
   };
   if (argc >= 2 && argv[1][0] != '-' && !known(argv[1])) {
     std::cerr << "jitcache: error: unknown command '" << argv[1]
-              << "' (expected build, explain, stats, list, info, verify or clear)\n";
+              << "' (expected build, explain, stats, list, info, verify, clear or prune)\n";
     return 2;
   }
   try {
@@ -86,5 +91,7 @@ int main(int argc, char** argv) {
     return cli::run_verify(config, out);
   if (clear_cmd->parsed())
     return cli::run_clear(config, out);
+  if (prune_cmd->parsed())
+    return cli::run_prune(config, prune_size, out);
   return 2;
 }

@@ -1,5 +1,7 @@
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/user_store.hpp"
+
 #include <filesystem>
 
 namespace jitcache::cli {
@@ -11,13 +13,13 @@ Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool w
   if (write && config.read_only)
     return Error(ErrorCode::read_only, "JITCACHE_READONLY is set; nothing may be changed");
   std::error_code ec;
-  if (!write && !std::filesystem::exists(config.cache_dir / "data.mdb", ec))
+  if (!write && !std::filesystem::exists(user_store_dir(config) / "data.mdb", ec))
     return std::shared_ptr<LmdbStore>();
-  auto store = LmdbStore::open(config.cache_dir, !write);
+  auto store = open_user_store(config, !write);
   if (!store)
     return std::move(store).error();
   if (write && !(*store)->writable())
-    return Error(ErrorCode::read_only, "user tier " + config.cache_dir.string() + " is read-only");
+    return Error(ErrorCode::read_only, "user tier " + (*store)->dir().string() + " is read-only");
   return store;
 }
 

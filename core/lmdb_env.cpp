@@ -1,0 +1,301 @@
+#include "core/lmdb_env.hpp"
+
+#include "core/fork_guard.hpp"
+#include "core/log.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace jitcache {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// How long an open waits for another process's compaction to finish.
+constexpr std::chrono::seconds k_gate_wait{30};
+// Reader slots: every thread of every process with a read transaction open takes one.
+constexpr unsigned k_max_readers = 1022;
+// LMDB's lock file for k_max_readers on 64-bit Linux: a 192-byte header and 64 bytes a slot.
+constexpr off_t k_lock_file_bytes = 192 + (k_max_readers - 1) * 64;
+
+constexpr const char* k_damage_marker = "damaged";
+
+// Moves the data file aside so that a fresh environment can be created; the caller holds the
+// gate exclusively, so no process has either file open. Keeps only the latest file moved
+// aside: they are for a post-mortem, not for growing without bound.
+void quarantine(const fs::path& dir, const std::string& why) {
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator(dir, ec))
+    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
+      fs::remove(item.path(), ec);
+  const fs::path data = dir / "data.mdb";
+  const fs::path aside = dir / ("data.mdb.corrupt-" + std::to_string(std::time(nullptr)));
+  fs::rename(data, aside, ec);
+  fs::remove(dir / "lock.mdb", ec);
+  fs::remove(dir / k_damage_marker, ec);
+  log::warn("user tier " + data.string() + " is damaged (" + why + "); moved it to " +
+            aside.string() + " and started a fresh one");
+}
+
+// What is wrong with a data file LMDB opened: shorter than its metadata says (reading past the
+// end of a memory map is SIGBUS, so this is checked before any read), or marked damaged by an
+// earlier transaction. Empty when nothing is.
+std::string integrity_problem(MDB_env* env, const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / k_damage_marker, ec))
+    return "an earlier transaction found it damaged";
+  // Metadata first, then the size: a writer extends the file before committing a meta page
+  // that refers to the new end.
+  MDB_envinfo info{};
+  MDB_stat st{};
+  if (mdb_env_info(env, &info) != MDB_SUCCESS || mdb_env_stat(env, &st) != MDB_SUCCESS)
+    return {};
+  const std::uint64_t needed = (std::uint64_t(info.me_last_pgno) + 1) * st.ms_psize;
+  const std::uint64_t size = fs::file_size(dir / "data.mdb", ec);
+  if (!ec && size < needed)
+    return "truncated: " + std::to_string(size) + " bytes, its metadata needs " +
+           std::to_string(needed);
+  return {};
+}
+
+// LMDB writes its lock file through a shared memory map: on a full disk, touching a page that
+// has no block yet is SIGBUS, not an error. Give every page a block first. A new lock file is
+// made at the size LMDB would give it (before LMDB opens it: nothing to disturb); an existing
+// one keeps its size (other processes derived their reader count from it). Returns the
+// descriptor, which the Env keeps open until after mdb_env_close: closing any descriptor of the
+// lock file drops this process's POSIX locks on it, LMDB's included. -1 when the directory is
+// not ours to write (nothing is written there then); errno ENOSPC when the disk is full.
+int back_lock_file(const fs::path& dir, int& error) {
+  error = 0;
+  const fs::path path = dir / "lock.mdb";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return -1;
+  struct stat st {};
+  ::fstat(fd, &st);
+  error = ::posix_fallocate(fd, 0, st.st_size > 0 ? st.st_size : k_lock_file_bytes);
+  return fd;
+}
+
+} // namespace
+
+LmdbStore::Env::~Env() {
+  if (generation != fork_generation()) {
+    // A child's copy of its parent's environment: LMDB forbids using or closing it. The lock
+    // file descriptor carries no POSIX lock in the child (they are not inherited).
+    if (lock_fd >= 0)
+      ::close(lock_fd);
+    return;
+  }
+  for (MDB_txn* txn : m_idle_readers)
+    mdb_txn_abort(txn);
+  if (env)
+    mdb_env_close(env);
+  if (lock_fd >= 0)
+    ::close(lock_fd);
+}
+
+MDB_txn* LmdbStore::Env::take_reader() {
+  std::lock_guard<std::mutex> lock(m_reader_mutex);
+  if (m_idle_readers.empty())
+    return nullptr;
+  MDB_txn* txn = m_idle_readers.back();
+  m_idle_readers.pop_back();
+  return txn;
+}
+
+void LmdbStore::Env::give_back_reader(MDB_txn* txn) {
+  {
+    std::lock_guard<std::mutex> lock(m_reader_mutex);
+    if (m_idle_readers.size() < k_pooled_readers) {
+      m_idle_readers.push_back(txn);
+      return;
+    }
+  }
+  mdb_txn_abort(txn);
+}
+
+bool LmdbStore::Env::grow_map() {
+  std::unique_lock<std::shared_mutex> lock(resize_mutex);
+  MDB_envinfo info;
+  mdb_env_info(env, &info);
+  const std::size_t grown = info.me_mapsize * 2;
+  log::info("user tier map full; growing it to " + format_size(grown));
+  return mdb_env_set_mapsize(env, grown) == MDB_SUCCESS;
+}
+
+void LmdbStore::Env::note_damage(int rc) {
+  if (!is_damage(rc))
+    return;
+  if (!read_only) {
+    const int fd = ::open((dir / k_damage_marker).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+      ::close(fd);
+  }
+  log::write_once(LogLevel::warn, "damaged:" + dir.string(),
+                  "user tier " + dir.string() + " is damaged (" + mdb_strerror(rc) +
+                      "); it is moved aside when no process has it open any more");
+}
+
+int full_disk_or(int rc, const fs::path& dir, std::uint64_t bytes) {
+  constexpr std::uint64_t k_margin = 1 << 20; // metadata pages, the free list
+  struct statvfs st {};
+  if (rc == EIO && ::statvfs(dir.c_str(), &st) == 0 &&
+      std::uint64_t(st.f_bavail) * st.f_frsize < bytes + k_margin)
+    return ENOSPC;
+  return rc;
+}
+
+bool is_damage(int rc) {
+  return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID ||
+         rc == MDB_VERSION_MISMATCH;
+}
+
+Error lmdb_error(const std::string& what, int rc, const fs::path& dir) {
+  ErrorCode code = ErrorCode::io_error;
+  if (rc == MDB_MAP_FULL || rc == ENOSPC)
+    code = ErrorCode::store_full;
+  else if (rc == EACCES || rc == EROFS || rc == EPERM)
+    code = ErrorCode::read_only;
+  else if (is_damage(rc))
+    code = ErrorCode::corrupt;
+  return Error(code, what + " failed in " + dir.string() + ": " + mdb_strerror(rc));
+}
+
+int create_env(MDB_env** out, const fs::path& dir, unsigned flags, std::size_t map_size) {
+  int rc = mdb_env_create(out);
+  if (rc != MDB_SUCCESS)
+    return rc;
+  mdb_env_set_maxdbs(*out, 8);
+  mdb_env_set_maxreaders(*out, k_max_readers);
+  mdb_env_set_mapsize(*out, map_size);
+  rc = mdb_env_open(*out, dir.c_str(), flags, 0600);
+  if (rc != MDB_SUCCESS) {
+    mdb_env_close(*out);
+    *out = nullptr;
+  }
+  return rc;
+}
+
+Expected<void> prepare_dir(const fs::path& dir, bool& read_only) {
+  std::error_code ec;
+  // The nearest existing ancestor (or the directory itself) must be a directory.
+  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, ec)) {
+      if (!fs::is_directory(p, ec))
+        return Error(ErrorCode::io_error,
+                     "cache directory " + dir.string() + ": " + p.string() + " is not a directory");
+      break;
+    }
+    if (p == p.parent_path())
+      break;
+  }
+  if (!fs::exists(dir, ec)) {
+    if (read_only)
+      return Error(ErrorCode::io_error, "cache directory " + dir.string() + " does not exist");
+    // Private to the user: every directory created here is 0700.
+    const mode_t old_mask = ::umask(077);
+    fs::create_directories(dir, ec);
+    ::umask(old_mask);
+    if (ec)
+      return Error(ErrorCode::io_error,
+                   "cannot create cache directory " + dir.string() + ": " + ec.message());
+  }
+  if (read_only)
+    return {};
+  // A cache shared with other users is a read-only package or a remote tier, never someone
+  // else's LMDB: whoever can write it can hand this user a binary to run.
+  if (auto problem = foreign_directory_problem(dir)) {
+    log::write_once(LogLevel::warn, "ro:" + dir.string(),
+                    "cache directory " + dir.string() + " is " + *problem +
+                        "; using it read-only (use a directory of your own, mode 0700)");
+    read_only = true;
+  } else if (::access(dir.c_str(), W_OK) != 0) {
+    log::write_once(LogLevel::warn, "ro:" + dir.string(),
+                    "cache directory " + dir.string() + " is not writable (" +
+                        std::strerror(errno) + "); using it read-only");
+    read_only = true;
+  }
+  return {};
+}
+
+Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool read_only,
+                                                   const LmdbStore::Options& options) {
+  auto gate = EnvGate::enter_shared(dir, k_gate_wait);
+  if (!gate)
+    return std::move(gate).error();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto env = std::make_shared<LmdbStore::Env>();
+    env->dir = dir;
+    env->read_only = read_only;
+    env->generation = fork_generation();
+    int backing_error = 0;
+    if (!read_only)
+      env->lock_fd = back_lock_file(dir, backing_error);
+    if (backing_error == ENOSPC)
+      return Error(ErrorCode::store_full, "the disk holding " + dir.string() +
+                                              " is full (LMDB's lock file cannot be written)");
+    const unsigned flags = MDB_NOTLS | (read_only ? MDB_RDONLY : 0u);
+    int rc = create_env(&env->env, dir, flags, options.map_size);
+    if (rc != MDB_SUCCESS && read_only && (rc == EACCES || rc == EROFS)) {
+      // A read-only filesystem cannot hold the lock file; nobody can write there either.
+      rc = create_env(&env->env, dir, flags | MDB_NOLOCK, options.map_size);
+    }
+    std::string damage;
+    if (is_damage(rc))
+      damage = mdb_strerror(rc);
+    else if (rc == MDB_SUCCESS)
+      damage = integrity_problem(env->env, dir);
+    if (!damage.empty()) {
+      env.reset();
+      if (read_only)
+        return Error(ErrorCode::corrupt,
+                     "user tier " + dir.string() + " is damaged (" + damage + "); not using it");
+      if (attempt == 0 && gate->try_exclusive(k_gate_wait)) {
+        quarantine(dir, damage);
+        gate->share();
+        continue;
+      }
+      return Error(ErrorCode::corrupt, "user tier " + dir.string() + " is damaged (" + damage +
+                                           ") and other processes have it open; not using it");
+    }
+    if (rc != MDB_SUCCESS) {
+      if (read_only && rc == ENOENT)
+        return Error(ErrorCode::io_error, "no user tier in " + dir.string() + " yet");
+      return lmdb_error("mdb_env_open", rc, dir);
+    }
+    int stale = 0;
+    mdb_reader_check(env->env, &stale); // clear reader slots of dead processes
+    if (stale > 0)
+      log::info("cleared " + std::to_string(stale) + " reader slot(s) of dead processes in " +
+                dir.string());
+    rc = env->transact(!read_only, [&](MDB_txn* txn) {
+      const unsigned create = read_only ? 0 : MDB_CREATE;
+      int r = mdb_dbi_open(txn, "entries", create, &env->entries);
+      if (r == MDB_SUCCESS)
+        r = mdb_dbi_open(txn, "counters", create, &env->counters);
+      // Only writers keep use times and the stored size.
+      if (r == MDB_SUCCESS && !read_only)
+        r = mdb_dbi_open(txn, "access", create, &env->access);
+      if (r == MDB_SUCCESS && !read_only)
+        r = mdb_dbi_open(txn, "meta", create, &env->meta);
+      return r;
+    });
+    if (rc == MDB_SUCCESS)
+      env->has_dbs = true;
+    else if (!(read_only && rc == MDB_NOTFOUND))
+      return lmdb_error("mdb_dbi_open", rc, dir);
+    env->gate = std::move(*gate);
+    return env;
+  }
+  return Error(ErrorCode::corrupt, "cannot open the user tier in " + dir.string());
+}
+
+} // namespace jitcache

@@ -1,0 +1,134 @@
+// LRU eviction under a size limit: the choice of victims, and the user tier that applies it
+// without a write per hit.
+#include "core/eviction.hpp"
+#include "core/lmdb_store.hpp"
+
+#include "tests/support/temp_dir.hpp"
+
+#include <jitcache/cache.hpp>
+
+#include <gtest/gtest.h>
+
+namespace jitcache {
+namespace {
+
+Digest key(int i) {
+  return Digest::of("entry " + std::to_string(i));
+}
+
+Entry entry_of(int i, std::size_t bytes) {
+  return Entry{"opencl", std::string(bytes, static_cast<char>('a' + i % 26)), {}, 0};
+}
+
+TEST(ChooseVictims, LeastRecentlyUsedFirstUntilUnderTheTarget) {
+  std::vector<EvictionCandidate> all = {
+      {key(0), 100, 30}, {key(1), 100, 10}, {key(2), 100, 20}, {key(3), 100, 40}};
+  auto victims = choose_victims(all, 400, 200, std::nullopt);
+  ASSERT_EQ(victims.size(), 2u);
+  EXPECT_EQ(victims[0].key, key(1));
+  EXPECT_EQ(victims[1].key, key(2));
+}
+
+TEST(ChooseVictims, NeverTheKeptEntryAndUnknownUsesGoFirst) {
+  std::vector<EvictionCandidate> all = {{key(0), 100, 0}, {key(1), 100, 5}, {key(2), 300, 1}};
+  auto victims = choose_victims(all, 500, 300, key(0));
+  ASSERT_EQ(victims.size(), 1u);
+  EXPECT_EQ(victims[0].key, key(2)) << "key 0 is oldest but kept; key 2 is next";
+  EXPECT_TRUE(choose_victims(all, 500, 500, std::nullopt).empty());
+}
+
+TEST(ChooseVictims, NothingButTheKeptOneLeftWhenTheTargetIsUnreachable) {
+  std::vector<EvictionCandidate> all = {{key(0), 100, 1}, {key(1), 100, 2}};
+  EXPECT_EQ(choose_victims(all, 200, 0, key(1)).size(), 1u);
+}
+
+class EvictionTest : public ::testing::Test {
+protected:
+  std::shared_ptr<LmdbStore> open(std::optional<std::uint64_t> limit) {
+    LmdbStore::Options options;
+    options.max_size = limit;
+    return LmdbStore::open(dir.path(), false, options).value();
+  }
+  test::TempDir dir;
+};
+
+TEST_F(EvictionTest, StaysUnderTheLimitAndTheMostRecentlyUsedSurvive) {
+  constexpr std::uint64_t k_limit = 200 << 10;
+  auto store = open(k_limit);
+  // 10 KiB entries: 20 fit. Keep using entries 0..4 while 60 more are stored.
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_TRUE(store->put(key(i), entry_of(i, 10 << 10)));
+    for (int hot = 0; hot < 5 && hot < i; ++hot)
+      ASSERT_TRUE(store->get(key(hot)).value()) << "hot entry " << hot << " evicted at " << i;
+    auto usage = store->usage().value();
+    EXPECT_LE(usage.value_bytes, k_limit) << "after put " << i;
+  }
+  for (int hot = 0; hot < 5; ++hot)
+    EXPECT_TRUE(store->get(key(hot)).value()) << hot;
+  for (int i = 59; i > 55; --i)
+    EXPECT_TRUE(store->get(key(i)).value()) << "the newest entries stay";
+  for (int i = 5; i < 30; ++i)
+    EXPECT_FALSE(store->get(key(i)).value()) << "old, unused entry " << i << " survived";
+  auto counters = store->counters().value();
+  EXPECT_GT(counters.get("all", counter::evicted), 30u);
+  EXPECT_EQ(counters.get("all", counter::evicted_bytes), counters.get("all", counter::evicted) *
+                                                             store->usage().value().value_bytes /
+                                                             store->usage().value().entries);
+}
+
+TEST_F(EvictionTest, UsesReachTheDiskWithTheNextWriteNotWithEachHit) {
+  {
+    auto store = open(std::nullopt);
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(store->put(key(i), entry_of(i, 1000)));
+  }
+  const auto data_size = [&] { return std::filesystem::last_write_time(dir.path() / "data.mdb"); };
+  auto store = open(std::nullopt);
+  const auto before = data_size();
+  for (int n = 0; n < 100; ++n)
+    ASSERT_TRUE(store->get(key(0)).value());
+  EXPECT_EQ(data_size(), before) << "a hit wrote to the data file";
+  // Entry 0 was used last: a prune down to one entry keeps it.
+  auto pruned = store->prune(1100);
+  ASSERT_TRUE(pruned);
+  EXPECT_EQ(pruned->entries, 2u);
+  EXPECT_TRUE(store->get(key(0)).value());
+}
+
+TEST_F(EvictionTest, AnEntryLargerThanTheLimitIsRefused) {
+  auto store = open(4096);
+  auto put = store->put(key(0), entry_of(0, 8192));
+  ASSERT_FALSE(put);
+  EXPECT_EQ(put.error().code, ErrorCode::store_full);
+  EXPECT_NE(put.error().message.find("size limit"), std::string::npos);
+}
+
+TEST_F(EvictionTest, ReplacingAndRemovingKeepTheStoredSizeRight) {
+  auto store = open(50 << 10);
+  ASSERT_TRUE(store->put(key(0), entry_of(0, 20 << 10)));
+  ASSERT_TRUE(store->put(key(0), entry_of(0, 20 << 10))); // replaced, not counted twice
+  ASSERT_TRUE(store->put(key(1), entry_of(1, 20 << 10)));
+  EXPECT_TRUE(store->get(key(0)).value()) << "a replaced entry is not double counted";
+  ASSERT_TRUE(store->remove(key(0)).value());
+  ASSERT_TRUE(store->put(key(2), entry_of(2, 20 << 10)));
+  EXPECT_TRUE(store->get(key(1)).value()) << "a removed entry's size was given back";
+  EXPECT_EQ(store->usage().value().entries, 2u);
+}
+
+TEST_F(EvictionTest, TheCacheAppliesJitcacheMaxSize) {
+  Cache cache(Config::from_variables(
+      {{"JITCACHE_DIR", dir.path().string()}, {"JITCACHE_MAX_SIZE", "100K"}}));
+  for (int i = 0; i < 20; ++i) {
+    const Key k = KeyBuilder("opencl").source("kernel " + std::to_string(i)).finish();
+    ASSERT_TRUE(cache.get_or_compile(k, [] {
+      return Expected<Entry>(Entry{"", std::string(10 << 10, 'x'), {}, 0});
+    }));
+  }
+  cache.flush();
+  auto store = LmdbStore::open(dir.path() / "v1", true).value();
+  EXPECT_LE(store->usage().value().value_bytes, 100u << 10);
+  EXPECT_GT(store->counters().value().get("all", counter::evicted), 0u);
+}
+
+} // namespace
+} // namespace jitcache

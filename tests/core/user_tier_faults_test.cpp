@@ -1,0 +1,410 @@
+// The user tier under faults: a small or foreign-grown map, fork, damaged and truncated files,
+// stale readers, foreign and network directories, compaction, freed pages, and - in a private
+// mount namespace, where permitted - a read-only filesystem and a full disk.
+#include "core/fs_check.hpp"
+#include "core/lmdb_store.hpp"
+#include "core/log.hpp"
+#include "core/user_store.hpp"
+
+#include "tests/support/child_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <jitcache/cache.hpp>
+
+#include <gtest/gtest.h>
+#include <lmdb.h>
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+
+namespace jitcache {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ChildProcess;
+
+constexpr int k_skip = 77; // a child's exit status meaning "not permitted here"
+
+Digest key(int i) {
+  return Digest::of("entry " + std::to_string(i));
+}
+
+Entry entry_of(int i, std::size_t bytes) {
+  return Entry{"opencl", std::string(bytes, static_cast<char>('a' + i % 26)), {}, 0};
+}
+
+std::size_t count_lines(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+bool has_aside_file(const fs::path& dir) {
+  for (const auto& item : fs::directory_iterator(dir))
+    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
+      return true;
+  return false;
+}
+
+// In a child: a mount namespace of its own, so that mounts vanish with it.
+bool private_mounts() {
+  return ::unshare(CLONE_NEWNS) == 0 &&
+         ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+}
+
+class UserTierFaults : public ::testing::Test {
+protected:
+  std::shared_ptr<LmdbStore> open(std::size_t map_size = std::size_t(1) << 30) {
+    LmdbStore::Options options;
+    options.map_size = map_size;
+    return LmdbStore::open(dir.path(), false, options).value();
+  }
+  void fill(int from, int to, std::size_t bytes) {
+    auto store = open();
+    for (int i = from; i < to; ++i)
+      ASSERT_TRUE(store->put(key(i), entry_of(i, bytes)));
+  }
+  test::TempDir dir;
+};
+
+TEST_F(UserTierFaults, TheMapGrowsFromASmallInitialSize) {
+  auto store = open(256 << 10);
+  for (int i = 0; i < 40; ++i)
+    ASSERT_TRUE(store->put(key(i), entry_of(i, 100 << 10))) << i;
+  for (int i = 0; i < 40; ++i)
+    EXPECT_EQ(store->get(key(i)).value()->payload.size(), 100u << 10);
+}
+
+TEST_F(UserTierFaults, AMapGrownByAnotherProcessIsAdopted) {
+  auto store = open(512 << 10);
+  ASSERT_TRUE(store->put(key(0), entry_of(0, 1000)));
+  // The child reopens (fork) with the same small map and grows it well past ours.
+  ChildProcess child([&] {
+    for (int i = 1; i < 30; ++i)
+      if (!store->put(key(i), entry_of(i, 100 << 10)))
+        return 1;
+    return 0;
+  });
+  ASSERT_EQ(child.wait(), 0) << child.err();
+  for (int i = 0; i < 30; ++i)
+    ASSERT_TRUE(store->get(key(i)).value()) << i;
+  ASSERT_TRUE(store->put(key(30), entry_of(30, 100 << 10)));
+}
+
+TEST_F(UserTierFaults, AChildAfterForkUsesItsOwnEnvironment) {
+  auto store = open();
+  ASSERT_TRUE(store->put(key(0), entry_of(0, 5000)));
+  ChildProcess child([&] {
+    // Both a read and a write through the parent's store object, then the child's copies are
+    // destroyed: none of it may touch the parent's environment.
+    auto got = store->get(key(0));
+    if (!got || !*got)
+      return 1;
+    if (!store->put(key(1), entry_of(1, 5000)))
+      return 2;
+    store.reset();
+    return 0;
+  });
+  ASSERT_EQ(child.wait(), 0) << child.err();
+  EXPECT_TRUE(store->get(key(1)).value());
+  ASSERT_TRUE(store->put(key(2), entry_of(2, 5000)));
+  std::uint64_t valid = 0;
+  ASSERT_TRUE(store->for_each([&](const Store::Item& item) { valid += item.valid; }));
+  EXPECT_EQ(valid, 3u);
+}
+
+TEST_F(UserTierFaults, StaleReaderSlotsOfKilledProcessesAreCleared) {
+  fill(0, 1, 100);
+  // Kept open here: otherwise the next process to open is LMDB's first and resets every slot.
+  auto keep = open();
+  ChildProcess reader([&] {
+    MDB_env* env = nullptr;
+    MDB_txn* txn = nullptr;
+    mdb_env_create(&env);
+    mdb_env_set_maxdbs(env, 8);
+    if (mdb_env_open(env, dir.path().c_str(), MDB_RDONLY, 0600) != MDB_SUCCESS ||
+        mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) != MDB_SUCCESS)
+      return 1;
+    ChildProcess::tell_parent("reading");
+    ::pause(); // killed with its read transaction open
+    return 0;
+  });
+  ASSERT_EQ(reader.next_message(), "reading");
+  reader.kill(SIGKILL);
+  reader.wait();
+  ChildProcess opener([&] {
+    log::set_level(LogLevel::info);
+    return LmdbStore::open(dir.path(), false) ? 0 : 1;
+  });
+  ASSERT_EQ(opener.wait(), 0);
+  EXPECT_NE(opener.err().find("cleared 1 reader slot(s) of dead processes"), std::string::npos)
+      << opener.err();
+}
+
+TEST_F(UserTierFaults, ATruncatedDataFileIsMovedAsideAndAFreshOneUsed) {
+  fill(0, 10, 100 << 10);
+  fs::resize_file(dir.path() / "data.mdb", 64 << 10);
+  testing::internal::CaptureStderr();
+  auto store = LmdbStore::open(dir.path(), false);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  EXPECT_EQ(count_lines(err, "\n"), 1u) << err;
+  EXPECT_TRUE(has_aside_file(dir.path()));
+  EXPECT_EQ((*store)->usage().value().entries, 0u);
+  ASSERT_TRUE((*store)->put(key(0), entry_of(0, 1000)));
+  EXPECT_TRUE((*store)->get(key(0)).value());
+}
+
+TEST_F(UserTierFaults, AGarbageDataFileIsMovedAsideAndAFreshOneUsed) {
+  fill(0, 3, 10000);
+  {
+    const auto size = fs::file_size(dir.path() / "data.mdb");
+    std::mt19937 random(42);
+    std::string garbage(size, '\0');
+    for (char& c : garbage)
+      c = static_cast<char>(random());
+    std::ofstream(dir.path() / "data.mdb", std::ios::binary | std::ios::trunc) << garbage;
+  }
+  testing::internal::CaptureStderr();
+  auto store = LmdbStore::open(dir.path(), false);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_NE(err.find("moved it to"), std::string::npos) << err;
+  EXPECT_TRUE(has_aside_file(dir.path()));
+  ASSERT_TRUE((*store)->put(key(0), entry_of(0, 1000)));
+}
+
+TEST_F(UserTierFaults, ADamagedFileInUseElsewhereIsMovedAsideOnlyOnceItIsFree) {
+  fill(0, 2, 1000);
+  auto user = test::process_holding_user_tier(dir.path());
+  std::ofstream(dir.path() / "damaged").close(); // as a transaction that met MDB_CORRUPTED leaves
+  auto refused = LmdbStore::open(dir.path(), false);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::corrupt);
+  EXPECT_NE(refused.error().message.find("other processes have it open"), std::string::npos);
+  EXPECT_FALSE(has_aside_file(dir.path()));
+  user.reset();
+  auto store = LmdbStore::open(dir.path(), false);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_TRUE(has_aside_file(dir.path()));
+  EXPECT_FALSE(fs::exists(dir.path() / "damaged"));
+}
+
+TEST_F(UserTierFaults, ADirectoryWritableByOthersIsOnlyRead) {
+  fill(0, 1, 1000);
+  fs::permissions(dir.path(), fs::perms::all);
+  testing::internal::CaptureStderr();
+  auto store = LmdbStore::open(dir.path(), false).value();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(store->writable());
+  EXPECT_NE(err.find("writable by group or others (mode 0777); using it read-only"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(store->get(key(0)).value()) << "what is there is still read";
+  EXPECT_EQ(store->put(key(1), entry_of(1, 10)).error().code, ErrorCode::read_only);
+}
+
+TEST_F(UserTierFaults, ADirectoryOwnedByAnotherUserIsOnlyRead) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "only root can give a directory to another user";
+  fill(0, 1, 1000);
+  ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
+  testing::internal::CaptureStderr();
+  auto store = LmdbStore::open(dir.path(), false).value();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(store->writable());
+  EXPECT_NE(err.find("owned by uid 65534, not by this user (uid 0)"), std::string::npos) << err;
+  ASSERT_EQ(::chown(dir.path().c_str(), 0, 0), 0);
+}
+
+Filesystem pretend_nfs(const fs::path&) {
+  return {0x6969, "nfs", true};
+}
+
+TEST_F(UserTierFaults, LmdbIsNeverOpenedOnANetworkFilesystem) {
+  LmdbStore::Options options;
+  options.probe = &pretend_nfs;
+  auto store = LmdbStore::open(dir.path() / "v1", false, options);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::unsupported);
+  EXPECT_NE(store.error().message.find("network filesystem (nfs)"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.path() / "v1")) << "nothing is created there";
+}
+
+fs::path g_network_dir;
+Filesystem nfs_under_network_dir(const fs::path& p) {
+  const bool under = p.string().rfind(g_network_dir.string(), 0) == 0;
+  return under ? Filesystem{0x6969, "nfs", true} : Filesystem{0xEF53, "", false};
+}
+
+TEST_F(UserTierFaults, ANetworkCacheDirectoryFallsBackToANodeLocalOne) {
+  g_network_dir = dir.path() / "home";
+  const Config config = Config::from_variables({{"JITCACHE_DIR", g_network_dir.string()}});
+  LmdbStore::Options options;
+  options.probe = &nfs_under_network_dir;
+  testing::internal::CaptureStderr();
+  auto store = open_user_store(config, false, options, dir.path() / "tmp");
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(store) << store.error().message;
+  const fs::path local = dir.path() / "tmp" / ("jitcache-" + std::to_string(::geteuid())) / "v1";
+  EXPECT_EQ((*store)->dir(), local);
+  EXPECT_TRUE((*store)->writable());
+  EXPECT_NE(err.find("is on a network filesystem (nfs)"), std::string::npos) << err;
+  EXPECT_NE(err.find("using the node-local directory " + local.string()), std::string::npos);
+  EXPECT_FALSE(fs::exists(g_network_dir));
+  EXPECT_EQ(fs::status(local.parent_path()).permissions() & fs::perms::all, fs::perms::owner_all);
+}
+
+TEST(NetworkFilesystems, KnownTypesAreNamedAndLocalOnesAreNot) {
+  EXPECT_EQ(network_filesystem_name(0x6969), "nfs");
+  EXPECT_EQ(network_filesystem_name(0x0BD00BD0), "lustre");
+  EXPECT_EQ(network_filesystem_name(0x47504653), "gpfs");
+  EXPECT_EQ(network_filesystem_name(static_cast<long>(0xFF534D42)), "cifs");
+  EXPECT_EQ(network_filesystem_name(static_cast<int>(0xFF534D42)), "cifs") << "sign-extended";
+  EXPECT_EQ(network_filesystem_name(0xEF53), std::nullopt);     // ext4
+  EXPECT_EQ(network_filesystem_name(0x01021994), std::nullopt); // tmpfs
+  EXPECT_EQ(network_filesystem_name(0x58465342), std::nullopt); // xfs
+  test::TempDir local;
+  EXPECT_FALSE(probe_filesystem(local.path() / "not" / "yet").network);
+  EXPECT_NE(probe_filesystem(local.path()).type, 0);
+}
+
+TEST_F(UserTierFaults, CompactionShrinksTheFileAndKeepsEveryEntry) {
+  fill(0, 40, 50 << 10);
+  {
+    auto store = open();
+    for (int i = 5; i < 40; ++i)
+      ASSERT_TRUE(store->remove(key(i)).value());
+    auto refused = LmdbStore::compact(dir.path());
+    ASSERT_TRUE(refused);
+    EXPECT_FALSE(refused->done) << "this process has it open";
+  }
+  auto compacted = LmdbStore::compact(dir.path());
+  ASSERT_TRUE(compacted) << compacted.error().message;
+  ASSERT_TRUE(compacted->done) << compacted->reason;
+  EXPECT_LT(compacted->file_bytes_after * 4, compacted->file_bytes_before);
+  EXPECT_EQ(fs::file_size(dir.path() / "data.mdb"), compacted->file_bytes_after);
+  EXPECT_EQ(fs::status(dir.path() / "data.mdb").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  auto store = open();
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(store->get(key(i)).value()->payload, entry_of(i, 50 << 10).payload);
+  ASSERT_TRUE(store->put(key(99), entry_of(99, 50 << 10)));
+  EXPECT_EQ(store->usage().value().entries, 6u);
+}
+
+TEST_F(UserTierFaults, CompactionLeavesAFileInUseByAnotherProcessAlone) {
+  fill(0, 10, 50 << 10);
+  auto user = test::process_holding_user_tier(dir.path());
+  const auto before = fs::file_size(dir.path() / "data.mdb");
+  auto compacted = LmdbStore::compact(dir.path());
+  ASSERT_TRUE(compacted);
+  EXPECT_FALSE(compacted->done);
+  EXPECT_NE(compacted->reason.find("other processes have the user tier open"), std::string::npos);
+  EXPECT_EQ(fs::file_size(dir.path() / "data.mdb"), before);
+}
+
+TEST_F(UserTierFaults, FreedPagesAreReused) {
+  auto store = open();
+  std::uintmax_t after_first = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 20; ++i)
+      ASSERT_TRUE(store->put(key(i), entry_of(i + round, 100 << 10)));
+    for (int i = 0; i < 20; ++i)
+      ASSERT_TRUE(store->remove(key(i)).value());
+    if (round == 0)
+      after_first = fs::file_size(dir.path() / "data.mdb");
+  }
+  EXPECT_LE(fs::file_size(dir.path() / "data.mdb"), 2 * after_first);
+}
+
+// A get_or_compile whose "compile" returns `bytes` bytes.
+Expected<Found> build(Cache& cache, const std::string& name, std::size_t bytes) {
+  const Key k = KeyBuilder("opencl").source(name).finish();
+  return cache.get_or_compile(k, [bytes] {
+    return Expected<Entry>(Entry{"", std::string(bytes, 'k'), {}, 0});
+  });
+}
+
+TEST_F(UserTierFaults, AReadOnlyFilesystemIsReadAndNeverWritten) {
+  const Config config = Config::from_variables({{"JITCACHE_DIR", dir.path().string()}});
+  {
+    Cache cache(config);
+    ASSERT_TRUE(build(cache, "stored", 1000));
+  }
+  ChildProcess child([&] {
+    const std::string where = dir.path().string();
+    if (!private_mounts() ||
+        ::mount(where.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount(nullptr, where.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+      return k_skip;
+    Cache cache(config);
+    BuildInfo info;
+    auto old = cache.get_or_compile(
+        KeyBuilder("opencl").source("stored").finish(), [] { return Expected<Entry>(Error()); },
+        &info);
+    if (!old || info.tier != "user")
+      return 1;
+    auto fresh = build(cache, "new", 1000);
+    if (!fresh || fresh->entry.payload.size() != 1000)
+      return 2;
+    cache.flush();
+    return 0;
+  });
+  const int status = child.wait();
+  if (status == k_skip)
+    GTEST_SKIP() << "no private mount namespace here (needs CAP_SYS_ADMIN)";
+  ASSERT_EQ(status, 0) << child.err();
+  EXPECT_EQ(count_lines(child.err(), "warning"), 1u) << child.err();
+  EXPECT_NE(child.err().find("Read-only file system); using it read-only"), std::string::npos)
+      << child.err();
+  auto store = LmdbStore::open(dir.path() / "v1", true).value();
+  EXPECT_EQ(store->usage().value().entries, 1u);
+}
+
+TEST_F(UserTierFaults, AFullDiskStillReturnsEveryKernelAndWarnsOnce) {
+  ChildProcess child([&] {
+    const fs::path where = dir.path() / "small";
+    fs::create_directory(where);
+    if (!private_mounts() || ::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=1m,mode=0700") != 0)
+      return k_skip;
+    const Config config = Config::from_variables({{"JITCACHE_DIR", where.string()}});
+    {
+      Cache cache(config);
+      if (!build(cache, "fits", 300 << 10))
+        return 1;
+      for (const char* name : {"too big", "too big as well"}) {
+        auto got = build(cache, name, 800 << 10);
+        if (!got || got->entry.payload.size() != (800u << 10))
+          return 2;
+      }
+      if (cache.session_stats().get("opencl", counter::store_errors) != 2)
+        return 3;
+    }
+    // What was stored before the disk filled up is intact and served.
+    Cache cache(config);
+    BuildInfo info;
+    auto again = cache.get_or_compile(
+        KeyBuilder("opencl").source("fits").finish(), [] { return Expected<Entry>(Error()); },
+        &info);
+    if (!again || info.tier != "user" || again->entry.payload.size() != (300u << 10))
+      return 4;
+    return 0;
+  });
+  const int status = child.wait();
+  if (status == k_skip)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs CAP_SYS_ADMIN)";
+  ASSERT_EQ(status, 0) << child.err();
+  EXPECT_EQ(count_lines(child.err(), "No space left on device"), 1u) << child.err();
+  EXPECT_NE(child.err().find("the kernel is still used, but not kept"), std::string::npos);
+}
+
+} // namespace
+} // namespace jitcache

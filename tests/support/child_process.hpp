@@ -1,0 +1,55 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace jitcache::test {
+
+/// A child process forked to run `body` in a copy of this one (for what only another process
+/// can show: cross-process leases, locks, a process killed mid-operation, a private mount
+/// namespace). Its exit status is body's return value, or 128+signal when killed. Its stderr is
+/// captured. The child can send the parent one-line messages (tell_parent) that the parent
+/// waits for (next_message). The destructor kills (SIGKILL) and reaps a child still running.
+class ChildProcess {
+public:
+  explicit ChildProcess(const std::function<int()>& body);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return m_pid; }
+
+  /// In the child: sends `message` (no newline in it) to the parent.
+  static void tell_parent(const std::string& message);
+
+  /// Waits for the child's next message; std::nullopt when it exited without sending one.
+  std::optional<std::string> next_message();
+
+  /// Sends `signal` to the child.
+  void kill(int signal);
+
+  /// Waits for the child to exit and returns its status (exit code, or 128+signal).
+  int wait();
+
+  /// What the child wrote to stderr (complete once wait() returned).
+  const std::string& err() const { return m_err; }
+
+private:
+  pid_t m_pid = -1;
+  int m_messages = -1;
+  int m_stderr = -1;
+  std::string m_pending; ///< message bytes read past the last newline
+  std::string m_err;
+  std::optional<int> m_status;
+};
+
+/// A child process that opens the user tier in `dir` for writing and keeps it open until it is
+/// killed (by the destructor at the latest); returns once it is open.
+std::unique_ptr<ChildProcess> process_holding_user_tier(const std::filesystem::path& dir);
+
+} // namespace jitcache::test

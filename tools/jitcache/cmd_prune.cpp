@@ -1,0 +1,74 @@
+#include "tools/jitcache/commands.hpp"
+#include "tools/jitcache/user_tier.hpp"
+
+#include "core/compile_lease.hpp"
+#include "core/user_store.hpp"
+
+#include <optional>
+
+namespace jitcache::cli {
+
+int run_prune(const Config& config, const std::string& max_size, const Output& out) {
+  std::optional<std::uint64_t> limit = config.max_size;
+  if (!max_size.empty()) {
+    limit = parse_size(max_size);
+    if (!limit)
+      return fail(Error(ErrorCode::invalid_argument,
+                        "--max-size " + max_size + ": not a size such as 10G, 512M or 4096"));
+  }
+  std::error_code ec;
+  if (!config.cache_dir.empty() &&
+      !std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
+    out.emit({{"evicted", 0}, {"entries", 0}}, "nothing to prune");
+    return 0;
+  }
+  auto store = open_user_tier(config, true);
+  if (!store)
+    return fail(store.error());
+  const std::filesystem::path dir = (*store)->dir();
+  LmdbStore::Pruned pruned;
+  if (limit) {
+    auto done = (*store)->prune(*limit);
+    if (!done)
+      return fail(done.error());
+    pruned = *done;
+  }
+  auto usage = (*store)->usage();
+  if (!usage)
+    return fail(usage.error());
+  const std::size_t leases = CompileLease::reap(dir / "leases");
+  store->reset(); // compaction needs the environment closed in this process too
+  auto compacted = LmdbStore::compact(dir);
+  if (!compacted)
+    return fail(compacted.error());
+
+  nlohmann::json line = {
+      {"max_size", limit ? nlohmann::json(*limit) : nlohmann::json(nullptr)},
+      {"evicted", pruned.entries},
+      {"evicted_bytes", pruned.bytes},
+      {"entries", usage->entries},
+      {"bytes", usage->value_bytes},
+      {"leases_removed", leases},
+      {"compacted", compacted->done},
+      {"file_bytes_before", compacted->file_bytes_before},
+      {"file_bytes", compacted->file_bytes_after},
+      {"dir", dir.string()},
+  };
+  std::string text = "evicted " + std::to_string(pruned.entries) + " entries (" +
+                     format_size(pruned.bytes) + "); " + std::to_string(usage->entries) +
+                     " entries (" + format_size(usage->value_bytes) + ") remain" +
+                     (limit ? " under " + format_size(*limit) : std::string()) + "; data file ";
+  if (compacted->done) {
+    text += "compacted from " + format_size(compacted->file_bytes_before) + " to " +
+            format_size(compacted->file_bytes_after);
+  } else {
+    line["not_compacted"] = compacted->reason;
+    text += format_size(compacted->file_bytes_before) + ", not compacted: " + compacted->reason;
+  }
+  if (leases)
+    text += "; removed " + std::to_string(leases) + " compile lease(s) left by killed processes";
+  out.emit(line, text);
+  return 0;
+}
+
+} // namespace jitcache::cli
