@@ -1,5 +1,7 @@
 #pragma once
 
+#include <jitcache/expected.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -25,6 +27,14 @@ private:
   void* m_library;
   std::string m_missing;
 };
+
+/// A library table opened once per process (a static), as a pointer: a library that was missing
+/// at first use stays missing, with the same error, for the rest of the process.
+template <typename Api> Expected<const Api*> loaded_once(const Expected<Api>& loaded) {
+  if (!loaded)
+    return loaded.error();
+  return &loaded.value();
+}
 
 /// The file a loaded library came from, symlinks resolved: its name tells builds apart
 /// (libnvrtc.so.13 -> libnvrtc.so.13.0.88) and so does its size.

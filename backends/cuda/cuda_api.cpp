@@ -53,23 +53,16 @@ Expected<NvrtcApi> load_nvrtc() {
   return api;
 }
 
-// One answer per process: a driver or NVRTC that is missing at first use stays missing.
-template <typename Api> Expected<const Api*> once(const Expected<Api>& loaded) {
-  if (!loaded)
-    return loaded.error();
-  return &loaded.value();
-}
-
 } // namespace
 
 Expected<const DriverApi*> driver() {
   static const Expected<DriverApi> loaded = load_driver();
-  return once(loaded);
+  return loaded_once(loaded);
 }
 
 Expected<const NvrtcApi*> nvrtc() {
   static const Expected<NvrtcApi> loaded = load_nvrtc();
-  return once(loaded);
+  return loaded_once(loaded);
 }
 
 } // namespace jitcache::cuda

@@ -66,13 +66,6 @@ Expected<ComgrApi> open_comgr() {
   return api;
 }
 
-// One answer per process: a library that is missing at first use stays missing.
-template <typename Api> Expected<const Api*> once(const Expected<Api>& loaded) {
-  if (!loaded)
-    return loaded.error();
-  return &loaded.value();
-}
-
 } // namespace
 
 Expected<RuntimeApi> open_runtime(const std::string& soname) {
@@ -110,12 +103,12 @@ Expected<RuntimeApi> open_runtime(const std::string& soname) {
 
 Expected<const RuntimeApi*> runtime() {
   static const Expected<RuntimeApi> loaded = open_runtime(k_runtime_soname);
-  return once(loaded);
+  return loaded_once(loaded);
 }
 
 Expected<const ComgrApi*> comgr() {
   static const Expected<ComgrApi> loaded = open_comgr();
-  return once(loaded);
+  return loaded_once(loaded);
 }
 
 } // namespace jitcache::hip
