@@ -10,7 +10,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace jitcache::detail {
 
@@ -58,9 +60,11 @@ public:
   /// wait for it) and remembers a successful result. `ran` tells whether this caller ran it.
   Expected<Loaded> get_or_load(const Slot& slot, const std::function<Expected<Loaded>()>& load,
                                bool& ran);
-  /// Remembers `request` as a shortcut to `loaded`, unless `key` depends on files on disk (a
-  /// header found through an include path): those requests must rebuild their key each time,
-  /// so that a header edited during the process's life is seen.
+  /// Remembers `request` as a shortcut to `loaded`. When `key` depends on files on disk (headers
+  /// found through an include path), their stat data (inode, size, mtime, ctime) is recorded and
+  /// checked on every find(): a header edited during the process's life drops the shortcut and
+  /// the request rebuilds its key. (A new file that would now shadow a header earlier in the
+  /// include path is seen by the next key build, not by the shortcut.)
   void alias(const RequestHash& request, const Loaded& loaded, const Key& key);
   /// Forgets every handle (releasing the runtime objects not held elsewhere).
   void clear();
@@ -68,7 +72,21 @@ public:
 private:
   mutable std::mutex m_mutex;
   std::map<Slot, Loaded> m_slots;
-  std::map<RequestHash, Loaded> m_requests;
+  struct FileStamp {
+    std::string path;
+    std::uint64_t ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    friend bool operator==(const FileStamp& a, const FileStamp& b) {
+      return std::tie(a.path, a.ino, a.size, a.mtime_ns, a.ctime_ns) ==
+             std::tie(b.path, b.ino, b.size, b.mtime_ns, b.ctime_ns);
+    }
+  };
+  static std::optional<FileStamp> stamp(const std::string& path);
+  struct Alias {
+    Loaded loaded;
+    std::vector<FileStamp> files;
+  };
+  std::map<RequestHash, Alias> m_requests;
   SingleFlight<Slot, Expected<Loaded>> m_loads;
 };
 
