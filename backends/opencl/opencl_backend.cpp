@@ -193,22 +193,19 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
         info.compile_ms = compile_ns / 1e6;
         auto handle = hold(*program);
         // The binary goes to the persistent tiers in the background: reading it makes PoCL
-        // compile every kernel of the program, which the caller should not wait for.
+        // compile every kernel of the program, which the caller should not wait for. On PoCL
+        // (with its own cache on) it is read from a private program built again from the source
+        // (a cheap hit in PoCL's cache): PoCL holds a program's lock while it compiles the
+        // kernels for its binary, and reading the caller's program would block the caller's
+        // clCreateKernel behind it. The same private build runs again at flush, when PoCL's
+        // program directory also holds the kernels it specialised for the launches made, so a
+        // later process launches without compiling. (PoCL serialises a program's binary once,
+        // so re-reading the caller's program would not see them.) Other runtimes: the caller's
+        // program is read, once.
         if (cache.persistent(k_backend) && !cache.config().read_only) {
-          auto produce = [handle, compile_ns]() -> Expected<Entry> {
-            auto binary = read_binary(static_cast<cl_program>(handle.get()));
-            if (!binary)
-              return std::move(binary).error();
-            return Entry{k_backend, std::move(*binary), {}, compile_ns};
-          };
-          // At flush, PoCL's program directory also holds the kernels it specialised for the
-          // launches made since, and a binary that carries them lets a later process launch
-          // without compiling. PoCL serialises a program once (and hands a binary-made program
-          // its input back), so the refresh builds the source again: with PoCL's own cache on,
-          // that is a cheap hit on the same directory. Other runtimes get no refresh.
-          std::function<Expected<Entry>()> refresh;
-          if (pocl_cache_on(*id, cache.config()))
-            refresh = [handle, context, device, source = std::string(source), options,
+          std::function<Expected<Entry>()> produce, refresh;
+          if (pocl_cache_on(*id, cache.config())) {
+            produce = [handle, context, device, source = std::string(source), options,
                        compile_ns]() -> Expected<Entry> {
               auto again = from_source(context, device, source, options);
               if (!again)
@@ -219,6 +216,15 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
                 return std::move(binary).error();
               return Entry{k_backend, std::move(*binary), {}, compile_ns};
             };
+            refresh = produce;
+          } else {
+            produce = [handle, compile_ns]() -> Expected<Entry> {
+              auto binary = read_binary(static_cast<cl_program>(handle.get()));
+              if (!binary)
+                return std::move(binary).error();
+              return Entry{k_backend, std::move(*binary), {}, compile_ns};
+            };
+          }
           cache.core().store_later(*key, produce, refresh, compiled);
         }
         return detail::HandleCache::Loaded{handle, info};
