@@ -22,12 +22,8 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     if (eq)
       merged[std::string(*e, static_cast<std::size_t>(eq - *e))] = eq + 1;
   }
-  for (const auto& [name, value] : env) {
-    if (value == "\x01unset")
-      merged.erase(name);
-    else
-      merged[name] = value;
-  }
+  for (const auto& [name, value] : env)
+    merged[name] = value;
   std::vector<std::string> env_strings;
   for (const auto& [name, value] : merged)
     env_strings.push_back(name + "=" + value);

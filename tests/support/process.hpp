@@ -13,8 +13,8 @@ struct ProcessResult {
   std::string err;    ///< standard error
 };
 
-/// Runs `argv` (argv[0] a path) in a fresh process with the current environment plus `env`
-/// (a value of "\x01unset" removes the variable). Waits for it; captures stdout and stderr.
+/// Runs `argv` (argv[0] a path) in a fresh process with the current environment plus `env`.
+/// Waits for it; captures stdout and stderr.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env = {});
 
