@@ -108,11 +108,10 @@ bool CacheCore::leases_apply(const std::string& backend) const {
 
 CacheCore::Claim CacheCore::claim(const Key& key) {
   Claim claim;
-  if (!leases_apply(key.backend)) {
-    claim.found = lookup(key);
-    return claim;
-  }
-  // acquire() looks first, and again once it holds the lease.
+  claim.found = lookup(key);
+  if (claim.found || !leases_apply(key.backend))
+    return claim; // a hit touches no lease file
+  // acquire() looks again before it waits, and once it holds the lease.
   const auto ready = [&] {
     claim.found = lookup(key);
     return claim.found.has_value();

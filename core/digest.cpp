@@ -1,6 +1,6 @@
 #include <jitcache/digest.hpp>
 
-#include <openssl/sha.h>
+#include "core/sha256.hpp"
 
 namespace jitcache {
 
@@ -34,9 +34,9 @@ std::optional<Digest> Digest::from_hex(std::string_view hex) {
 }
 
 Digest Digest::of(std::string_view data) {
-  Digest d;
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), d.bytes.data());
-  return d;
+  detail::Sha256 sha;
+  sha.update(data);
+  return sha.finish();
 }
 
 } // namespace jitcache

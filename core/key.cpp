@@ -1,11 +1,9 @@
 #include <jitcache/key.hpp>
 #include <jitcache/version.hpp>
 
-#include <openssl/evp.h>
+#include "core/sha256.hpp"
 
 #include <algorithm>
-#include <memory>
-#include <stdexcept>
 
 namespace jitcache {
 
@@ -51,11 +49,11 @@ KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::stri
 }
 
 namespace {
-void update_length(EVP_MD_CTX* ctx, std::uint64_t n) {
-  unsigned char le[8];
+void update_length(detail::Sha256& sha, std::uint64_t n) {
+  char le[8];
   for (int i = 0; i < 8; ++i)
-    le[i] = static_cast<unsigned char>(n >> (8 * i));
-  EVP_DigestUpdate(ctx, le, sizeof le);
+    le[i] = static_cast<char>(n >> (8 * i));
+  sha.update({le, sizeof le});
 }
 } // namespace
 
@@ -65,19 +63,16 @@ Key KeyBuilder::finish() const {
   key.fields = m_fields;
   std::stable_sort(key.fields.begin(), key.fields.end(),
                    [](const KeyField& a, const KeyField& b) { return a.section < b.section; });
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    throw std::runtime_error("jitcache: OpenSSL SHA-256 unavailable");
+  detail::Sha256 sha;
   for (const KeyField& f : key.fields) {
-    const auto tag = static_cast<unsigned char>(f.section);
-    EVP_DigestUpdate(ctx.get(), &tag, 1);
-    update_length(ctx.get(), f.name.size());
-    EVP_DigestUpdate(ctx.get(), f.name.data(), f.name.size());
-    update_length(ctx.get(), f.value.size());
-    EVP_DigestUpdate(ctx.get(), f.value.data(), f.value.size());
+    const char tag = static_cast<char>(f.section);
+    sha.update({&tag, 1});
+    update_length(sha, f.name.size());
+    sha.update(f.name);
+    update_length(sha, f.value.size());
+    sha.update(f.value);
   }
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), key.digest.bytes.data(), &len);
+  key.digest = sha.finish();
   key.stored_fields = encode_key_fields(key.fields);
   return key;
 }

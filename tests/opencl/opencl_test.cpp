@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -122,6 +123,8 @@ TEST_F(OpenclTest, MissThenHitInANewProcessAndTheHitComputesCorrectly) {
   EXPECT_EQ(hit["outcome"], "hit");
   EXPECT_EQ(hit["tier"], "user");
   EXPECT_EQ(hit["key"], miss["key"]);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "v1" / "leases"))
+      << "the compiler removes its lease file, and a hit creates none";
 
   // This process never compiled it: the program comes from the stored binary.
   Cache cache(config());
