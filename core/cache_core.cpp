@@ -101,6 +101,26 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
   return std::nullopt;
 }
 
+std::optional<Record> CacheCore::recall(const std::string& backend, const Digest& name) {
+  if (!m_user_tier || m_user_tier->dead || !persistent(backend))
+    return std::nullopt;
+  auto bytes = m_user->get_record(name);
+  if (!bytes || !*bytes)
+    return std::nullopt;
+  auto record = decode_record(**bytes);
+  if (!record || !unchanged(record->guards))
+    return std::nullopt;
+  return record;
+}
+
+void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {
+  if (!m_user_tier || m_user_tier->dead || !m_user->writable() || !persistent(backend) ||
+      m_config.read_only)
+    return;
+  if (auto ok = m_user->put_record(name, encode_record(record)); !ok)
+    log::info("could not remember record " + name.hex() + ": " + ok.error().message);
+}
+
 bool CacheCore::leases_apply(const std::string& backend) const {
   return m_user_tier && !m_user_tier->dead && m_user->writable() && persistent(backend) &&
          !m_config.read_only;

@@ -3,6 +3,7 @@
 #include "core/compile_lease.hpp"
 #include "core/handle_cache.hpp"
 #include "core/lmdb_store.hpp"
+#include "core/manifest.hpp"
 #include "core/memory_store.hpp"
 #include "core/single_flight.hpp"
 
@@ -32,6 +33,15 @@ public:
   /// Reads through memory, then the persistent tiers of `backend` (if enabled). A persistent
   /// hit is copied into the memory tier. A failing tier is marked dead and skipped from then on.
   std::optional<Found> lookup(const Key& key);
+
+  /// The record remembered under `name` (see core/manifest.hpp) when the user tier holds it for
+  /// `backend`'s persistent tiers, it is intact, and every file stamp it was remembered with is
+  /// unchanged (one stat each). nullopt otherwise, also when the tier fails (never an error:
+  /// the caller computes what was remembered instead).
+  std::optional<Record> recall(const std::string& backend, const Digest& name);
+  /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
+  /// and it is writable. Best effort: a failed write is logged at info level and forgotten.
+  void remember(const std::string& backend, const Digest& name, const Record& record);
 
   /// What claim() found: the entry, or the right to compile it.
   struct Claim {

@@ -2,9 +2,7 @@
 
 #include "core/includes.hpp"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace jitcache {
 
@@ -19,36 +17,32 @@ std::string strip_quotes(std::string value) {
   return value;
 }
 
-std::optional<std::string> file_content(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
 // Every regular file directly in `dirs`: what an #include MACRO or a -D file could name.
 void add_candidates(KeyBuilder& builder, const std::string& why,
-                    const std::vector<fs::path>& dirs) {
+                    const std::vector<fs::path>& dirs, Dependencies& deps) {
   std::set<fs::path> seen;
   for (const fs::path& dir : dirs) {
+    deps.listed.push_back(dir.string());
     std::error_code ec;
     std::set<fs::path> files; // sorted: directory order is not stable
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
       if (it->is_regular_file(ec))
         files.insert(it->path());
     for (const fs::path& file : files)
-      if (seen.insert(fs::weakly_canonical(file, ec)).second)
-        if (auto content = file_content(file))
+      if (seen.insert(fs::weakly_canonical(file, ec)).second) {
+        detail::FileStamp stamp;
+        if (auto content = detail::read_stamped(file.string(), stamp)) {
           builder.header(why + ": " + file.filename().string(), *content, file.string());
+          deps.read.push_back(std::move(stamp));
+        }
+      }
   }
 }
 
 } // namespace
 
-void add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
+Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
+  Dependencies deps;
   const std::vector<std::string> tokens = split_options(in.options);
   std::vector<fs::path> dirs;
   std::vector<std::pair<std::string, fs::path>> define_files;
@@ -91,17 +85,44 @@ void add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
   for (const fs::path& d : in.default_dirs)
     dirs.push_back(d);
   dirs.push_back(fs::current_path());
-  const IncludeScan scan = scan_includes(in.source, dirs, in.in_memory);
-  for (const IncludedHeader& h : scan.headers)
+  IncludeScan scan = scan_includes(in.source, dirs, in.in_memory);
+  for (IncludedHeader& h : scan.headers) {
     builder.header(h.name, h.content, h.path);
-  for (const auto& [name, path] : define_files)
-    builder.header("-D" + name, *file_content(path), path.string());
+    if (h.stamp.exists)
+      deps.read.push_back(std::move(h.stamp));
+  }
+  deps.absent = std::move(scan.absent);
+  for (const auto& [name, path] : define_files) {
+    detail::FileStamp stamp;
+    auto content = detail::read_stamped(path.string(), stamp);
+    builder.header("-D" + name, content.value_or(""), path.string());
+    deps.read.push_back(std::move(stamp)); // not read: an absent stamp, checked all the same
+  }
   if (!scan.computed.empty()) {
     std::string macros;
     for (const std::string& m : scan.computed)
       macros += (macros.empty() ? "" : ", ") + m;
-    add_candidates(builder, "#include " + macros, user_dirs);
+    add_candidates(builder, "#include " + macros, user_dirs, deps);
   }
+  return deps;
+}
+
+std::optional<std::vector<detail::FileStamp>> guards_of(const Dependencies& deps) {
+  std::vector<detail::FileStamp> out = deps.read;
+  std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
+  std::error_code ec;
+  for (const std::string& path : deps.absent) {
+    fs::path dir = fs::path(path).parent_path();
+    while (dir.has_relative_path() && !fs::is_directory(dir, ec))
+      dir = dir.parent_path();
+    dirs.insert(dir.empty() ? "." : dir.string());
+  }
+  for (const std::string& dir : dirs)
+    out.push_back(detail::stamp_of(dir));
+  for (const detail::FileStamp& stamp : out)
+    if (detail::too_recent(stamp))
+      return std::nullopt;
+  return out;
 }
 
 void add_compile_environment(KeyBuilder& builder, const Config& config, std::string_view backend) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/file_stamp.hpp"
+
 #include <jitcache/config.hpp>
 #include <jitcache/key.hpp>
 
@@ -19,6 +21,19 @@ struct SourceInputs {
   std::vector<std::filesystem::path> default_dirs;   ///< the runtime's own include path
 };
 
+/// The files a key was built from: what must stay as it was for the key to stay right.
+struct Dependencies {
+  std::vector<detail::FileStamp> read; ///< every file read, stamped as read
+  std::vector<std::string> absent;     ///< include candidates that were not there (IncludeScan)
+  std::vector<std::string> listed;     ///< directories whose listing was used
+};
+
+/// The stamps that vouch for a key built from `deps`, to check later without reading a file:
+/// each file read; each listed directory; for each absent path, the nearest directory above it
+/// that exists (creating the path adds an entry there, which changes that directory's stamp).
+/// nullopt when one of them changed too recently to vouch for anything (see too_recent).
+std::optional<std::vector<detail::FileStamp>> guards_of(const Dependencies& deps);
+
 /// Adds to `builder` the options, the source, and every header the source pulls in, so that the
 /// key changes exactly when what the compiler reads changes:
 /// - options keep their order and text, except that each `-I DIR` is written as `-I<include
@@ -31,7 +46,8 @@ struct SourceInputs {
 ///   that disappears, or that another directory now provides first, changes the key;
 /// - an `#include MACRO` (target unknown without preprocessing) and a -D file add the content of
 ///   every file that could be meant: all regular files directly in the include directories.
-void add_source_fields(KeyBuilder& builder, const SourceInputs& inputs);
+/// Returns the files it read and looked for.
+Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& inputs);
 
 /// Adds, as toolchain fields, the environment variables `backend`'s compiler reads that change
 /// the code it generates (e.g. POCL_EXTRA_BUILD_FLAGS), where they are set.

@@ -1,5 +1,7 @@
 #include "core/entry_codec.hpp"
 
+#include "core/byte_io.hpp"
+
 #include <jitcache/version.hpp>
 
 #include <xxhash.h>
@@ -15,15 +17,10 @@ constexpr std::size_t k_checksum_offset = 8;
 constexpr std::size_t k_checked_offset = 16; // the checksum covers everything from here on
 
 template <typename T> void put_le(std::string& out, std::size_t at, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    out[at + i] = static_cast<char>(static_cast<std::uint64_t>(value) >> (8 * i));
+  detail::store_le(out.data() + at, value);
 }
-
 template <typename T> T get_le(std::string_view in, std::size_t at) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    value |= static_cast<std::uint64_t>(static_cast<unsigned char>(in[at + i])) << (8 * i);
-  return static_cast<T>(value);
+  return detail::load_le<T>(in.data() + at);
 }
 
 struct Layout {

@@ -1,9 +1,5 @@
 #include "core/handle_cache.hpp"
 
-#include "core/includes.hpp"
-
-#include <sys/stat.h>
-
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
@@ -35,20 +31,9 @@ std::optional<HandleCache::Loaded> HandleCache::find(const RequestHash& request)
   auto it = m_requests.find(request);
   if (it == m_requests.end())
     return std::nullopt;
-  for (const FileStamp& file : it->second.files)
-    if (!(stamp(file.path) == file))
-      return std::nullopt; // a header changed: the caller rebuilds the key (and re-aliases)
+  if (!unchanged(it->second.files))
+    return std::nullopt; // a header changed: the caller rebuilds the key (and re-aliases)
   return it->second.loaded;
-}
-
-std::optional<HandleCache::FileStamp> HandleCache::stamp(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return std::nullopt;
-  return FileStamp{path, static_cast<std::uint64_t>(st.st_ino),
-                   static_cast<std::uint64_t>(st.st_size),
-                   st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec,
-                   st.st_ctim.tv_sec * 1000000000ll + st.st_ctim.tv_nsec};
 }
 
 void HandleCache::insert(const Slot& slot, const Loaded& loaded) {
@@ -74,18 +59,12 @@ HandleCache::get_or_load(const Slot& slot, const std::function<Expected<Loaded>(
   return result.value;
 }
 
-void HandleCache::alias(const RequestHash& request, const Loaded& loaded, const Key& key) {
-  Alias alias{loaded, {}};
-  for (const KeyField& field : key.fields) {
-    if (field.section != KeySection::header || field.detail == k_in_memory_path)
-      continue;
-    auto file = stamp(field.detail);
-    if (!file)
-      return; // gone already: no shortcut
-    alias.files.push_back(std::move(*file));
-  }
+void HandleCache::alias(const RequestHash& request, const Loaded& loaded,
+                        const std::optional<std::vector<FileStamp>>& guards) {
+  if (!guards)
+    return;
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_requests.insert_or_assign(request, std::move(alias));
+  m_requests.insert_or_assign(request, Alias{loaded, *guards});
 }
 
 void HandleCache::clear() {

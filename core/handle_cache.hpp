@@ -3,6 +3,7 @@
 #include <jitcache/cache.hpp>
 #include <jitcache/digest.hpp>
 
+#include "core/file_stamp.hpp"
 #include "core/single_flight.hpp"
 
 #include <cstdint>
@@ -60,28 +61,19 @@ public:
   /// wait for it) and remembers a successful result. `ran` tells whether this caller ran it.
   Expected<Loaded> get_or_load(const Slot& slot, const std::function<Expected<Loaded>()>& load,
                                bool& ran);
-  /// Remembers `request` as a shortcut to `loaded`. When `key` depends on files on disk (headers
-  /// found through an include path), their stat data (inode, size, mtime, ctime) is recorded and
-  /// checked on every find(): a header edited during the process's life drops the shortcut and
-  /// the request rebuilds its key. (A new file that would now shadow a header earlier in the
-  /// include path is seen by the next key build, not by the shortcut.)
-  void alias(const RequestHash& request, const Loaded& loaded, const Key& key);
+  /// Remembers `request` as a shortcut to `loaded`, while the files its key was built from stay
+  /// as `guards` describe them (see manifest_key): they are checked on every find(), so a header
+  /// edited, or a file created that would now shadow one, during the process's life drops the
+  /// shortcut and the request rebuilds its key. Without guards (files changed too recently to
+  /// vouch for their content) nothing is remembered.
+  void alias(const RequestHash& request, const Loaded& loaded,
+             const std::optional<std::vector<FileStamp>>& guards);
   /// Forgets every handle (releasing the runtime objects not held elsewhere).
   void clear();
 
 private:
   mutable std::mutex m_mutex;
   std::map<Slot, Loaded> m_slots;
-  struct FileStamp {
-    std::string path;
-    std::uint64_t ino = 0, size = 0;
-    std::int64_t mtime_ns = 0, ctime_ns = 0;
-    friend bool operator==(const FileStamp& a, const FileStamp& b) {
-      return std::tie(a.path, a.ino, a.size, a.mtime_ns, a.ctime_ns) ==
-             std::tie(b.path, b.ino, b.size, b.mtime_ns, b.ctime_ns);
-    }
-  };
-  static std::optional<FileStamp> stamp(const std::string& path);
   struct Alias {
     Loaded loaded;
     std::vector<FileStamp> files;

@@ -1,13 +1,7 @@
 #include "core/includes.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 namespace jitcache {
 
@@ -60,29 +54,6 @@ std::vector<Directive> directives(std::string_view text) {
   return out;
 }
 
-// One open, one fstat, one read: this runs for every header of every lookup.
-std::optional<std::string> read_file(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return std::nullopt;
-  struct stat st {};
-  std::optional<std::string> out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    std::string content(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t done = 0;
-    while (done < content.size()) {
-      const ssize_t n = ::read(fd, content.data() + done, content.size() - done);
-      if (n <= 0)
-        break;
-      done += static_cast<std::size_t>(n);
-    }
-    content.resize(done);
-    out = std::move(content);
-  }
-  ::close(fd);
-  return out;
-}
-
 class Scanner {
 public:
   Scanner(const std::vector<fs::path>& dirs, const std::map<std::string, std::string>& in_memory)
@@ -98,7 +69,7 @@ public:
       }
       if (auto it = m_in_memory.find(d.name); it != m_in_memory.end()) {
         if (m_seen.insert("mem:" + d.name).second) {
-          m_out.headers.push_back({d.name, k_in_memory_path, it->second});
+          m_out.headers.push_back({d.name, k_in_memory_path, it->second, {}});
           scan(it->second, std::nullopt, depth + 1);
         }
         continue;
@@ -114,23 +85,30 @@ public:
         const fs::path resolved = candidate.lexically_normal();
         if (m_seen.count(resolved.string()))
           break;
-        auto content = read_file(resolved);
-        if (!content)
+        detail::FileStamp stamp;
+        auto content = detail::read_stamped(resolved.string(), stamp);
+        if (!content) {
+          m_absent.insert(resolved.string());
           continue;
+        }
         m_seen.insert(resolved.string());
-        m_out.headers.push_back({d.name, resolved.string(), *content});
+        m_out.headers.push_back({d.name, resolved.string(), *content, std::move(stamp)});
         scan(*content, resolved.parent_path(), depth + 1);
         break;
       }
     }
   }
 
-  IncludeScan take() { return std::move(m_out); }
+  IncludeScan take() {
+    m_out.absent.assign(m_absent.begin(), m_absent.end());
+    return std::move(m_out);
+  }
 
 private:
   const std::vector<fs::path>& m_dirs;
   const std::map<std::string, std::string>& m_in_memory;
   std::set<std::string> m_seen;
+  std::set<std::string> m_absent;
   IncludeScan m_out;
 };
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/file_stamp.hpp"
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -16,6 +18,7 @@ struct IncludedHeader {
   std::string name;    ///< as the #include spells it (or the in-memory name)
   std::string path;    ///< where it was found (canonical), or k_in_memory_path
   std::string content; ///< its bytes
+  detail::FileStamp stamp; ///< of the file as it was read (not exists: given in memory)
 };
 
 /// The result of a scan: the headers found, and the `#include MACRO` lines whose target the
@@ -23,6 +26,9 @@ struct IncludedHeader {
 struct IncludeScan {
   std::vector<IncludedHeader> headers;
   std::vector<std::string> computed; ///< the macro text of each computed include
+  /// Candidate paths looked at before the one an include resolved to, and those of includes
+  /// that resolved nowhere: a file created at one of them would change what is included.
+  std::vector<std::string> absent;
 };
 
 /// Finds the headers `source` pulls in through #include, recursively, resolving "x" first

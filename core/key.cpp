@@ -1,6 +1,7 @@
 #include <jitcache/key.hpp>
 #include <jitcache/version.hpp>
 
+#include "core/byte_io.hpp"
 #include "core/sha256.hpp"
 
 #include <algorithm>
@@ -51,8 +52,7 @@ KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::stri
 namespace {
 void update_length(detail::Sha256& sha, std::uint64_t n) {
   char le[8];
-  for (int i = 0; i < 8; ++i)
-    le[i] = static_cast<char>(n >> (8 * i));
+  detail::store_le(le, n);
   sha.update({le, sizeof le});
 }
 } // namespace
@@ -78,19 +78,6 @@ Key KeyBuilder::finish() const {
 }
 
 namespace {
-void append_u32(std::string& out, std::size_t n) {
-  for (int i = 0; i < 4; ++i)
-    out += static_cast<char>((n >> (8 * i)) & 0xff);
-}
-bool read_u32(std::string_view& in, std::size_t& n) {
-  if (in.size() < 4)
-    return false;
-  n = 0;
-  for (int i = 0; i < 4; ++i)
-    n |= static_cast<std::size_t>(static_cast<unsigned char>(in[i])) << (8 * i);
-  in.remove_prefix(4);
-  return true;
-}
 constexpr std::size_t k_inline_value_limit = 128;
 } // namespace
 
@@ -98,13 +85,11 @@ std::string encode_key_fields(const std::vector<KeyField>& fields) {
   std::string out;
   for (const KeyField& f : fields) {
     out += static_cast<char>(f.section);
-    append_u32(out, f.name.size());
-    out += f.name;
+    detail::append_sized<std::uint32_t>(out, f.name);
     const std::string value = f.value.size() <= k_inline_value_limit
                                   ? f.value
                                   : "sha256:" + Digest::of(f.value).hex();
-    append_u32(out, value.size());
-    out += value;
+    detail::append_sized<std::uint32_t>(out, value);
   }
   return out;
 }
@@ -115,15 +100,9 @@ std::optional<std::vector<KeyField>> decode_key_fields(std::string_view in) {
     KeyField f;
     f.section = static_cast<KeySection>(in[0]);
     in.remove_prefix(1);
-    std::size_t n = 0;
-    if (!read_u32(in, n) || n > in.size())
+    if (!detail::take_sized<std::uint32_t>(in, f.name) ||
+        !detail::take_sized<std::uint32_t>(in, f.value))
       return std::nullopt;
-    f.name.assign(in.substr(0, n));
-    in.remove_prefix(n);
-    if (!read_u32(in, n) || n > in.size())
-      return std::nullopt;
-    f.value.assign(in.substr(0, n));
-    in.remove_prefix(n);
     fields.push_back(std::move(f));
   }
   return fields;

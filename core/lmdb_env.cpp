@@ -286,12 +286,22 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
         r = mdb_dbi_open(txn, "access", create, &env->access);
       if (r == MDB_SUCCESS && !read_only)
         r = mdb_dbi_open(txn, "meta", create, &env->meta);
+      if (r == MDB_SUCCESS && !read_only)
+        r = mdb_dbi_open(txn, "records", create, &env->records);
       return r;
     });
     if (rc == MDB_SUCCESS)
       env->has_dbs = true;
     else if (!(read_only && rc == MDB_NOTFOUND))
       return lmdb_error("mdb_dbi_open", rc, dir);
+    // Records came later than the other databases: a read-only open of an environment no
+    // writer of this version has opened goes on without them.
+    if (env->has_dbs && read_only)
+      env->has_records = env->transact(false, [&](MDB_txn* txn) {
+        return mdb_dbi_open(txn, "records", 0, &env->records);
+      }) == MDB_SUCCESS;
+    else
+      env->has_records = env->has_dbs;
     env->gate = std::move(*gate);
     return env;
   }

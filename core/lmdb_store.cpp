@@ -270,6 +270,43 @@ Expected<std::optional<Entry>> LmdbStore::get(const Digest& key) {
   return found;
 }
 
+Expected<std::optional<std::string>> LmdbStore::get_record(const Digest& name) {
+  auto e = env();
+  std::optional<std::string> found;
+  if (!e->has_records)
+    return found;
+  const int rc = e->read([&](MDB_txn* txn) {
+    MDB_val k = as_val(name), v;
+    const int r = mdb_get(txn, e->records, &k, &v);
+    if (r == MDB_SUCCESS)
+      found.emplace(static_cast<const char*>(v.mv_data), v.mv_size);
+    return r;
+  });
+  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+    return lmdb_error("read", rc, e->dir);
+  return found;
+}
+
+Expected<void> LmdbStore::put_record(const Digest& name, std::string_view bytes) {
+  auto e = env();
+  if (!writes(*e) || !e->has_records)
+    return read_only_error(e->dir);
+  const int rc = write(
+      *e,
+      [&](MDB_txn* txn) {
+        MDB_stat st{};
+        int r = mdb_stat(txn, e->records, &st);
+        if (r == MDB_SUCCESS && st.ms_entries >= k_max_records)
+          r = mdb_drop(txn, e->records, 0);
+        MDB_val k = as_val(name), v{bytes.size(), const_cast<char*>(bytes.data())};
+        return r == MDB_SUCCESS ? mdb_put(txn, e->records, &k, &v, 0) : r;
+      },
+      bytes.size());
+  if (rc != MDB_SUCCESS)
+    return lmdb_error("write", rc, e->dir);
+  return {};
+}
+
 Expected<void> LmdbStore::put(const Digest& key, const Entry& entry) {
   return write_entry(key, entry, nullptr);
 }
@@ -398,7 +435,7 @@ Expected<void> LmdbStore::clear() {
     return read_only_error(e->dir);
   e->uses.take();
   const int rc = e->transact(true, [&](MDB_txn* txn) {
-    for (MDB_dbi dbi : {e->entries, e->counters, e->access, e->meta})
+    for (MDB_dbi dbi : {e->entries, e->counters, e->access, e->meta, e->records})
       if (int r = mdb_drop(txn, dbi, 0); r != MDB_SUCCESS)
         return r;
     return MDB_SUCCESS;

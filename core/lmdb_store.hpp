@@ -72,7 +72,16 @@ public:
   Expected<void> add_counters(const Stats& delta);
   /// Reads the counters kept in the environment.
   Expected<Stats> counters();
-  /// Removes every entry and counter.
+  /// Records: small values kept beside the entries, by name, that speed up finding them
+  /// (manifests of the files a key was built from, runtime identities). Not entries: not
+  /// listed, counted, verified or size-limited; all of them are dropped when there are
+  /// k_max_records, and by clear(). A miss is an empty optional; bytes are returned as stored.
+  Expected<std::optional<std::string>> get_record(const Digest& name);
+  /// Stores `bytes` as the record `name` (replacing it). Errors as put().
+  Expected<void> put_record(const Digest& name, std::string_view bytes);
+  static constexpr std::uint64_t k_max_records = 16384;
+
+  /// Removes every entry, counter and record.
   Expected<void> clear();
 
   /// What eviction removed.

@@ -193,44 +193,70 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   if (auto loaded = handles.find(request))
     return module_of(*loaded, memory_hit(*loaded, total));
 
-  auto tools = toolchain();
+  // The key is built with NVRTC's remembered identity (NVRTC is not opened for a hit); a miss
+  // opens it to compile, and should the library opened not be the one remembered, the key is
+  // built again from what it really is.
+  bool remembered = false;
+  auto tools = toolchain_for_keys(cache.core(), &remembered);
   if (!tools)
     return tools.error();
-  auto target = context_target(**api, **tools);
-  if (!target)
-    return std::move(target).error();
-  const Key key = make_key(**tools, *target, cache.config(), program);
-  const NvrtcApi& compiler = **nvrtc(); // loaded: toolchain() succeeded
-
+  const std::string arguments = flatten(program);
+  Expected<HandleCache::Loaded> loaded = Error();
+  GuardedKey keyed;
   BuildInfo info;
-  info.device = target->arch;
   bool ran = false;
-  // A context belongs to one device, so the context alone tells where the module lives.
-  auto loaded = handles.get_or_load(
-      {key.digest, context, nullptr},
-      [&]() -> Expected<HandleCache::Loaded> {
-        auto handle = fetch<HandleCache::Handle>(
-            cache, key, [&] { return compile_entry(compiler, *target, program); }, info,
-            [&](const Entry& entry) {
-              const Stopwatch clock;
-              auto module = load(**api, entry);
-              info.load_ms = clock.ms();
-              return module;
-            });
-        if (!handle)
-          return std::move(handle).error();
-        if (target->ptx) {
-          log::write_once(LogLevel::warn, "cuda-ptx:" + target->arch,
-                          "compute capability " + target->compute_capability + ": " +
-                              ptx_note(target->arch));
-          info.note += (info.note.empty() ? "" : "; ") + ptx_note(target->arch);
-        }
-        return HandleCache::Loaded{std::move(*handle), info};
-      },
-      ran);
+  for (bool stale = false;; stale = false) {
+    auto target = context_target(**api, *tools);
+    if (!target)
+      return std::move(target).error();
+    keyed = remembered_key(cache.core(), *tools, *target, program, arguments);
+    const Key& key = keyed.key;
+    const auto compile = [&]() -> Expected<Entry> {
+      auto real = toolchain();
+      if (!real)
+        return real.error();
+      if (!(**real == *tools)) {
+        stale = true;
+        return Error(ErrorCode::runtime_error, "NVRTC changed since its identity was remembered");
+      }
+      return compile_entry(**nvrtc(), *target, program);
+    };
+    info = BuildInfo{};
+    info.device = target->arch;
+    // A context belongs to one device, so the context alone tells where the module lives.
+    loaded = handles.get_or_load(
+        {key.digest, context, nullptr},
+        [&]() -> Expected<HandleCache::Loaded> {
+          auto handle = fetch<HandleCache::Handle>(cache, key, compile, info,
+                                                   [&](const Entry& entry) {
+                                                     const Stopwatch clock;
+                                                     auto module = load(**api, entry);
+                                                     info.load_ms = clock.ms();
+                                                     return module;
+                                                   });
+          if (!handle)
+            return std::move(handle).error();
+          if (target->ptx) {
+            log::write_once(LogLevel::warn, "cuda-ptx:" + target->arch,
+                            "compute capability " + target->compute_capability + ": " +
+                                ptx_note(target->arch));
+            info.note += (info.note.empty() ? "" : "; ") + ptx_note(target->arch);
+          }
+          return HandleCache::Loaded{std::move(*handle), info};
+        },
+        ran);
+    if (!stale || !remembered)
+      break;
+    log::info("NVRTC is not the library whose identity was remembered; building the key again");
+    remembered = false;
+    auto real = toolchain();
+    if (!real)
+      return real.error();
+    tools = **real;
+  }
   if (!loaded)
     return std::move(loaded).error();
-  handles.alias(request, *loaded, key);
+  handles.alias(request, *loaded, keyed.guards);
   if (!ran)
     return module_of(*loaded, memory_hit(*loaded, total));
   info.total_ms = total.ms();
@@ -247,7 +273,7 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
   auto target = arch_target(**tools, arch);
   if (!target)
     return std::move(target).error();
-  const Key key = make_key(**tools, *target, cache.config(), program);
+  const Key key = make_key(**tools, *target, cache.config(), program).first;
   const NvrtcApi& compiler = **nvrtc(); // loaded: toolchain() succeeded
 
   BuildInfo info;
@@ -286,7 +312,7 @@ Expected<Key> make_key(const Config& config, const Program& program, std::string
   }
   if (!target)
     return std::move(target).error();
-  return make_key(**tools, *target, config, program);
+  return make_key(**tools, *target, config, program).first;
 }
 
 } // namespace jitcache::cuda

@@ -1,6 +1,8 @@
 #include "backends/cuda/cuda_identity.hpp"
 
 #include "backends/cuda/cuda_error.hpp"
+#include "core/byte_io.hpp"
+#include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
 
 #include <jitcache/version.hpp>
@@ -12,6 +14,8 @@
 namespace jitcache::cuda {
 
 namespace fs = std::filesystem;
+
+constexpr const char* k_backend = "cuda";
 
 namespace {
 
@@ -65,6 +69,60 @@ Expected<const Toolchain*> toolchain() {
   if (!probed)
     return probed.error();
   return &probed.value();
+}
+
+namespace {
+
+std::string encode_toolchain(const Toolchain& toolchain) {
+  std::string out;
+  detail::append_sized(out, toolchain.version);
+  detail::append_sized(out, toolchain.build);
+  for (int arch : toolchain.archs)
+    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(arch));
+  return out;
+}
+
+std::optional<Toolchain> decode_toolchain(std::string_view in) {
+  Toolchain toolchain;
+  if (!detail::take_sized(in, toolchain.version) || !detail::take_sized(in, toolchain.build))
+    return std::nullopt;
+  for (std::uint32_t arch = 0; detail::take_le(in, arch);)
+    toolchain.archs.push_back(static_cast<int>(arch));
+  if (!in.empty() || toolchain.archs.empty())
+    return std::nullopt;
+  return toolchain;
+}
+
+} // namespace
+
+Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
+  const auto& variables = core.config().variables;
+  const auto path = variables.find("LD_LIBRARY_PATH");
+  const std::string search = path != variables.end() ? path->second : "";
+  const Digest name = detail::record_name(
+      "nvrtc identity", {search, JITCACHE_NVRTC_SONAME, JITCACHE_CUDA_LIBRARY_DIR});
+  *remembered = false;
+  if (auto record = core.recall(k_backend, name))
+    if (auto known = decode_toolchain(record->payload)) {
+      *remembered = true;
+      return *known;
+    }
+  auto probed = toolchain();
+  if (!probed)
+    return probed.error();
+  const NvrtcApi& api = **nvrtc(); // opened: toolchain() succeeded
+  Dependencies deps;
+  deps.read = {detail::stamp_of(api.file), detail::stamp_of("/etc/ld.so.cache")};
+  deps.listed = {fs::path(api.file).parent_path().string(), JITCACHE_CUDA_LIBRARY_DIR};
+  for (std::string_view rest = search; !rest.empty();) {
+    const auto colon = rest.find(':');
+    if (std::string_view dir = rest.substr(0, colon); !dir.empty())
+      deps.listed.emplace_back(dir);
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+  }
+  if (auto guards = guards_of(deps))
+    core.remember(k_backend, name, detail::Record{*guards, encode_toolchain(**probed)});
+  return **probed;
 }
 
 Expected<Target> device_target(const Toolchain& toolchain, int major, int minor) {
@@ -137,8 +195,8 @@ const std::vector<fs::path>& toolkit_include_dirs() {
   return dirs;
 }
 
-Key make_key(const Toolchain& toolchain, const Target& target, const Config& config,
-             const Program& program) {
+std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& target,
+                                      const Config& config, const Program& program) {
   KeyBuilder builder("cuda");
   builder.device("compute_capability", target.compute_capability)
       .device("target_arch", target.arch)
@@ -174,8 +232,24 @@ Key make_key(const Toolchain& toolchain, const Target& target, const Config& con
   std::map<std::string, std::string> in_memory;
   for (const Header& header : program.headers)
     in_memory.emplace(header.name, header.content);
-  add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
-  return builder.finish();
+  Dependencies deps =
+      add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
+  return {builder.finish(), std::move(deps)};
+}
+
+GuardedKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
+                          const Target& target, const Program& program, std::string_view request) {
+  std::string environment;
+  for (const auto& [variable, value] : core.config().compile_environment(k_backend))
+    environment += variable + "=" + value + "\n";
+  const Digest name = detail::record_name(
+      "cuda key", {toolchain.version, toolchain.build, target.compute_capability, target.arch,
+                   environment, request});
+  // Building the key cannot fail, so neither can this.
+  return *detail::manifest_key(core, k_backend, name,
+                               [&]() -> Expected<std::pair<Key, Dependencies>> {
+                                 return make_key(toolchain, target, core.config(), program);
+                               });
 }
 
 } // namespace jitcache::cuda

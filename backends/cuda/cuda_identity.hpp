@@ -1,6 +1,8 @@
 #pragma once
 
 #include "backends/cuda/cuda_api.hpp"
+#include "core/dependencies.hpp"
+#include "core/manifest.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/cuda.hpp>
@@ -14,11 +16,16 @@
 
 namespace jitcache::cuda {
 
+using detail::GuardedKey;
+
 /// NVRTC's identity, as key fields, and what it can target.
 struct Toolchain {
   std::string version;    ///< "13.0"
   std::string build;      ///< the library file and its size: "libnvrtc.so.13.0.88, 109338064 bytes"
   std::vector<int> archs; ///< nvrtcGetSupportedArchs, ascending: 75, 80, ..., 121
+  friend bool operator==(const Toolchain& a, const Toolchain& b) {
+    return a.version == b.version && a.build == b.build && a.archs == b.archs;
+  }
 };
 
 /// What NVRTC compiles for, and the device fields of a key.
@@ -31,6 +38,15 @@ struct Target {
 /// The loaded NVRTC's identity, queried once per process. Errors: as nvrtc(), or runtime_error
 /// naming the failing NVRTC call.
 Expected<const Toolchain*> toolchain();
+
+/// NVRTC's identity for building keys. Opening NVRTC takes milliseconds (tens on a cold page
+/// cache), more than loading a cubin; so the user tier remembers the identity of the library
+/// opened, vouched for by the stamps of the library file and its directory, /etc/ld.so.cache
+/// and the LD_LIBRARY_PATH directories (what decides which library dlopen finds). When those
+/// are unchanged, the remembered identity is returned and `*remembered` set: NVRTC is not
+/// opened. Otherwise this is toolchain(), remembered for the next process. Errors: as
+/// toolchain().
+Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered);
 
 /// The target for a device of compute capability major.minor: sm_XY when NVRTC supports it; PTX
 /// for NVRTC's newest arch when the device is newer than that. Errors: unsupported (an older or
@@ -53,8 +69,15 @@ Expected<Target> context_target(const DriverApi& api, const Toolchain& toolchain
 /// CUB, Thrust and libcu++ in include/cccl) before include/ itself.
 const std::vector<std::filesystem::path>& toolkit_include_dirs();
 
-/// The key of `program` compiled for `target` under `config` (fields as load_module() documents).
-Key make_key(const Toolchain& toolchain, const Target& target, const Config& config,
-             const Program& program);
+/// The key of `program` compiled for `target` under `config` (fields as load_module() documents),
+/// and the files it was built from.
+std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& target,
+                                      const Config& config, const Program& program);
+
+/// The key make_key() gives, recalled without reading a header when the user tier remembers it
+/// for this request and the files it was built from are unchanged (see manifest_key). `request`
+/// holds every argument of the request (the program and the current directory).
+GuardedKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
+                          const Target& target, const Program& program, std::string_view request);
 
 } // namespace jitcache::cuda

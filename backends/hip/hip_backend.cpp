@@ -262,9 +262,10 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   auto target = device_target(*device);
   if (!target)
     return target.error();
-  auto key = key_for(cache.config(), *target, program);
-  if (!key)
-    return key.error();
+  auto keyed = key_and_dependencies(cache.config(), *target, program);
+  if (!keyed)
+    return keyed.error();
+  const Key* key = &keyed->first;
 
   bool ran = false;
   // HIP has one primary context per device, so the device ordinal stands for the context.
@@ -301,7 +302,7 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
       ran);
   if (!loaded)
     return loaded.error();
-  handles.alias(request, *loaded, *key);
+  handles.alias(request, *loaded, guards_of(keyed->second));
   if (!ran)
     return memory_hit(*loaded);
   return hand_out(*loaded, loaded->info);

@@ -56,7 +56,9 @@ Expected<void> check_program(const Program& program) {
   return {};
 }
 
-Expected<Key> key_for(const Config& config, std::string_view target, const Program& program) {
+Expected<std::pair<Key, Dependencies>> key_and_dependencies(const Config& config,
+                                                           std::string_view target,
+                                                           const Program& program) {
   auto toolchain = toolchain_fields();
   if (!toolchain)
     return toolchain.error();
@@ -95,8 +97,16 @@ Expected<Key> key_for(const Config& config, std::string_view target, const Progr
     builder.header(header.name, header.content, "(given in memory)");
     in_memory.emplace(header.name, header.content);
   }
-  add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
-  return builder.finish();
+  Dependencies deps =
+      add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
+  return std::pair<Key, Dependencies>{builder.finish(), std::move(deps)};
+}
+
+Expected<Key> key_for(const Config& config, std::string_view target, const Program& program) {
+  auto keyed = key_and_dependencies(config, target, program);
+  if (!keyed)
+    return keyed.error();
+  return std::move(keyed->first);
 }
 
 } // namespace jitcache::hip

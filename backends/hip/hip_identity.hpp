@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/dependencies.hpp"
+
 #include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>
 #include <jitcache/hip.hpp>
@@ -26,5 +28,9 @@ Expected<void> check_program(const Program& program);
 /// The key of `program` for `target`, which must already be canonical (canonical_target), under
 /// `config` (the environment variables that change hipRTC's code). Errors: runtime_missing.
 Expected<Key> key_for(const Config& config, std::string_view target, const Program& program);
+/// key_for(), and the files the key was built from.
+Expected<std::pair<Key, Dependencies>> key_and_dependencies(const Config& config,
+                                                           std::string_view target,
+                                                           const Program& program);
 
 } // namespace jitcache::hip

@@ -143,12 +143,11 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
   if (auto loaded = handles.find(request))
     return memory_hit(*loaded);
 
-  auto key = make_key(cache.config(), device, source, options_view);
-  if (!key)
-    return std::move(key).error();
-  auto id = identity(device); // remembered by make_key: cannot fail here
+  auto id = identity(device);
   if (!id)
     return std::move(id).error();
+  const detail::GuardedKey keyed = remembered_key(cache.core(), *id, source, options_view);
+  const Key* key = &keyed.key;
   const std::string options(options_view);
 
   bool ran = false;
@@ -232,7 +231,7 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
       ran);
   if (!loaded)
     return std::move(loaded).error();
-  handles.alias(request, *loaded, *key);
+  handles.alias(request, *loaded, keyed.guards);
   if (!ran)
     return memory_hit(*loaded);
   BuildInfo info = loaded->info;

@@ -1,6 +1,7 @@
 #include "backends/opencl/opencl_identity.hpp"
 
 #include "backends/opencl/opencl_error.hpp"
+#include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
 
 #include <jitcache/version.hpp>
@@ -82,16 +83,43 @@ Expected<Identity> identity(cl_device_id device) {
   return id;
 }
 
-Key key_for(const Identity& id, const Config& config, std::string_view source,
-            std::string_view options) {
+namespace {
+
+std::pair<Key, Dependencies> build_key(const Identity& id, const Config& config,
+                                       std::string_view source, std::string_view options) {
   KeyBuilder builder("opencl");
   for (const auto& [name, value] : id.device)
     builder.device(name, value);
   for (const auto& [name, value] : id.toolchain)
     builder.toolchain(name, value);
   add_compile_environment(builder, config, "opencl");
-  add_source_fields(builder, SourceInputs{source, options, {}, {}});
-  return builder.finish();
+  Dependencies deps = add_source_fields(builder, SourceInputs{source, options, {}, {}});
+  return {builder.finish(), std::move(deps)};
+}
+
+} // namespace
+
+Key key_for(const Identity& id, const Config& config, std::string_view source,
+            std::string_view options) {
+  return build_key(id, config, source, options).first;
+}
+
+detail::GuardedKey remembered_key(detail::CacheCore& core, const Identity& id,
+                                  std::string_view source, std::string_view options) {
+  std::string identity;
+  for (const auto* fields : {&id.device, &id.toolchain})
+    for (const auto& [name, value] : *fields)
+      identity += name + "=" + value + "\n";
+  for (const auto& [name, value] : core.config().compile_environment("opencl"))
+    identity += "env " + name + "=" + value + "\n";
+  std::error_code ec; // a removed current directory reads as empty; the key build reports it
+  const Digest name = detail::record_name(
+      "opencl key", {identity, std::filesystem::current_path(ec).string(), options, source});
+  // Building the key cannot fail, so neither can this.
+  return *detail::manifest_key(core, "opencl", name,
+                               [&]() -> Expected<std::pair<Key, Dependencies>> {
+                                 return build_key(id, core.config(), source, options);
+                               });
 }
 
 } // namespace jitcache::opencl

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/manifest.hpp"
+
 #include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>
 #include <jitcache/key.hpp>
@@ -29,5 +31,10 @@ Expected<Identity> identity(cl_device_id device);
 /// tested without a second runtime.
 Key key_for(const Identity& id, const Config& config, std::string_view source,
             std::string_view options);
+
+/// key_for(), recalled without reading a header when the user tier remembers it for this
+/// request and the files it was built from are unchanged (see manifest_key).
+detail::GuardedKey remembered_key(detail::CacheCore& core, const Identity& id,
+                                  std::string_view source, std::string_view options);
 
 } // namespace jitcache::opencl

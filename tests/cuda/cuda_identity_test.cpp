@@ -49,8 +49,8 @@ TEST(CudaTarget, ADeviceAndItsArchitectureShareAKey) {
   // An offline precompile for sm_80 must be a hit for a device of compute capability 8.0.
   Program program;
   program.source = "extern \"C\" __global__ void k() {}";
-  const Key from_device = make_key(k_nvrtc, *device_target(k_nvrtc, 8, 0), Config(), program);
-  const Key from_arch = make_key(k_nvrtc, *arch_target(k_nvrtc, "sm_80"), Config(), program);
+  const Key from_device = make_key(k_nvrtc, *device_target(k_nvrtc, 8, 0), Config(), program).first;
+  const Key from_arch = make_key(k_nvrtc, *arch_target(k_nvrtc, "sm_80"), Config(), program).first;
   EXPECT_EQ(from_device.digest, from_arch.digest);
 }
 

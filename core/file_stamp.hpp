@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+struct stat;
+
+namespace jitcache::detail {
+
+/// What stat(2) says of a file or directory a key was built from: enough to tell, without
+/// reading it, that it is not the one that was read (ccache's "direct mode" uses the same test).
+/// A directory's stamp changes when an entry is added to it, removed or renamed.
+struct FileStamp {
+  std::string path;
+  bool exists = false; ///< false: stat failed (the other fields are 0)
+  std::uint64_t ino = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  friend bool operator==(const FileStamp& a, const FileStamp& b) {
+    return std::tie(a.path, a.exists, a.ino, a.size, a.mtime_ns, a.ctime_ns) ==
+           std::tie(b.path, b.exists, b.ino, b.size, b.mtime_ns, b.ctime_ns);
+  }
+};
+
+/// The stamp of `path` now (stat follows symlinks, so a retargeted link changes it).
+FileStamp stamp_of(const std::string& path);
+/// The stamp of `path` from a stat already made (fstat of the descriptor that was read).
+FileStamp stamp_from(const std::string& path, const struct stat& st);
+
+/// The content of the regular file `path`, with `stamp` set to the stamp of the bytes read (taken
+/// before reading: a write meanwhile changes the file's stamp). nullopt: absent, unreadable or
+/// not a regular file. One open, one fstat, one read.
+std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp);
+
+/// Whether every stamp still describes its file (one stat each; stops at the first change).
+bool unchanged(const std::vector<FileStamp>& stamps);
+
+/// Whether a stamp was modified or changed within `seconds` of now. Timestamps are only as fine
+/// as the kernel's clock tick, so a file written twice within one tick, to the same size, keeps
+/// its stamp: a stamp that recent cannot vouch for the content.
+bool too_recent(const FileStamp& stamp, int seconds = 2);
+
+/// A byte form of `stamps` (for a stored record) and back; nullopt on malformed bytes.
+std::string encode_stamps(const std::vector<FileStamp>& stamps);
+std::optional<std::vector<FileStamp>> decode_stamps(std::string_view& bytes);
+
+} // namespace jitcache::detail

@@ -1,0 +1,94 @@
+#include "core/manifest.hpp"
+
+#include "core/byte_io.hpp"
+#include "core/cache_core.hpp"
+#include "core/sha256.hpp"
+
+#include <jitcache/version.hpp>
+
+#include <xxhash.h>
+
+namespace jitcache::detail {
+
+namespace {
+
+constexpr std::string_view k_record_magic = "JCR1";
+
+} // namespace
+
+std::string encode_record(const Record& record) {
+  std::string body;
+  append_sized(body, encode_stamps(record.guards));
+  append_sized(body, record.payload);
+  std::string out(k_record_magic);
+  append_le<std::uint64_t>(out, XXH3_64bits(body.data(), body.size()));
+  return out + body;
+}
+
+std::optional<Record> decode_record(std::string_view in) {
+  std::uint64_t checksum = 0;
+  if (in.substr(0, k_record_magic.size()) != k_record_magic)
+    return std::nullopt;
+  in.remove_prefix(k_record_magic.size());
+  if (!take_le(in, checksum) || XXH3_64bits(in.data(), in.size()) != checksum)
+    return std::nullopt;
+  Record record;
+  std::string stamps;
+  if (!take_sized(in, stamps) || !take_sized(in, record.payload) || !in.empty())
+    return std::nullopt;
+  std::string_view view = stamps;
+  auto guards = decode_stamps(view);
+  if (!guards || !view.empty())
+    return std::nullopt;
+  record.guards = std::move(*guards);
+  return record;
+}
+
+std::string encode_key(const Key& key) {
+  std::string out(reinterpret_cast<const char*>(key.digest.bytes.data()), key.digest.bytes.size());
+  append_sized(out, key.backend);
+  append_sized(out, key.stored_fields);
+  return out;
+}
+
+std::optional<Key> decode_key(std::string_view in) {
+  Key key;
+  if (in.size() < key.digest.bytes.size())
+    return std::nullopt;
+  std::copy(in.begin(), in.begin() + key.digest.bytes.size(), key.digest.bytes.begin());
+  in.remove_prefix(key.digest.bytes.size());
+  if (!take_sized(in, key.backend) || !take_sized(in, key.stored_fields) || !in.empty())
+    return std::nullopt;
+  auto fields = decode_key_fields(key.stored_fields);
+  if (!fields)
+    return std::nullopt;
+  key.fields = std::move(*fields);
+  return key;
+}
+
+Digest record_name(std::string_view kind, std::initializer_list<std::string_view> parts) {
+  std::string framed;
+  append_sized(framed, kind);
+  append_sized(framed, k_version);
+  for (std::string_view part : parts)
+    append_sized(framed, part);
+  Sha256 sha;
+  sha.update(framed);
+  return sha.finish();
+}
+
+Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, const Digest& name,
+                                  const std::function<Expected<std::pair<Key, Dependencies>>()>& build) {
+  if (auto record = core.recall(backend, name))
+    if (auto key = decode_key(record->payload); key && key->backend == backend)
+      return GuardedKey{std::move(*key), std::move(record->guards)};
+  auto built = build();
+  if (!built)
+    return std::move(built).error();
+  GuardedKey out{std::move(built->first), guards_of(built->second)};
+  if (out.guards)
+    core.remember(backend, name, Record{*out.guards, encode_key(out.key)});
+  return out;
+}
+
+} // namespace jitcache::detail
