@@ -81,7 +81,7 @@ Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, c
                                   const std::function<Expected<std::pair<Key, Dependencies>>()>& build) {
   if (auto record = core.recall(backend, name))
     if (auto key = decode_key(record->payload); key && key->backend == backend)
-      return GuardedKey{std::move(*key), std::move(record->guards)};
+      return GuardedKey{std::move(*key), std::move(record->guards), true};
   auto built = build();
   if (!built)
     return std::move(built).error();

@@ -49,6 +49,7 @@ Digest record_name(std::string_view kind, std::initializer_list<std::string_view
 struct GuardedKey {
   Key key;
   std::optional<std::vector<FileStamp>> guards;
+  bool recalled = false; ///< taken from a remembered manifest: no file was read
 };
 
 /// The key a request named `name` (record_name) had, when `core` remembers it for `backend`

@@ -1,5 +1,9 @@
-// Target selection from a compute capability or an arch name, against NVRTC's list of targets.
+// Target selection from a compute capability or an arch name, against NVRTC's list of targets;
+// NVRTC's identity and keys remembered in the user tier.
 #include "backends/cuda/cuda_identity.hpp"
+#include "core/cache_core.hpp"
+#include "tests/cuda/cuda_test_support.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -52,6 +56,55 @@ TEST(CudaTarget, ADeviceAndItsArchitectureShareAKey) {
   const Key from_device = make_key(k_nvrtc, *device_target(k_nvrtc, 8, 0), Config(), program).first;
   const Key from_arch = make_key(k_nvrtc, *arch_target(k_nvrtc, "sm_80"), Config(), program).first;
   EXPECT_EQ(from_device.digest, from_arch.digest);
+}
+
+Config in(const test::TempDir& dir, std::map<std::string, std::string> extra = {}) {
+  extra.emplace("JITCACHE_DIR", dir.path().string());
+  return Config::from_variables(extra);
+}
+
+TEST(CudaRemembered, NvrtcsIdentityIsRememberedForTheLibrarySearchThatFoundIt) {
+  test::TempDir dir;
+  auto real = toolchain();
+  ASSERT_TRUE(real) << real.error().message;
+  const auto ask = [&](const Config& config) {
+    Cache cache(config); // a fresh Cache reads the record from the user tier, as a new process
+    bool remembered = false;
+    auto tools = toolchain_for_keys(cache.core(), &remembered);
+    EXPECT_TRUE(tools) << tools.error().message;
+    EXPECT_TRUE(tools && *tools == **real);
+    return remembered;
+  };
+  EXPECT_FALSE(ask(in(dir))) << "nothing remembered yet: NVRTC is opened";
+  EXPECT_TRUE(ask(in(dir))) << "the same library search: remembered";
+  const Config other_search = in(dir, {{"LD_LIBRARY_PATH", "/usr/lib"}});
+  EXPECT_FALSE(ask(other_search)) << "another library search path may find another NVRTC";
+  EXPECT_TRUE(ask(other_search));
+  EXPECT_FALSE(ask(in(dir, {{"JITCACHE_DISABLE", "cuda"}}))) << "no user tier for CUDA";
+}
+
+TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
+  test::TempDir dir;
+  auto tools = toolchain();
+  ASSERT_TRUE(tools) << tools.error().message;
+  const Program program = test::kernel_program("block_reduce.cu");
+  const Target target = *arch_target(**tools, "sm_90");
+  const auto [full, deps] = make_key(**tools, target, in(dir), program);
+  EXPECT_GT(deps.read.size(), 50u) << "CUB pulls in many toolkit headers";
+  const auto remembered = [&](std::string_view request) {
+    Cache cache(in(dir));
+    return remembered_key(cache.core(), **tools, target, program, request);
+  };
+  const auto first = remembered("request");
+  EXPECT_FALSE(first.recalled);
+  EXPECT_EQ(first.key.digest, full.digest);
+  const auto second = remembered("request");
+  EXPECT_TRUE(second.recalled);
+  EXPECT_EQ(second.key.digest, full.digest);
+  EXPECT_EQ(second.key.stored_fields, full.stored_fields);
+  ASSERT_TRUE(second.guards);
+  EXPECT_GE(second.guards->size(), deps.read.size());
+  EXPECT_FALSE(remembered("another request").recalled);
 }
 
 } // namespace

@@ -1,0 +1,174 @@
+// Manifests: a request's key taken from the user tier, without reading a header, exactly while
+// the files it was built from are unchanged.
+#include "core/cache_core.hpp"
+#include "core/lmdb_store.hpp"
+#include "core/manifest.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <jitcache/cache.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+namespace jitcache {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+class ManifestTest : public ::testing::Test {
+protected:
+  // Made first: the stamp of the directory above an absent candidate (first/a.h) then settles
+  // with the others.
+  void SetUp() override {
+    fs::create_directories(dir.path() / "cache");
+    fs::create_directories(dir.path() / "first");
+  }
+  Config config(std::map<std::string, std::string> extra = {}) const {
+    extra.emplace("JITCACHE_DIR", (dir.path() / "cache").string());
+    return Config::from_variables(extra);
+  }
+  // The key of `source` with include directories first/ then second/, through a manifest, in a
+  // Cache of its own (as a new process would: the record comes from the user tier). Counts the
+  // key builds.
+  detail::GuardedKey key(const std::string& source, const Config& with) {
+    Cache cache(with);
+    const std::vector<fs::path> dirs{dir.path() / "first", dir.path() / "second"};
+    const Digest name = detail::record_name("test key", {source});
+    return *detail::manifest_key(cache.core(), "opencl", name,
+                                 [&]() -> Expected<std::pair<Key, Dependencies>> {
+                                   ++builds;
+                                   KeyBuilder builder("opencl");
+                                   auto deps = add_source_fields(
+                                       builder, SourceInputs{source, {}, {}, dirs});
+                                   return std::pair<Key, Dependencies>{builder.finish(), deps};
+                                 });
+  }
+  detail::GuardedKey key(const std::string& source) { return key(source, config()); }
+  // Files written now cannot vouch for their content for two seconds (too_recent).
+  static void let_stamps_settle() { std::this_thread::sleep_for(std::chrono::milliseconds(2100)); }
+
+  test::TempDir dir;
+  int builds = 0;
+};
+
+TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
+  const std::string source = "#include <a.h>\n#include \"missing.h\"\nkernel void k() {}\n";
+  write(dir.path() / "second/a.h", "#include \"b.h\"\nint a;\n");
+  write(dir.path() / "second/b.h", "int b;\n");
+  let_stamps_settle();
+
+  const auto built = key(source);
+  EXPECT_FALSE(built.recalled);
+  ASSERT_TRUE(built.guards);
+  const auto recalled = key(source);
+  EXPECT_TRUE(recalled.recalled) << "unchanged files: the key comes from the manifest";
+  EXPECT_EQ(recalled.key.digest, built.key.digest);
+  EXPECT_EQ(recalled.key.stored_fields, built.key.stored_fields);
+  EXPECT_EQ(builds, 1);
+
+  {
+    SCOPED_TRACE("a header edited (same size)");
+    write(dir.path() / "second/b.h", "int c;\n");
+    const auto edited = key(source);
+    EXPECT_FALSE(edited.recalled);
+    EXPECT_NE(edited.key.digest, built.key.digest);
+    EXPECT_FALSE(edited.guards) << "a file this recent cannot vouch for its content";
+    EXPECT_FALSE(key(source).recalled) << "so it was not remembered";
+  }
+  // Each change below is made to a remembered manifest (stamps settled, key built, recalled).
+  const auto remembered = [&] {
+    let_stamps_settle();
+    const Digest digest = key(source).key.digest;
+    EXPECT_TRUE(key(source).recalled);
+    return digest;
+  };
+  {
+    SCOPED_TRACE("a header created earlier in the include path shadows one");
+    const Digest before = remembered();
+    write(dir.path() / "first/a.h", "int shadow;\n");
+    const auto shadowed = key(source);
+    EXPECT_FALSE(shadowed.recalled);
+    EXPECT_NE(shadowed.key.digest, before);
+  }
+  {
+    SCOPED_TRACE("an include that resolved nowhere appears");
+    const Digest before = remembered();
+    write(dir.path() / "second/missing.h", "int now_here;\n");
+    const auto appeared = key(source);
+    EXPECT_FALSE(appeared.recalled);
+    EXPECT_NE(appeared.key.digest, before);
+  }
+  {
+    SCOPED_TRACE("a header removed");
+    const Digest before = remembered();
+    fs::remove(dir.path() / "first/a.h");
+    const auto removed = key(source);
+    EXPECT_FALSE(removed.recalled);
+    EXPECT_NE(removed.key.digest, before);
+  }
+  EXPECT_FALSE(key(source + " ").recalled) << "another source is another request";
+}
+
+TEST_F(ManifestTest, NothingIsRememberedWithoutAWritableUserTier) {
+  write(dir.path() / "second/a.h", "int a;\n");
+  let_stamps_settle();
+  const std::string source = "#include <a.h>\n";
+  EXPECT_FALSE(key(source, config({{"JITCACHE_READONLY", "1"}})).recalled);
+  EXPECT_FALSE(key(source, config({{"JITCACHE_READONLY", "1"}})).recalled);
+  EXPECT_FALSE(key(source, config({{"JITCACHE_DISABLE", "opencl"}})).recalled);
+  EXPECT_FALSE(key(source, config({{"JITCACHE_DISABLE", "opencl"}})).recalled);
+  EXPECT_EQ(builds, 4);
+  key(source);
+  EXPECT_TRUE(key(source, config({{"JITCACHE_READONLY", "1"}})).recalled)
+      << "a read-only cache still recalls what was remembered";
+}
+
+TEST_F(ManifestTest, ADamagedRecordIsBuiltAgainAndReplaced) {
+  write(dir.path() / "second/a.h", "int a;\n");
+  let_stamps_settle();
+  const std::string source = "#include <a.h>\n";
+  const Key first = key(source).key;
+  const Digest name = detail::record_name("test key", {source});
+  {
+    auto store = LmdbStore::open(dir.path() / "cache" / "v1", false).value();
+    std::string bytes = store->get_record(name).value().value();
+    bytes[bytes.size() / 2] ^= 0x20;
+    ASSERT_TRUE(store->put_record(name, bytes));
+  }
+  const auto again = key(source);
+  EXPECT_FALSE(again.recalled) << "a record that fails its checksum is not used";
+  EXPECT_EQ(again.key.digest, first.digest);
+  EXPECT_TRUE(key(source).recalled) << "and was replaced";
+}
+
+TEST(RecordCodec, RoundTripsAndRejectsEveryTruncation) {
+  detail::Record record{{detail::stamp_of("/"), detail::FileStamp{"/nonexistent"}}, "payload"};
+  const std::string bytes = detail::encode_record(record);
+  auto back = detail::decode_record(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->payload, "payload");
+  ASSERT_EQ(back->guards.size(), 2u);
+  EXPECT_TRUE(back->guards[0] == record.guards[0]);
+  EXPECT_FALSE(back->guards[1].exists);
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_FALSE(detail::decode_record(bytes.substr(0, n))) << n;
+
+  const Key key = KeyBuilder("cuda").device("arch", "sm_80").source(std::string(300, 'x')).finish();
+  auto decoded = detail::decode_key(detail::encode_key(key));
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(decoded->digest, key.digest);
+  EXPECT_EQ(decoded->backend, "cuda");
+  EXPECT_EQ(decoded->stored_fields, key.stored_fields);
+  EXPECT_EQ(decoded->fields.size(), key.fields.size());
+}
+
+} // namespace
+} // namespace jitcache
