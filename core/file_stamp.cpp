@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <map>
+#include <utility>
 
 namespace jitcache::detail {
 
@@ -49,13 +51,6 @@ std::optional<std::string> read_stamped(const std::string& path, FileStamp& stam
   return out;
 }
 
-bool unchanged(const std::vector<FileStamp>& stamps) {
-  for (const FileStamp& stamp : stamps)
-    if (!(stamp_of(stamp.path) == stamp))
-      return false;
-  return true;
-}
-
 bool too_recent(const FileStamp& stamp, int seconds) {
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
@@ -63,35 +58,140 @@ bool too_recent(const FileStamp& stamp, int seconds) {
   return stamp.exists && (stamp.mtime_ns > limit || stamp.ctime_ns > limit);
 }
 
-std::string encode_stamps(const std::vector<FileStamp>& stamps) {
-  std::string out;
-  append_le<std::uint64_t>(out, stamps.size());
-  for (const FileStamp& s : stamps) {
-    append_sized(out, s.path);
-    append_le<std::uint64_t>(out, s.exists);
-    append_le<std::uint64_t>(out, s.ino);
-    append_le<std::uint64_t>(out, s.size);
-    append_le<std::uint64_t>(out, static_cast<std::uint64_t>(s.mtime_ns));
-    append_le<std::uint64_t>(out, static_cast<std::uint64_t>(s.ctime_ns));
+namespace {
+
+// "/a/b/c.h" -> {"/a/b", "c.h"}; "/a" -> {"/", "a"}; "c.h" -> {".", "c.h"}; "/" -> {"/", "."}.
+std::pair<std::string_view, std::string_view> split_path(std::string_view path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string_view::npos)
+    return {".", path};
+  std::string_view dir = path.substr(0, slash), name = path.substr(slash + 1);
+  return {dir.empty() ? "/" : dir, name.empty() ? "." : name};
+}
+
+bool same(const FileStamp& stamp, bool exists, const struct stat& st) {
+  if (!exists)
+    return !stamp.exists;
+  const FileStamp now = stamp_from({}, st);
+  return stamp.exists && now.ino == stamp.ino && now.size == stamp.size &&
+         now.mtime_ns == stamp.mtime_ns && now.ctime_ns == stamp.ctime_ns;
+}
+
+// The stat fields of a stamp, after its path.
+void append_fields(std::string& out, const FileStamp& s) {
+  append_le<std::uint8_t>(out, s.exists);
+  append_le<std::uint64_t>(out, s.ino);
+  append_le<std::uint64_t>(out, s.size);
+  append_le<std::uint64_t>(out, static_cast<std::uint64_t>(s.mtime_ns));
+  append_le<std::uint64_t>(out, static_cast<std::uint64_t>(s.ctime_ns));
+}
+bool take_fields(std::string_view& in, FileStamp& s) {
+  std::uint8_t exists = 0;
+  std::uint64_t mtime = 0, ctime = 0;
+  if (!take_le(in, exists) || !take_le(in, s.ino) || !take_le(in, s.size) ||
+      !take_le(in, mtime) || !take_le(in, ctime))
+    return false;
+  s.exists = exists != 0;
+  s.mtime_ns = static_cast<std::int64_t>(mtime);
+  s.ctime_ns = static_cast<std::int64_t>(ctime);
+  return true;
+}
+
+// Walks an encoded list: `dir(index, path)` once per directory, then `stamp(index, name, s)`
+// per stamp (name and path are views into `in`); either returning false stops the walk.
+template <typename Dir, typename Stamp>
+bool walk(std::string_view in, Dir&& dir, Stamp&& stamp) {
+  std::uint32_t dirs = 0, count = 0;
+  if (!take_le(in, dirs) || dirs > in.size())
+    return false;
+  for (std::uint32_t i = 0; i < dirs; ++i) {
+    std::uint32_t size = 0;
+    if (!take_le(in, size) || size > in.size() || !dir(i, in.substr(0, size)))
+      return false;
+    in.remove_prefix(size);
   }
+  if (!take_le(in, count) || count > in.size())
+    return false;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::uint32_t index = 0, size = 0;
+    FileStamp s;
+    if (!take_le(in, index) || index >= dirs || !take_le(in, size) || size > in.size())
+      return false;
+    const std::string_view name = in.substr(0, size);
+    in.remove_prefix(size);
+    if (!take_fields(in, s) || !stamp(index, name, s))
+      return false;
+  }
+  return in.empty();
+}
+
+} // namespace
+
+std::string encode_stamps(const std::vector<FileStamp>& stamps) {
+  std::vector<std::string_view> dirs;
+  std::map<std::string_view, std::uint32_t> index;
+  std::string body;
+  append_le<std::uint32_t>(body, static_cast<std::uint32_t>(stamps.size()));
+  for (const FileStamp& s : stamps) {
+    const auto [dir, name] = split_path(s.path);
+    const auto [it, added] = index.emplace(dir, static_cast<std::uint32_t>(dirs.size()));
+    if (added)
+      dirs.push_back(dir);
+    append_le<std::uint32_t>(body, it->second);
+    append_sized<std::uint32_t>(body, name);
+    append_fields(body, s);
+  }
+  std::string out;
+  append_le<std::uint32_t>(out, static_cast<std::uint32_t>(dirs.size()));
+  for (std::string_view dir : dirs)
+    append_sized<std::uint32_t>(out, dir);
+  return out + body;
+}
+
+std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded) {
+  std::vector<std::string> dirs;
+  std::vector<FileStamp> out;
+  const bool ok = walk(
+      encoded,
+      [&](std::uint32_t, std::string_view dir) {
+        dirs.emplace_back(dir);
+        return true;
+      },
+      [&](std::uint32_t index, std::string_view name, FileStamp s) {
+        const std::string& dir = dirs[index];
+        s.path = name == "." ? dir : (dir == "." ? "" : dir == "/" ? "/" : dir + "/") + std::string(name);
+        out.push_back(std::move(s));
+        return true;
+      });
+  if (!ok)
+    return std::nullopt;
   return out;
 }
 
-std::optional<std::vector<FileStamp>> decode_stamps(std::string_view& in) {
-  std::uint64_t count = 0;
-  if (!take_le(in, count) || count > in.size())
-    return std::nullopt;
-  std::vector<FileStamp> out(static_cast<std::size_t>(count));
-  for (FileStamp& s : out) {
-    std::uint64_t exists = 0, mtime = 0, ctime = 0;
-    if (!take_sized(in, s.path) || !take_le(in, exists) || !take_le(in, s.ino) ||
-        !take_le(in, s.size) || !take_le(in, mtime) || !take_le(in, ctime))
-      return std::nullopt;
-    s.exists = exists != 0;
-    s.mtime_ns = static_cast<std::int64_t>(mtime);
-    s.ctime_ns = static_cast<std::int64_t>(ctime);
-  }
-  return out;
+bool unchanged(std::string_view encoded) {
+  std::vector<std::string> dirs;
+  std::vector<int> fds; // -2: not opened yet; -1: cannot be opened
+  std::string name_z;   // the name, NUL-terminated for fstatat
+  const bool ok = walk(
+      encoded,
+      [&](std::uint32_t, std::string_view dir) {
+        dirs.emplace_back(dir);
+        fds.push_back(-2);
+        return true;
+      },
+      [&](std::uint32_t index, std::string_view name, const FileStamp& s) {
+        int& fd = fds[index];
+        if (fd == -2)
+          fd = ::open(dirs[index].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        name_z.assign(name);
+        struct stat st {};
+        const bool exists = fd >= 0 && ::fstatat(fd, name_z.c_str(), &st, 0) == 0;
+        return same(s, exists, st);
+      });
+  for (int fd : fds)
+    if (fd >= 0)
+      ::close(fd);
+  return ok;
 }
 
 } // namespace jitcache::detail

@@ -35,16 +35,21 @@ FileStamp stamp_from(const std::string& path, const struct stat& st);
 /// not a regular file. One open, one fstat, one read.
 std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp);
 
-/// Whether every stamp still describes its file (one stat each; stops at the first change).
-bool unchanged(const std::vector<FileStamp>& stamps);
-
 /// Whether a stamp was modified or changed within `seconds` of now. Timestamps are only as fine
 /// as the kernel's clock tick, so a file written twice within one tick, to the same size, keeps
 /// its stamp: a stamp that recent cannot vouch for the content.
 bool too_recent(const FileStamp& stamp, int seconds = 2);
 
-/// A byte form of `stamps` (for a stored record) and back; nullopt on malformed bytes.
+/// The stored form of `stamps`: a table of their directories, then each stamp as its
+/// directory's index, its name and its stat fields.
 std::string encode_stamps(const std::vector<FileStamp>& stamps);
-std::optional<std::vector<FileStamp>> decode_stamps(std::string_view& bytes);
+/// Back from encode_stamps(); nullopt on malformed bytes.
+std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded);
+
+/// Whether every stamp in `encoded` (encode_stamps) still describes its file; false also on
+/// malformed bytes. Checked in the stored form, without making a string per stamp: each
+/// directory is opened once (O_PATH) and each file stat'ed relative to it. Stops at the first
+/// change.
+bool unchanged(std::string_view encoded);
 
 } // namespace jitcache::detail

@@ -31,7 +31,7 @@ std::optional<HandleCache::Loaded> HandleCache::find(const RequestHash& request)
   auto it = m_requests.find(request);
   if (it == m_requests.end())
     return std::nullopt;
-  if (!unchanged(it->second.files))
+  if (!unchanged(it->second.guards))
     return std::nullopt; // a header changed: the caller rebuilds the key (and re-aliases)
   return it->second.loaded;
 }
@@ -60,7 +60,7 @@ HandleCache::get_or_load(const Slot& slot, const std::function<Expected<Loaded>(
 }
 
 void HandleCache::alias(const RequestHash& request, const Loaded& loaded,
-                        const std::optional<std::vector<FileStamp>>& guards) {
+                        const std::optional<std::string>& guards) {
   if (!guards)
     return;
   std::lock_guard<std::mutex> lock(m_mutex);

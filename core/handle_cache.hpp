@@ -67,7 +67,7 @@ public:
   /// shortcut and the request rebuilds its key. Without guards (files changed too recently to
   /// vouch for their content) nothing is remembered.
   void alias(const RequestHash& request, const Loaded& loaded,
-             const std::optional<std::vector<FileStamp>>& guards);
+             const std::optional<std::string>& guards);
   /// Forgets every handle (releasing the runtime objects not held elsewhere).
   void clear();
 
@@ -76,7 +76,7 @@ private:
   std::map<Slot, Loaded> m_slots;
   struct Alias {
     Loaded loaded;
-    std::vector<FileStamp> files;
+    std::string guards; ///< encode_stamps()
   };
   std::map<RequestHash, Alias> m_requests;
   SingleFlight<Slot, Expected<Loaded>> m_loads;

@@ -18,7 +18,7 @@ constexpr std::string_view k_record_magic = "JCR1";
 
 std::string encode_record(const Record& record) {
   std::string body;
-  append_sized(body, encode_stamps(record.guards));
+  append_sized(body, record.guards);
   append_sized(body, record.payload);
   std::string out(k_record_magic);
   append_le<std::uint64_t>(out, XXH3_64bits(body.data(), body.size()));
@@ -33,14 +33,8 @@ std::optional<Record> decode_record(std::string_view in) {
   if (!take_le(in, checksum) || XXH3_64bits(in.data(), in.size()) != checksum)
     return std::nullopt;
   Record record;
-  std::string stamps;
-  if (!take_sized(in, stamps) || !take_sized(in, record.payload) || !in.empty())
+  if (!take_sized(in, record.guards) || !take_sized(in, record.payload) || !in.empty())
     return std::nullopt;
-  std::string_view view = stamps;
-  auto guards = decode_stamps(view);
-  if (!guards || !view.empty())
-    return std::nullopt;
-  record.guards = std::move(*guards);
   return record;
 }
 
@@ -59,10 +53,6 @@ std::optional<Key> decode_key(std::string_view in) {
   in.remove_prefix(key.digest.bytes.size());
   if (!take_sized(in, key.backend) || !take_sized(in, key.stored_fields) || !in.empty())
     return std::nullopt;
-  auto fields = decode_key_fields(key.stored_fields);
-  if (!fields)
-    return std::nullopt;
-  key.fields = std::move(*fields);
   return key;
 }
 
@@ -85,7 +75,9 @@ Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, c
   auto built = build();
   if (!built)
     return std::move(built).error();
-  GuardedKey out{std::move(built->first), guards_of(built->second)};
+  GuardedKey out{std::move(built->first), std::nullopt};
+  if (auto guards = guards_of(built->second))
+    out.guards = encode_stamps(*guards);
   if (out.guards)
     core.remember(backend, name, Record{*out.guards, encode_key(out.key)});
   return out;

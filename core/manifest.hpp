@@ -25,7 +25,7 @@ class CacheCore;
 
 /// A remembered value and the stamps that vouch for it.
 struct Record {
-  std::vector<FileStamp> guards;
+  std::string guards; ///< encode_stamps()
   std::string payload;
 };
 
@@ -35,7 +35,8 @@ std::string encode_record(const Record& record);
 std::optional<Record> decode_record(std::string_view bytes);
 
 /// A key's stored form (digest, backend, stored fields) and back; nullopt on malformed bytes.
-/// The decoded key's fields are its stored fields (long values as their digests).
+/// The decoded key has no `fields`, only `stored_fields`: that is all a lookup compares, and
+/// decoding hundreds of header fields would cost more than the rest of a hit.
 std::string encode_key(const Key& key);
 std::optional<Key> decode_key(std::string_view bytes);
 
@@ -47,9 +48,9 @@ Digest record_name(std::string_view kind, std::initializer_list<std::string_view
 /// A key, and the stamps that vouch for the files it was built from (nullopt: they changed too
 /// recently to vouch for anything; the key is right but must not be remembered).
 struct GuardedKey {
-  Key key;
-  std::optional<std::vector<FileStamp>> guards;
-  bool recalled = false; ///< taken from a remembered manifest: no file was read
+  Key key;                          ///< when recalled, `fields` is empty (stored_fields is kept)
+  std::optional<std::string> guards; ///< encode_stamps()
+  bool recalled = false;            ///< taken from a remembered manifest: no file was read
 };
 
 /// The key a request named `name` (record_name) had, when `core` remembers it for `backend`

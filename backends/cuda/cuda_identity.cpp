@@ -121,7 +121,8 @@ Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered
     rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
   }
   if (auto guards = guards_of(deps))
-    core.remember(k_backend, name, detail::Record{*guards, encode_toolchain(**probed)});
+    core.remember(k_backend, name,
+                  detail::Record{detail::encode_stamps(*guards), encode_toolchain(**probed)});
   return **probed;
 }
 

@@ -149,25 +149,39 @@ TEST_F(ManifestTest, ADamagedRecordIsBuiltAgainAndReplaced) {
   EXPECT_TRUE(key(source).recalled) << "and was replaced";
 }
 
-TEST(RecordCodec, RoundTripsAndRejectsEveryTruncation) {
-  detail::Record record{{detail::stamp_of("/"), detail::FileStamp{"/nonexistent"}}, "payload"};
+TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
+  const std::vector<detail::FileStamp> stamps{detail::stamp_of("/"), detail::stamp_of("/tmp"),
+                                              detail::FileStamp{"/nonexistent/x.h"},
+                                              detail::stamp_of(".")};
+  const detail::Record record{detail::encode_stamps(stamps), "payload"};
   const std::string bytes = detail::encode_record(record);
   auto back = detail::decode_record(bytes);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->payload, "payload");
-  ASSERT_EQ(back->guards.size(), 2u);
-  EXPECT_TRUE(back->guards[0] == record.guards[0]);
-  EXPECT_FALSE(back->guards[1].exists);
+  EXPECT_TRUE(detail::unchanged(back->guards));
+  auto decoded = detail::decode_stamps(back->guards);
+  ASSERT_TRUE(decoded);
+  ASSERT_EQ(decoded->size(), stamps.size());
+  for (std::size_t i = 0; i < stamps.size(); ++i)
+    EXPECT_TRUE((*decoded)[i] == stamps[i]) << stamps[i].path << " came back as "
+                                            << (*decoded)[i].path;
   for (std::size_t n = 0; n < bytes.size(); ++n)
     EXPECT_FALSE(detail::decode_record(bytes.substr(0, n))) << n;
+  for (std::size_t n = 0; n < record.guards.size(); ++n)
+    EXPECT_FALSE(detail::unchanged(record.guards.substr(0, n))) << n;
+  auto moved = stamps;
+  moved[1].mtime_ns += 1;
+  EXPECT_FALSE(detail::unchanged(detail::encode_stamps(moved)));
+  moved = stamps;
+  moved[2].exists = true;
+  EXPECT_FALSE(detail::unchanged(detail::encode_stamps(moved)));
 
   const Key key = KeyBuilder("cuda").device("arch", "sm_80").source(std::string(300, 'x')).finish();
-  auto decoded = detail::decode_key(detail::encode_key(key));
-  ASSERT_TRUE(decoded);
-  EXPECT_EQ(decoded->digest, key.digest);
-  EXPECT_EQ(decoded->backend, "cuda");
-  EXPECT_EQ(decoded->stored_fields, key.stored_fields);
-  EXPECT_EQ(decoded->fields.size(), key.fields.size());
+  auto key_back = detail::decode_key(detail::encode_key(key));
+  ASSERT_TRUE(key_back);
+  EXPECT_EQ(key_back->digest, key.digest);
+  EXPECT_EQ(key_back->backend, "cuda");
+  EXPECT_EQ(key_back->stored_fields, key.stored_fields);
 }
 
 } // namespace
