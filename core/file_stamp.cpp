@@ -128,24 +128,32 @@ bool walk(std::string_view in, Dir&& dir, Stamp&& stamp) {
 } // namespace
 
 std::string encode_stamps(const std::vector<FileStamp>& stamps) {
+  // Grouped by directory (in first-seen order), so that a check holds one directory open at a
+  // time.
   std::vector<std::string_view> dirs;
   std::map<std::string_view, std::uint32_t> index;
-  std::string body;
-  append_le<std::uint32_t>(body, static_cast<std::uint32_t>(stamps.size()));
+  std::vector<std::vector<const FileStamp*>> grouped;
   for (const FileStamp& s : stamps) {
-    const auto [dir, name] = split_path(s.path);
+    const std::string_view dir = split_path(s.path).first;
     const auto [it, added] = index.emplace(dir, static_cast<std::uint32_t>(dirs.size()));
-    if (added)
+    if (added) {
       dirs.push_back(dir);
-    append_le<std::uint32_t>(body, it->second);
-    append_sized<std::uint32_t>(body, name);
-    append_fields(body, s);
+      grouped.emplace_back();
+    }
+    grouped[it->second].push_back(&s);
   }
   std::string out;
   append_le<std::uint32_t>(out, static_cast<std::uint32_t>(dirs.size()));
   for (std::string_view dir : dirs)
     append_sized<std::uint32_t>(out, dir);
-  return out + body;
+  append_le<std::uint32_t>(out, static_cast<std::uint32_t>(stamps.size()));
+  for (std::uint32_t i = 0; i < grouped.size(); ++i)
+    for (const FileStamp* s : grouped[i]) {
+      append_le<std::uint32_t>(out, i);
+      append_sized<std::uint32_t>(out, split_path(s->path).second);
+      append_fields(out, *s);
+    }
+  return out;
 }
 
 std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded) {
@@ -169,28 +177,33 @@ std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded) {
 }
 
 bool unchanged(std::string_view encoded) {
+  // One directory descriptor at a time: a process holding many descriptors (a CUDA context
+  // holds dozens) grows its descriptor table when it opens more, and in a multi-threaded
+  // process that waits for an RCU grace period - milliseconds.
   std::vector<std::string> dirs;
-  std::vector<int> fds; // -2: not opened yet; -1: cannot be opened
-  std::string name_z;   // the name, NUL-terminated for fstatat
+  std::uint32_t open_index = 0;
+  int fd = -2;        // -2: none open; -1: the directory cannot be opened
+  std::string name_z; // the name, NUL-terminated for fstatat
   const bool ok = walk(
       encoded,
       [&](std::uint32_t, std::string_view dir) {
         dirs.emplace_back(dir);
-        fds.push_back(-2);
         return true;
       },
       [&](std::uint32_t index, std::string_view name, const FileStamp& s) {
-        int& fd = fds[index];
-        if (fd == -2)
+        if (fd == -2 || index != open_index) {
+          if (fd >= 0)
+            ::close(fd);
           fd = ::open(dirs[index].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+          open_index = index;
+        }
         name_z.assign(name);
         struct stat st {};
         const bool exists = fd >= 0 && ::fstatat(fd, name_z.c_str(), &st, 0) == 0;
         return same(s, exists, st);
       });
-  for (int fd : fds)
-    if (fd >= 0)
-      ::close(fd);
+  if (fd >= 0)
+    ::close(fd);
   return ok;
 }
 

@@ -41,15 +41,15 @@ std::optional<std::string> read_stamped(const std::string& path, FileStamp& stam
 bool too_recent(const FileStamp& stamp, int seconds = 2);
 
 /// The stored form of `stamps`: a table of their directories, then each stamp as its
-/// directory's index, its name and its stat fields.
+/// directory's index, its name and its stat fields, grouped by directory.
 std::string encode_stamps(const std::vector<FileStamp>& stamps);
-/// Back from encode_stamps(); nullopt on malformed bytes.
+/// Back from encode_stamps() (grouped by directory); nullopt on malformed bytes.
 std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded);
 
 /// Whether every stamp in `encoded` (encode_stamps) still describes its file; false also on
 /// malformed bytes. Checked in the stored form, without making a string per stamp: each
-/// directory is opened once (O_PATH) and each file stat'ed relative to it. Stops at the first
-/// change.
+/// directory is opened once (O_PATH, one at a time) and each file stat'ed relative to it. Stops
+/// at the first change.
 bool unchanged(std::string_view encoded);
 
 } // namespace jitcache::detail
