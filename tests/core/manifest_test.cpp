@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 namespace jitcache {
@@ -83,37 +84,23 @@ TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
     EXPECT_FALSE(edited.guards) << "a file this recent cannot vouch for its content";
     EXPECT_FALSE(key(source).recalled) << "so it was not remembered";
   }
-  // Each change below is made to a remembered manifest (stamps settled, key built, recalled).
-  const auto remembered = [&] {
+  // Each change is made to a remembered manifest (stamps settled, key built, recalled), and
+  // must give another key, built from the files.
+  const auto changes_the_key = [&](const char* what, const std::function<void()>& change) {
+    SCOPED_TRACE(what);
     let_stamps_settle();
-    const Digest digest = key(source).key.digest;
+    const Digest before = key(source).key.digest;
     EXPECT_TRUE(key(source).recalled);
-    return digest;
+    change();
+    const auto after = key(source);
+    EXPECT_FALSE(after.recalled);
+    EXPECT_NE(after.key.digest, before);
   };
-  {
-    SCOPED_TRACE("a header created earlier in the include path shadows one");
-    const Digest before = remembered();
-    write(dir.path() / "first/a.h", "int shadow;\n");
-    const auto shadowed = key(source);
-    EXPECT_FALSE(shadowed.recalled);
-    EXPECT_NE(shadowed.key.digest, before);
-  }
-  {
-    SCOPED_TRACE("an include that resolved nowhere appears");
-    const Digest before = remembered();
-    write(dir.path() / "second/missing.h", "int now_here;\n");
-    const auto appeared = key(source);
-    EXPECT_FALSE(appeared.recalled);
-    EXPECT_NE(appeared.key.digest, before);
-  }
-  {
-    SCOPED_TRACE("a header removed");
-    const Digest before = remembered();
-    fs::remove(dir.path() / "first/a.h");
-    const auto removed = key(source);
-    EXPECT_FALSE(removed.recalled);
-    EXPECT_NE(removed.key.digest, before);
-  }
+  changes_the_key("a header created earlier in the include path shadows one",
+                  [&] { write(dir.path() / "first/a.h", "int shadow;\n"); });
+  changes_the_key("an include that resolved nowhere appears",
+                  [&] { write(dir.path() / "second/missing.h", "int now_here;\n"); });
+  changes_the_key("a header removed", [&] { fs::remove(dir.path() / "first/a.h"); });
   EXPECT_FALSE(key(source + " ").recalled) << "another source is another request";
 }
 
