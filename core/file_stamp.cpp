@@ -69,6 +69,21 @@ std::pair<std::string_view, std::string_view> split_path(std::string_view path) 
   return {dir.empty() ? "/" : dir, name.empty() ? "." : name};
 }
 
+// The inverse of split_path, into `out`.
+void join_path(std::string_view dir, std::string_view name, std::string& out) {
+  if (name == ".") {
+    out.assign(dir);
+    return;
+  }
+  out.clear();
+  if (dir != ".") {
+    out.append(dir);
+    if (dir != "/")
+      out += '/';
+  }
+  out.append(name);
+}
+
 bool same(const FileStamp& stamp, bool exists, const struct stat& st) {
   if (!exists)
     return !stamp.exists;
@@ -166,8 +181,7 @@ std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded) {
         return true;
       },
       [&](std::uint32_t index, std::string_view name, FileStamp s) {
-        const std::string& dir = dirs[index];
-        s.path = name == "." ? dir : (dir == "." ? "" : dir == "/" ? "/" : dir + "/") + std::string(name);
+        join_path(dirs[index], name, s.path);
         out.push_back(std::move(s));
         return true;
       });
@@ -177,13 +191,21 @@ std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded) {
 }
 
 bool unchanged(std::string_view encoded) {
-  // One directory descriptor at a time: a process holding many descriptors (a CUDA context
-  // holds dozens) grows its descriptor table when it opens more, and in a multi-threaded
-  // process that waits for an RCU grace period - milliseconds.
+  // The first stamp of a directory is stat'ed by its path; the directory is opened (O_PATH) for
+  // the others, which are then stat'ed relative to it: one path walk per directory. One
+  // directory descriptor at a time: a process holding many descriptors (a CUDA context holds
+  // dozens) grows its descriptor table when it opens more, and in a multi-threaded process
+  // that waits for an RCU grace period - milliseconds.
   std::vector<std::string> dirs;
-  std::uint32_t open_index = 0;
-  int fd = -2;        // -2: none open; -1: the directory cannot be opened
-  std::string name_z; // the name, NUL-terminated for fstatat
+  std::uint32_t group = 0;
+  bool first_of_group = true;
+  int fd = -2;      // -2: not opened; -1: the directory cannot be opened
+  std::string path; // NUL-terminated path or name for the stat calls
+  const auto close_dir = [&] {
+    if (fd >= 0)
+      ::close(fd);
+    fd = -2;
+  };
   const bool ok = walk(
       encoded,
       [&](std::uint32_t, std::string_view dir) {
@@ -191,19 +213,26 @@ bool unchanged(std::string_view encoded) {
         return true;
       },
       [&](std::uint32_t index, std::string_view name, const FileStamp& s) {
-        if (fd == -2 || index != open_index) {
-          if (fd >= 0)
-            ::close(fd);
-          fd = ::open(dirs[index].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-          open_index = index;
+        if (first_of_group || index != group) {
+          close_dir();
+          group = index;
+          first_of_group = true;
         }
-        name_z.assign(name);
         struct stat st {};
-        const bool exists = fd >= 0 && ::fstatat(fd, name_z.c_str(), &st, 0) == 0;
+        bool exists;
+        if (first_of_group) {
+          join_path(dirs[index], name, path);
+          exists = ::stat(path.c_str(), &st) == 0;
+          first_of_group = false;
+        } else {
+          if (fd == -2)
+            fd = ::open(dirs[index].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+          path.assign(name);
+          exists = fd >= 0 && ::fstatat(fd, path.c_str(), &st, 0) == 0;
+        }
         return same(s, exists, st);
       });
-  if (fd >= 0)
-    ::close(fd);
+  close_dir();
   return ok;
 }
 
