@@ -107,7 +107,7 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
   return deps;
 }
 
-std::optional<std::vector<detail::FileStamp>> guards_of(const Dependencies& deps) {
+std::optional<std::string> guards_of(const Dependencies& deps) {
   std::vector<detail::FileStamp> out = deps.read;
   std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
   std::error_code ec;
@@ -122,7 +122,7 @@ std::optional<std::vector<detail::FileStamp>> guards_of(const Dependencies& deps
   for (const detail::FileStamp& stamp : out)
     if (detail::too_recent(stamp))
       return std::nullopt;
-  return out;
+  return detail::encode_stamps(out);
 }
 
 void add_compile_environment(KeyBuilder& builder, const Config& config, std::string_view backend) {

@@ -67,6 +67,13 @@ Digest record_name(std::string_view kind, std::initializer_list<std::string_view
   return sha.finish();
 }
 
+std::string fields_text(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  for (const auto& [name, value] : fields)
+    out += name + "=" + value + "\n";
+  return out;
+}
+
 Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, const Digest& name,
                                   const std::function<Expected<std::pair<Key, Dependencies>>()>& build) {
   if (auto record = core.recall(backend, name))
@@ -75,9 +82,7 @@ Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, c
   auto built = build();
   if (!built)
     return std::move(built).error();
-  GuardedKey out{std::move(built->first), std::nullopt};
-  if (auto guards = guards_of(built->second))
-    out.guards = encode_stamps(*guards);
+  GuardedKey out{std::move(built->first), guards_of(built->second)};
   if (out.guards)
     core.remember(backend, name, Record{*out.guards, encode_key(out.key)});
   return out;

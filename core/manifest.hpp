@@ -44,6 +44,9 @@ std::optional<Key> decode_key(std::string_view bytes);
 /// version. The parts must be every input of what is remembered that is not vouched for by
 /// file stamps (for a key: options, source, in-memory headers, identities, current directory).
 Digest record_name(std::string_view kind, std::initializer_list<std::string_view> parts);
+/// `fields` as "name=value" lines: the text form of identities and compile environments among
+/// a record name's parts.
+std::string fields_text(const std::vector<std::pair<std::string, std::string>>& fields);
 
 /// A key, and the stamps that vouch for the files it was built from (nullopt: they changed too
 /// recently to vouch for anything; the key is right but must not be remembered).

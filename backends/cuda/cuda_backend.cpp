@@ -186,10 +186,11 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   const CUcontext context = *current;
 
   HandleCache& handles = cache.core().handles();
+  // Every argument of the request: hashed for the memory tier, and part of the manifest's name.
+  const std::string arguments = flatten(program);
   const auto request = HandleCache::hash_request(
       {"cuda.load_module",
-       std::string_view(reinterpret_cast<const char*>(&context), sizeof context),
-       flatten(program)});
+       std::string_view(reinterpret_cast<const char*>(&context), sizeof context), arguments});
   if (auto loaded = handles.find(request))
     return module_of(*loaded, memory_hit(*loaded, total));
 
@@ -200,7 +201,6 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   auto tools = toolchain_for_keys(cache.core(), &remembered);
   if (!tools)
     return tools.error();
-  const std::string arguments = flatten(program);
   Expected<HandleCache::Loaded> loaded = Error();
   GuardedKey keyed;
   BuildInfo info;

@@ -121,8 +121,7 @@ Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered
     rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
   }
   if (auto guards = guards_of(deps))
-    core.remember(k_backend, name,
-                  detail::Record{detail::encode_stamps(*guards), encode_toolchain(**probed)});
+    core.remember(k_backend, name, detail::Record{*guards, encode_toolchain(**probed)});
   return **probed;
 }
 
@@ -240,12 +239,9 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
 
 GuardedKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
                           const Target& target, const Program& program, std::string_view request) {
-  std::string environment;
-  for (const auto& [variable, value] : core.config().compile_environment(k_backend))
-    environment += variable + "=" + value + "\n";
   const Digest name = detail::record_name(
       "cuda key", {toolchain.version, toolchain.build, target.compute_capability, target.arch,
-                   environment, request});
+                   detail::fields_text(core.config().compile_environment(k_backend)), request});
   // Building the key cannot fail, so neither can this.
   return *detail::manifest_key(core, k_backend, name,
                                [&]() -> Expected<std::pair<Key, Dependencies>> {

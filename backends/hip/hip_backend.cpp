@@ -302,9 +302,7 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
       ran);
   if (!loaded)
     return loaded.error();
-  const auto guards = guards_of(keyed->second);
-  handles.alias(request, *loaded,
-                guards ? std::optional<std::string>(detail::encode_stamps(*guards)) : std::nullopt);
+  handles.alias(request, *loaded, guards_of(keyed->second));
   if (!ran)
     return memory_hit(*loaded);
   return hand_out(*loaded, loaded->info);

@@ -106,15 +106,11 @@ Key key_for(const Identity& id, const Config& config, std::string_view source,
 
 detail::GuardedKey remembered_key(detail::CacheCore& core, const Identity& id,
                                   std::string_view source, std::string_view options) {
-  std::string identity;
-  for (const auto* fields : {&id.device, &id.toolchain})
-    for (const auto& [name, value] : *fields)
-      identity += name + "=" + value + "\n";
-  for (const auto& [name, value] : core.config().compile_environment("opencl"))
-    identity += "env " + name + "=" + value + "\n";
   std::error_code ec; // a removed current directory reads as empty; the key build reports it
   const Digest name = detail::record_name(
-      "opencl key", {identity, std::filesystem::current_path(ec).string(), options, source});
+      "opencl key", {detail::fields_text(id.device), detail::fields_text(id.toolchain),
+                     detail::fields_text(core.config().compile_environment("opencl")),
+                     std::filesystem::current_path(ec).string(), options, source});
   // Building the key cannot fail, so neither can this.
   return *detail::manifest_key(core, "opencl", name,
                                [&]() -> Expected<std::pair<Key, Dependencies>> {
