@@ -26,11 +26,7 @@ Expected<Found> Cache::get_or_compile(const Key& key,
   out.key = key.digest;
 
   const auto hit = [&](Found found) -> Expected<Found> {
-    count(key.backend, counter::hits_prefix + found.tier, 1);
-    count(key.backend, counter::saved_ns, found.entry.compile_ns);
-    out.outcome = Outcome::hit;
-    out.tier = found.tier;
-    out.bytes = found.entry.payload.size();
+    m_core->count_hit(key, found, out);
     out.total_ms = total.ms();
     return found;
   };

@@ -102,15 +102,19 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
 }
 
 std::optional<Record> CacheCore::recall(const std::string& backend, const Digest& name) {
+  auto record = peek(backend, name);
+  if (!record || !unchanged(record->guards))
+    return std::nullopt;
+  return record;
+}
+
+std::optional<Record> CacheCore::peek(const std::string& backend, const Digest& name) {
   if (!m_user_tier || m_user_tier->dead || !persistent(backend))
     return std::nullopt;
   auto bytes = m_user->get_record(name);
   if (!bytes || !*bytes)
     return std::nullopt;
-  auto record = decode_record(**bytes);
-  if (!record || !unchanged(record->guards))
-    return std::nullopt;
-  return record;
+  return decode_record(**bytes);
 }
 
 void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {
@@ -119,6 +123,14 @@ void CacheCore::remember(const std::string& backend, const Digest& name, const R
     return;
   if (auto ok = m_user->put_record(name, encode_record(record)); !ok)
     log::info("could not remember record " + name.hex() + ": " + ok.error().message);
+}
+
+void CacheCore::count_hit(const Key& key, const Found& found, BuildInfo& info) {
+  count(key.backend, counter::hits_prefix + found.tier, 1);
+  count(key.backend, counter::saved_ns, found.entry.compile_ns);
+  info.outcome = Outcome::hit;
+  info.tier = found.tier;
+  info.bytes = found.entry.payload.size();
 }
 
 bool CacheCore::leases_apply(const std::string& backend) const {

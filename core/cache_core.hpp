@@ -39,6 +39,8 @@ public:
   /// unchanged (one stat each). nullopt otherwise, also when the tier fails (never an error:
   /// the caller computes what was remembered instead).
   std::optional<Record> recall(const std::string& backend, const Digest& name);
+  /// Like recall(), without checking the stamps: the caller checks them (PendingKey).
+  std::optional<Record> peek(const std::string& backend, const Digest& name);
   /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
   /// and it is writable. Best effort: a failed write is logged at info level and forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);
@@ -85,6 +87,9 @@ public:
   void store_later(const Key& key, std::function<Expected<Entry>()> produce,
                    std::function<Expected<Entry>()> refresh,
                    std::shared_ptr<Compiled> compiled = nullptr);
+  /// Counts a hit on `key` served by `found` (its tier, the compile time it saved) and says so
+  /// in `info` (outcome, tier, bytes).
+  void count_hit(const Key& key, const Found& found, BuildInfo& info);
   void evict(const Key& key);
   void flush();
   void count(const std::string& backend, const std::string& name, std::uint64_t amount);

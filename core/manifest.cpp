@@ -8,11 +8,16 @@
 
 #include <xxhash.h>
 
+#include <system_error>
+
 namespace jitcache::detail {
 
 namespace {
 
 constexpr std::string_view k_record_magic = "JCR1";
+// Stamps worth checking on a thread of their own: about 70 (some 50 bytes each) take longer to
+// stat than a thread takes to start and join.
+constexpr std::size_t k_background_bytes = 4096;
 
 } // namespace
 
@@ -74,18 +79,46 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
   return out;
 }
 
-Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, const Digest& name,
-                                  const std::function<Expected<std::pair<Key, Dependencies>>()>& build) {
-  if (auto record = core.recall(backend, name))
-    if (auto key = decode_key(record->payload); key && key->backend == backend)
-      return GuardedKey{std::move(*key), std::move(record->guards), true};
-  auto built = build();
+PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
+                       bool background)
+    : m_core(core), m_backend(std::move(backend)), m_name(name), m_build(std::move(build)),
+      m_record(core.peek(m_backend, name)) {
+  if (!m_record)
+    return;
+  if (auto key = decode_key(m_record->payload); key && key->backend == m_backend)
+    m_key = std::move(*key);
+  else
+    return;
+  if (!background || m_record->guards.size() < k_background_bytes)
+    return;
+  try {
+    m_check = std::async(std::launch::async,
+                         [guards = std::string_view(m_record->guards)] { return unchanged(guards); });
+  } catch (const std::system_error&) {
+    // no thread to be had: settle() checks in this one
+  }
+}
+
+PendingKey::~PendingKey() {
+  if (m_check.valid())
+    m_check.wait();
+}
+
+Expected<GuardedKey> PendingKey::settle() {
+  if (m_key && (m_check.valid() ? m_check.get() : unchanged(m_record->guards)))
+    return GuardedKey{std::move(*m_key), std::move(m_record->guards), true};
+  auto built = m_build();
   if (!built)
     return std::move(built).error();
   GuardedKey out{std::move(built->first), guards_of(built->second)};
   if (out.guards)
-    core.remember(backend, name, Record{*out.guards, encode_key(out.key)});
+    m_core.remember(m_backend, m_name, Record{*out.guards, encode_key(out.key)});
   return out;
+}
+
+Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, const Digest& name,
+                                  const PendingKey::Build& build) {
+  return PendingKey(core, backend, name, build, false).settle();
 }
 
 } // namespace jitcache::detail

@@ -7,6 +7,7 @@
 #include <jitcache/key.hpp>
 
 #include <functional>
+#include <future>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -56,11 +57,47 @@ struct GuardedKey {
   bool recalled = false;            ///< taken from a remembered manifest: no file was read
 };
 
+/// manifest_key() in two steps, for a caller with slow work to do with the key it will most
+/// likely get: CUDA loads a heavy module (milliseconds) while the stat calls that prove a CUB
+/// key (hundreds) run. Construction reads the record named `name` (see record_name); when
+/// `background` and the record holds enough stamps to be worth a thread, their check starts on
+/// one. Not copyable or movable: the check reads the record in place.
+class PendingKey {
+public:
+  using Build = std::function<Expected<std::pair<Key, Dependencies>>()>;
+  /// `build` is called by settle() when nothing proven is remembered; what it refers to must
+  /// live until then.
+  PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
+             bool background);
+  /// Waits for a check still running.
+  ~PendingKey();
+  PendingKey(const PendingKey&) = delete;
+  PendingKey& operator=(const PendingKey&) = delete;
+
+  /// The remembered key before its stamps are proven; nullptr when none is remembered. Only for
+  /// work that is thrown away when settle() answers with another digest (looking the entry up
+  /// and loading it), never for compiling, storing or counting.
+  const Key* guess() const { return m_key ? &*m_key : nullptr; }
+  /// The remembered key when every stamp is unchanged (waiting for the check); otherwise the
+  /// key `build` makes, remembered for the next process when the stamps can vouch and the user
+  /// tier is writable. Errors: those of `build`. Call once.
+  Expected<GuardedKey> settle();
+
+private:
+  CacheCore& m_core;
+  std::string m_backend;
+  Digest m_name;
+  Build m_build;
+  std::optional<Record> m_record;
+  std::optional<Key> m_key;  ///< decoded from m_record
+  std::future<bool> m_check; ///< declared last: joined before the record it reads is destroyed
+};
+
 /// The key a request named `name` (record_name) had, when `core` remembers it for `backend`
 /// and none of the files it was built from changed since: no file is read. Otherwise `build`
 /// builds it, and it is remembered for the next process (when the stamps can vouch and the user
 /// tier is writable). Errors: those of `build`.
 Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, const Digest& name,
-                                  const std::function<Expected<std::pair<Key, Dependencies>>()>& build);
+                                  const PendingKey::Build& build);
 
 } // namespace jitcache::detail

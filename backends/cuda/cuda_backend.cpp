@@ -209,7 +209,54 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     auto target = context_target(**api, *tools);
     if (!target)
       return std::move(target).error();
-    keyed = remembered_key(cache.core(), *tools, *target, program, arguments);
+    info = BuildInfo{};
+    info.device = target->arch;
+    const auto loaded_from = [&](const Entry& entry) -> Expected<HandleCache::Loaded> {
+      const Stopwatch clock;
+      auto handle = load(**api, entry);
+      info.load_ms = clock.ms();
+      if (!handle)
+        return std::move(handle).error();
+      if (target->ptx) {
+        log::write_once(LogLevel::warn, "cuda-ptx:" + target->arch,
+                        "compute capability " + target->compute_capability + ": " +
+                            ptx_note(target->arch));
+        info.note += (info.note.empty() ? "" : "; ") + ptx_note(target->arch);
+      }
+      return HandleCache::Loaded{std::move(*handle), info};
+    };
+
+    // A remembered key's module is loaded while the stamps that prove the key are checked on
+    // another thread (a heavy module's load, milliseconds, hides the hundreds of stat calls of
+    // a CUB key). It is counted, and used, only once they held.
+    detail::PendingKey pending = remembered_key(cache.core(), *tools, *target, program, arguments);
+    std::optional<Found> early; // the guessed key's entry, when this thread loaded it
+    std::optional<Digest> guessed_key;
+    Expected<HandleCache::Loaded> guessed = Error();
+    if (const Key* guess = pending.guess()) {
+      guessed_key = guess->digest;
+      guessed = handles.get_or_load(
+          {guess->digest, context, nullptr},
+          [&]() -> Expected<HandleCache::Loaded> {
+            info.key = guess->digest;
+            early = cache.lookup(*guess);
+            if (!early)
+              return Error(ErrorCode::runtime_error, "not stored"); // never reported: the usual path follows
+            info.bytes = early->entry.payload.size();
+            return loaded_from(early->entry);
+          },
+          ran);
+    }
+    keyed = *pending.settle(); // building the key cannot fail
+    if (guessed && keyed.key.digest == guessed_key) {
+      loaded = std::move(guessed);
+      if (ran)
+        cache.core().count_hit(keyed.key, *early, info);
+      break;
+    }
+    // Not proven (a file changed, and the key with it), not stored, or refused: the usual path.
+    info = BuildInfo{};
+    info.device = target->arch;
     const Key& key = keyed.key;
     const auto compile = [&]() -> Expected<Entry> {
       auto real = toolchain();
@@ -221,30 +268,10 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
       }
       return compile_entry(**nvrtc(), *target, program);
     };
-    info = BuildInfo{};
-    info.device = target->arch;
     // A context belongs to one device, so the context alone tells where the module lives.
     loaded = handles.get_or_load(
         {key.digest, context, nullptr},
-        [&]() -> Expected<HandleCache::Loaded> {
-          auto handle = fetch<HandleCache::Handle>(cache, key, compile, info,
-                                                   [&](const Entry& entry) {
-                                                     const Stopwatch clock;
-                                                     auto module = load(**api, entry);
-                                                     info.load_ms = clock.ms();
-                                                     return module;
-                                                   });
-          if (!handle)
-            return std::move(handle).error();
-          if (target->ptx) {
-            log::write_once(LogLevel::warn, "cuda-ptx:" + target->arch,
-                            "compute capability " + target->compute_capability + ": " +
-                                ptx_note(target->arch));
-            info.note += (info.note.empty() ? "" : "; ") + ptx_note(target->arch);
-          }
-          return HandleCache::Loaded{std::move(*handle), info};
-        },
-        ran);
+        [&] { return fetch<HandleCache::Loaded>(cache, key, compile, info, loaded_from); }, ran);
     if (!stale || !remembered)
       break;
     log::info("NVRTC is not the library whose identity was remembered; building the key again");

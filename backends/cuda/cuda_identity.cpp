@@ -237,16 +237,18 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
   return {builder.finish(), std::move(deps)};
 }
 
-GuardedKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
-                          const Target& target, const Program& program, std::string_view request) {
+detail::PendingKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
+                                  const Target& target, const Program& program,
+                                  std::string_view request) {
   const Digest name = detail::record_name(
       "cuda key", {toolchain.version, toolchain.build, target.compute_capability, target.arch,
                    detail::fields_text(core.config().compile_environment(k_backend)), request});
-  // Building the key cannot fail, so neither can this.
-  return *detail::manifest_key(core, k_backend, name,
-                               [&]() -> Expected<std::pair<Key, Dependencies>> {
-                                 return make_key(toolchain, target, core.config(), program);
-                               });
+  return detail::PendingKey(
+      core, k_backend, name,
+      [&]() -> Expected<std::pair<Key, Dependencies>> {
+        return make_key(toolchain, target, core.config(), program);
+      },
+      true);
 }
 
 } // namespace jitcache::cuda

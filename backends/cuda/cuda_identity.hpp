@@ -75,9 +75,12 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
                                       const Config& config, const Program& program);
 
 /// The key make_key() gives, recalled without reading a header when the user tier remembers it
-/// for this request and the files it was built from are unchanged (see manifest_key). `request`
-/// holds every argument of the request (the program and the current directory).
-GuardedKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
-                          const Target& target, const Program& program, std::string_view request);
+/// for this request and the files it was built from are unchanged: a PendingKey whose guess()
+/// can be loaded while the stamps are checked in the background. `request` holds every argument
+/// of the request (the program and the current directory). Every argument must outlive the
+/// result (it builds the key from them on settle()).
+detail::PendingKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
+                                  const Target& target, const Program& program,
+                                  std::string_view request);
 
 } // namespace jitcache::cuda

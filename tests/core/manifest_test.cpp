@@ -41,16 +41,18 @@ protected:
   // key builds.
   detail::GuardedKey key(const std::string& source, const Config& with) {
     Cache cache(with);
-    const std::vector<fs::path> dirs{dir.path() / "first", dir.path() / "second"};
-    const Digest name = detail::record_name("test key", {source});
-    return *detail::manifest_key(cache.core(), "opencl", name,
-                                 [&]() -> Expected<std::pair<Key, Dependencies>> {
-                                   ++builds;
-                                   KeyBuilder builder("opencl");
-                                   auto deps = add_source_fields(
-                                       builder, SourceInputs{source, {}, {}, dirs});
-                                   return std::pair<Key, Dependencies>{builder.finish(), deps};
-                                 });
+    return *detail::manifest_key(cache.core(), "opencl", detail::record_name("test key", {source}),
+                                 build(source));
+  }
+  // Builds the key of `source` from the files, counted in `builds`.
+  detail::PendingKey::Build build(const std::string& source) {
+    return [this, source]() -> Expected<std::pair<Key, Dependencies>> {
+      ++builds;
+      const std::vector<fs::path> dirs{dir.path() / "first", dir.path() / "second"};
+      KeyBuilder builder("opencl");
+      auto deps = add_source_fields(builder, SourceInputs{source, {}, {}, dirs});
+      return std::pair<Key, Dependencies>{builder.finish(), deps};
+    };
   }
   detail::GuardedKey key(const std::string& source) { return key(source, config()); }
   // Files written now cannot vouch for their content for two seconds (too_recent).
@@ -102,6 +104,50 @@ TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
                   [&] { write(dir.path() / "second/missing.h", "int now_here;\n"); });
   changes_the_key("a header removed", [&] { fs::remove(dir.path() / "first/a.h"); });
   EXPECT_FALSE(key(source + " ").recalled) << "another source is another request";
+}
+
+TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread) {
+  std::string source;
+  for (int i = 0; i < 120; ++i) {
+    write(dir.path() / "second" / ("h" + std::to_string(i) + ".h"),
+          "int h" + std::to_string(i) + ";\n");
+    source += "#include <h" + std::to_string(i) + ".h>\n";
+  }
+  let_stamps_settle();
+  const Digest name = detail::record_name("test key", {source});
+  std::optional<Digest> guessed;
+  const auto settle = [&] {
+    Cache cache(config()); // as a new process: the record comes from the user tier
+    detail::PendingKey pending(cache.core(), "opencl", name, build(source), true);
+    guessed.reset();
+    if (const Key* guess = pending.guess())
+      guessed = guess->digest;
+    return *pending.settle();
+  };
+  const auto built = settle();
+  EXPECT_FALSE(guessed) << "nothing remembered yet";
+  EXPECT_FALSE(built.recalled);
+  ASSERT_TRUE(built.guards);
+  EXPECT_GT(built.guards->size(), 4096u) << "enough stamps to be checked on a thread";
+
+  const auto recalled = settle();
+  EXPECT_EQ(guessed, built.key.digest) << "offered before its stamps were checked";
+  EXPECT_TRUE(recalled.recalled);
+  EXPECT_EQ(recalled.key.digest, built.key.digest);
+  EXPECT_EQ(recalled.key.stored_fields, built.key.stored_fields);
+  EXPECT_EQ(builds, 1);
+
+  {
+    Cache cache(config());
+    detail::PendingKey unsettled(cache.core(), "opencl", name, build(source), true);
+    EXPECT_TRUE(unsettled.guess()) << "destroyed without settle(): waits for its check";
+  }
+  write(dir.path() / "second/h77.h", "int x77;\n"); // same size
+  const auto edited = settle();
+  EXPECT_EQ(guessed, built.key.digest) << "the guess is the remembered key, still";
+  EXPECT_FALSE(edited.recalled) << "but the check found the edit";
+  EXPECT_NE(edited.key.digest, built.key.digest);
+  EXPECT_EQ(builds, 2);
 }
 
 TEST_F(ManifestTest, NothingIsRememberedWithoutAWritableUserTier) {

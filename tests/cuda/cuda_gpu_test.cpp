@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace jitcache {
@@ -15,6 +18,7 @@ namespace {
 
 using test::kernel_program;
 using test::TempDir;
+namespace fs = std::filesystem;
 
 // Device 0's primary context, current, or the test is skipped. The context is declared before
 // any Cache in the tests, so that the modules go before the context does.
@@ -100,6 +104,46 @@ TEST_F(CudaGpu, MissThenHitInANewProcessThenRunFromTheHit) {
   EXPECT_GT(module->info.load_ms, 0);
   expect_saxpy_works(*module);
   EXPECT_EQ(cache.session_stats().get("cuda", "hits.user"), 1u);
+}
+
+// A remembered key's module is loaded while its stamps are checked on another thread: it must
+// be used, and counted, only when they held.
+TEST_F(CudaGpu, AHeaderEditedBetweenProcessesIsNotServedByTheModuleLoadedEarly) {
+  const fs::path include = m_dir.path() / "include";
+  fs::create_directories(include);
+  std::string source;
+  for (int i = 0; i < 100; ++i) { // enough stamps for the check to run on a thread
+    std::ofstream(include / ("h" + std::to_string(i) + ".h")) << "// header " << i << "\n";
+    source += "#include \"h" + std::to_string(i) + ".h\"\n";
+  }
+  std::ofstream(include / "value.h") << "#define VALUE 2.5f\n";
+  source += "#include \"value.h\"\n"
+            "extern \"C\" __global__ void fill(float* out) { out[threadIdx.x] = VALUE; }\n";
+  cuda::Program program;
+  program.name = "fill.cu";
+  program.source = source;
+  program.options = {"-I" + include.string()};
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100)); // stamps that can vouch
+
+  // One load in a Cache of its own, as a new process; what `fill` wrote, and the counters.
+  const auto load = [&](Outcome outcome, float expected) {
+    Cache cache(config());
+    auto module = cuda::load_module(cache, program);
+    ASSERT_TRUE(module) << module.error().message << "\n" << module.error().log;
+    EXPECT_EQ(module->info.outcome, outcome);
+    const Stats stats = cache.session_stats();
+    EXPECT_EQ(stats.get("cuda", "hits.user"), outcome == Outcome::hit ? 1u : 0u);
+    EXPECT_EQ(stats.get("cuda", counter::misses), outcome == Outcome::miss ? 1u : 0u);
+    auto f = module->function("fill");
+    ASSERT_TRUE(f) << f.error().message;
+    CUdeviceptr out = upload(std::vector<float>(32, 0.0f));
+    launch(*f, 1, 1, 32, 1, {&out});
+    EXPECT_EQ(download<float>(out, 32), std::vector<float>(32, expected));
+  };
+  load(Outcome::miss, 2.5f);
+  load(Outcome::hit, 2.5f);
+  std::ofstream(include / "value.h") << "#define VALUE 3.5f\n"; // same size
+  load(Outcome::miss, 3.5f);
 }
 
 TEST_F(CudaGpu, TheMemoryTierReturnsTheLoadedModule) {

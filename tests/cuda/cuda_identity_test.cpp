@@ -91,14 +91,21 @@ TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
   const Target target = *arch_target(**tools, "sm_90");
   const auto [full, deps] = make_key(**tools, target, in(dir), program);
   EXPECT_GT(deps.read.size(), 50u) << "CUB pulls in many toolkit headers";
+  std::optional<Digest> guessed; // what the pending key offered before its stamps were checked
   const auto remembered = [&](std::string_view request) {
     Cache cache(in(dir));
-    return remembered_key(cache.core(), **tools, target, program, request);
+    auto pending = remembered_key(cache.core(), **tools, target, program, request);
+    guessed.reset();
+    if (const Key* guess = pending.guess())
+      guessed = guess->digest;
+    return *pending.settle();
   };
   const auto first = remembered("request");
   EXPECT_FALSE(first.recalled);
+  EXPECT_FALSE(guessed) << "nothing remembered to guess from";
   EXPECT_EQ(first.key.digest, full.digest);
   const auto second = remembered("request");
+  EXPECT_EQ(guessed, full.digest) << "the remembered key is offered before it is proven";
   EXPECT_TRUE(second.recalled);
   EXPECT_EQ(second.key.digest, full.digest);
   EXPECT_EQ(second.key.stored_fields, full.stored_fields);
