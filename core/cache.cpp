@@ -26,7 +26,7 @@ Expected<Found> Cache::get_or_compile(const Key& key,
   out.key = key.digest;
 
   const auto hit = [&](Found found) -> Expected<Found> {
-    m_core->count_hit(key, found, out);
+    m_core->count_hit(key, found.tier, found.entry.compile_ns, found.entry.payload.size(), out);
     out.total_ms = total.ms();
     return found;
   };

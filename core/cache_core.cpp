@@ -81,24 +81,56 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
       mark_dead(*tier, got.error());
       continue;
     }
-    if (m_user && m_user->corrupt_seen() != corrupt_before)
-      count(key.backend, counter::corrupt, 1);
-    if (*got) {
-      // The digest covers every field, so this only trips on a digest collision or a bug;
-      // either way the entry must not be handed out.
-      if ((*got)->key_fields != key.stored_fields) {
-        count(key.backend, counter::corrupt, 1);
-        log::warn("entry " + key.digest.hex() + " in tier '" + tier->store->name() +
-                  "' was stored for a different request; treated as a miss");
-        if (tier->store->writable() && !m_config.read_only)
-          tier->store->remove(key.digest); // seen once, then replaced by the compile
-        continue;
-      }
-      m_memory->put(key.digest, **got);
-      return Found{std::move(**got), tier->store->name()};
+    count_corrupt_since(key.backend, corrupt_before);
+    if (!*got)
+      continue;
+    if ((*got)->key_fields != key.stored_fields) {
+      refuse_other_request(*tier, key);
+      continue;
     }
+    m_memory->put(key.digest, **got);
+    return Found{std::move(**got), tier->store->name()};
   }
   return std::nullopt;
+}
+
+std::optional<std::string> CacheCore::use_stored(const Key& key,
+                                                 const std::function<void(const EntryView&)>& use) {
+  if (!m_user_tier || m_user_tier->dead || !persistent(key.backend))
+    return std::nullopt;
+  const std::uint64_t corrupt_before = m_user->corrupt_seen();
+  bool answered = false;
+  auto seen = m_user->visit(key.digest, [&](const EntryView& entry) {
+    if ((answered = entry.key_fields == key.stored_fields))
+      use(entry);
+  });
+  if (!seen) {
+    mark_dead(*m_user_tier, seen.error());
+    return std::nullopt;
+  }
+  count_corrupt_since(key.backend, corrupt_before);
+  if (!*seen)
+    return std::nullopt;
+  if (!answered) {
+    refuse_other_request(*m_user_tier, key);
+    return std::nullopt;
+  }
+  return m_user->name();
+}
+
+void CacheCore::count_corrupt_since(const std::string& backend, std::uint64_t corrupt_before) {
+  if (m_user && m_user->corrupt_seen() != corrupt_before)
+    count(backend, counter::corrupt, 1);
+}
+
+void CacheCore::refuse_other_request(Tier& tier, const Key& key) {
+  // The digest covers every field, so this only trips on a digest collision or a bug; either
+  // way the entry must not be handed out.
+  count(key.backend, counter::corrupt, 1);
+  log::warn("entry " + key.digest.hex() + " in tier '" + tier.store->name() +
+            "' was stored for a different request; treated as a miss");
+  if (tier.store->writable() && !m_config.read_only)
+    tier.store->remove(key.digest); // seen once, then replaced by the compile
 }
 
 std::optional<Record> CacheCore::recall(const std::string& backend, const Digest& name) {
@@ -111,10 +143,9 @@ std::optional<Record> CacheCore::recall(const std::string& backend, const Digest
 std::optional<Record> CacheCore::peek(const std::string& backend, const Digest& name) {
   if (!m_user_tier || m_user_tier->dead || !persistent(backend))
     return std::nullopt;
-  auto bytes = m_user->get_record(name);
-  if (!bytes || !*bytes)
-    return std::nullopt;
-  return decode_record(**bytes);
+  std::optional<Record> record;
+  m_user->visit_record(name, [&](std::string_view bytes) { record = decode_record(bytes); });
+  return record;
 }
 
 void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {
@@ -125,12 +156,13 @@ void CacheCore::remember(const std::string& backend, const Digest& name, const R
     log::info("could not remember record " + name.hex() + ": " + ok.error().message);
 }
 
-void CacheCore::count_hit(const Key& key, const Found& found, BuildInfo& info) {
-  count(key.backend, counter::hits_prefix + found.tier, 1);
-  count(key.backend, counter::saved_ns, found.entry.compile_ns);
+void CacheCore::count_hit(const Key& key, const std::string& tier, std::uint64_t compile_ns,
+                          std::uint64_t bytes, BuildInfo& info) {
+  count(key.backend, counter::hits_prefix + tier, 1);
+  count(key.backend, counter::saved_ns, compile_ns);
   info.outcome = Outcome::hit;
-  info.tier = found.tier;
-  info.bytes = found.entry.payload.size();
+  info.tier = tier;
+  info.bytes = bytes;
 }
 
 bool CacheCore::leases_apply(const std::string& backend) const {

@@ -33,6 +33,12 @@ public:
   /// Reads through memory, then the persistent tiers of `backend` (if enabled). A persistent
   /// hit is copied into the memory tier. A failing tier is marked dead and skipped from then on.
   std::optional<Found> lookup(const Key& key);
+  /// Runs `use` on the entry the user tier holds for `key`, in place (no copy: a heavy binary
+  /// is loaded straight from the map), and returns the tier's name; nullopt when it holds none
+  /// for this request (or is off, or fails: then marked dead). Nothing is counted but damage;
+  /// the caller counts the hit. `use` must not call the Cache.
+  std::optional<std::string> use_stored(const Key& key,
+                                        const std::function<void(const EntryView&)>& use);
 
   /// The record remembered under `name` (see core/manifest.hpp) when the user tier holds it for
   /// `backend`'s persistent tiers, it is intact, and every file stamp it was remembered with is
@@ -87,9 +93,10 @@ public:
   void store_later(const Key& key, std::function<Expected<Entry>()> produce,
                    std::function<Expected<Entry>()> refresh,
                    std::shared_ptr<Compiled> compiled = nullptr);
-  /// Counts a hit on `key` served by `found` (its tier, the compile time it saved) and says so
-  /// in `info` (outcome, tier, bytes).
-  void count_hit(const Key& key, const Found& found, BuildInfo& info);
+  /// Counts a hit on `key` served by `tier`, which saved `compile_ns`, and says so in `info`
+  /// (outcome, tier, `bytes`).
+  void count_hit(const Key& key, const std::string& tier, std::uint64_t compile_ns,
+                 std::uint64_t bytes, BuildInfo& info);
   void evict(const Key& key);
   void flush();
   void count(const std::string& backend, const std::string& name, std::uint64_t amount);
@@ -106,6 +113,11 @@ private:
     std::atomic<bool> dead{false};
   };
   void mark_dead(Tier& tier, const Error& error);
+  /// Counts damage the user tier found since it had seen `corrupt_before` (corrupt_seen()).
+  void count_corrupt_since(const std::string& backend, std::uint64_t corrupt_before);
+  /// An entry `tier` holds for `key` was stored with other fields: counted, warned about and
+  /// removed.
+  void refuse_other_request(Tier& tier, const Key& key);
   bool leases_apply(const std::string& backend) const;
   void count_unsaved(const std::string& backend, const std::string& name, std::uint64_t amount);
   void worker();

@@ -78,28 +78,43 @@ std::string encode_entry(const Digest& key, const Entry& entry) {
   return out;
 }
 
-Expected<Entry> decode_entry(const Digest& key, std::string_view bytes) {
+Expected<EntryView> view_entry(const Digest& key, std::string_view bytes) {
   auto layout = check(key, bytes);
   if (!layout)
     return std::move(layout).error();
-  Entry entry;
+  EntryView view;
   std::size_t at = k_entry_header_size;
-  entry.backend.assign(bytes.data() + at, layout->backend_len);
-  at += layout->backend_len;
-  entry.metadata.assign(bytes.data() + at, layout->metadata_len);
-  at += layout->metadata_len;
-  entry.key_fields.assign(bytes.data() + at, layout->fields_len);
-  at += layout->fields_len;
-  entry.payload.assign(bytes.data() + at, layout->payload_len);
-  entry.compile_ns = layout->compile_ns;
+  const auto take = [&](std::string_view& part, std::uint64_t size) {
+    part = bytes.substr(at, size);
+    at += size;
+  };
+  take(view.backend, layout->backend_len);
+  take(view.metadata, layout->metadata_len);
+  take(view.key_fields, layout->fields_len);
+  take(view.payload, layout->payload_len);
+  view.compile_ns = layout->compile_ns;
+  return view;
+}
+
+Entry to_entry(const EntryView& view) {
+  Entry entry(std::string(view.backend), std::string(view.payload), std::string(view.metadata),
+              view.compile_ns);
+  entry.key_fields = view.key_fields;
   return entry;
 }
 
+Expected<Entry> decode_entry(const Digest& key, std::string_view bytes) {
+  auto view = view_entry(key, bytes);
+  if (!view)
+    return std::move(view).error();
+  return to_entry(*view);
+}
+
 Expected<std::string> verify_entry(const Digest& key, std::string_view bytes) {
-  auto layout = check(key, bytes);
-  if (!layout)
-    return std::move(layout).error();
-  return std::string(bytes.substr(k_entry_header_size, layout->backend_len));
+  auto view = view_entry(key, bytes);
+  if (!view)
+    return std::move(view).error();
+  return std::string(view->backend);
 }
 
 } // namespace jitcache

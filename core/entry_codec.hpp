@@ -28,6 +28,18 @@ std::string encode_entry(const Digest& key, const Entry& entry);
 /// read, bad magic, other format version, checksum mismatch, a different key, bad lengths.
 Expected<Entry> decode_entry(const Digest& key, std::string_view bytes);
 
+/// A stored entry read in place: views into the bytes it was parsed from.
+struct EntryView {
+  std::string_view backend, metadata, key_fields, payload;
+  std::uint64_t compile_ns = 0;
+};
+
+/// Like decode_entry(), without copying: the views live as long as `bytes`.
+Expected<EntryView> view_entry(const Digest& key, std::string_view bytes);
+
+/// An Entry holding copies of `view`'s parts.
+Entry to_entry(const EntryView& view);
+
 /// Verifies bytes without copying the payload; returns the backend name.
 Expected<std::string> verify_entry(const Digest& key, std::string_view bytes);
 

@@ -236,26 +236,37 @@ std::uint64_t LmdbStore::corrupt_seen() const {
 }
 
 Expected<std::optional<Entry>> LmdbStore::get(const Digest& key) {
+  std::optional<Entry> found;
+  auto seen = visit(key, [&](const EntryView& entry) { found = to_entry(entry); });
+  if (!seen)
+    return std::move(seen).error();
+  return found;
+}
+
+Expected<bool> LmdbStore::visit(const Digest& key,
+                                const std::function<void(const EntryView&)>& use) {
   auto e = env();
   if (!e->has_dbs)
-    return std::optional<Entry>();
-  std::optional<Entry> found;
+    return false;
+  bool found = false;
   std::optional<Error> bad;
   const int rc = e->read([&](MDB_txn* txn) {
     MDB_val k = as_val(key), v;
     int r = mdb_get(txn, e->entries, &k, &v);
     if (r != MDB_SUCCESS)
       return r;
-    // Copy out while the transaction pins the page.
-    auto entry = decode_entry(key, {static_cast<const char*>(v.mv_data), v.mv_size});
-    if (entry)
-      found = std::move(*entry);
-    else
+    // Used while the transaction pins the page.
+    auto entry = view_entry(key, {static_cast<const char*>(v.mv_data), v.mv_size});
+    if (entry) {
+      use(*entry);
+      found = true;
+    } else {
       bad = entry.error();
+    }
     return MDB_SUCCESS;
   });
   if (rc == MDB_NOTFOUND)
-    return std::optional<Entry>();
+    return false;
   if (rc != MDB_SUCCESS)
     return lmdb_error("read", rc, e->dir);
   if (bad) {
@@ -271,15 +282,26 @@ Expected<std::optional<Entry>> LmdbStore::get(const Digest& key) {
 }
 
 Expected<std::optional<std::string>> LmdbStore::get_record(const Digest& name) {
-  auto e = env();
   std::optional<std::string> found;
+  auto seen = visit_record(name, [&](std::string_view bytes) { found.emplace(bytes); });
+  if (!seen)
+    return std::move(seen).error();
+  return found;
+}
+
+Expected<bool> LmdbStore::visit_record(const Digest& name,
+                                       const std::function<void(std::string_view)>& use) {
+  auto e = env();
   if (!e->has_records)
-    return found;
+    return false;
+  bool found = false;
   const int rc = e->read([&](MDB_txn* txn) {
     MDB_val k = as_val(name), v;
     const int r = mdb_get(txn, e->records, &k, &v);
-    if (r == MDB_SUCCESS)
-      found.emplace(static_cast<const char*>(v.mv_data), v.mv_size);
+    if (r == MDB_SUCCESS) {
+      use({static_cast<const char*>(v.mv_data), v.mv_size});
+      found = true;
+    }
     return r;
   });
   if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)

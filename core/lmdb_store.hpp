@@ -2,6 +2,8 @@
 
 #include "core/fs_check.hpp"
 
+#include "core/entry_codec.hpp"
+
 #include <jitcache/stats.hpp>
 #include <jitcache/store.hpp>
 
@@ -58,6 +60,9 @@ public:
   std::string name() const override { return "user"; }
   bool writable() const override;
   Expected<std::optional<Entry>> get(const Digest& key) override;
+  /// Like get(), without copying: runs `use` on the stored entry, verified, in place inside a
+  /// read transaction, and says whether it did. `use` must not call this store.
+  Expected<bool> visit(const Digest& key, const std::function<void(const EntryView&)>& use);
   /// Errors as Store::put; store_full also when the entry alone is larger than the size limit.
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<bool> remove(const Digest& key) override;
@@ -77,6 +82,10 @@ public:
   /// listed, counted, verified or size-limited; all of them are dropped when there are
   /// k_max_records, and by clear(). A miss is an empty optional; bytes are returned as stored.
   Expected<std::optional<std::string>> get_record(const Digest& name);
+  /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
+  /// read transaction, and says whether it did. `use` must not call this store.
+  Expected<bool> visit_record(const Digest& name,
+                              const std::function<void(std::string_view)>& use);
   /// Stores `bytes` as the record `name` (replacing it). Errors as put().
   Expected<void> put_record(const Digest& name, std::string_view bytes);
   static constexpr std::uint64_t k_max_records = 16384;

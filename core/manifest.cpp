@@ -8,7 +8,9 @@
 
 #include <xxhash.h>
 
+#include <future>
 #include <system_error>
+#include <thread>
 
 namespace jitcache::detail {
 
@@ -79,34 +81,49 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
   return out;
 }
 
+struct PendingKey::Check {
+  std::string guards;
+  std::promise<bool> promise;
+  std::future<bool> held = promise.get_future();
+  bool started = false; ///< a thread checks the guards and answers through `promise`
+};
+
 PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
                        bool background)
-    : m_core(core), m_backend(std::move(backend)), m_name(name), m_build(std::move(build)),
-      m_record(core.peek(m_backend, name)) {
-  if (!m_record)
+    : m_core(core), m_backend(std::move(backend)), m_name(name), m_build(std::move(build)) {
+  auto record = core.peek(m_backend, name);
+  if (!record)
     return;
-  if (auto key = decode_key(m_record->payload); key && key->backend == m_backend)
-    m_key = std::move(*key);
-  else
+  auto key = decode_key(record->payload);
+  if (!key || key->backend != m_backend)
     return;
-  if (!background || m_record->guards.size() < k_background_bytes)
+  m_key = std::move(*key);
+  m_check = std::make_shared<Check>();
+  m_check->guards = std::move(record->guards);
+  if (!background || m_check->guards.size() < k_background_bytes)
     return;
   try {
-    m_check = std::async(std::launch::async,
-                         [guards = std::string_view(m_record->guards)] { return unchanged(guards); });
+    std::thread([check = m_check] {
+      bool held = false;
+      try {
+        held = unchanged(check->guards);
+      } catch (...) { // out of memory: not proven
+      }
+      check->promise.set_value(held);
+    }).detach();
+    m_check->started = true;
   } catch (const std::system_error&) {
     // no thread to be had: settle() checks in this one
   }
 }
 
-PendingKey::~PendingKey() {
-  if (m_check.valid())
-    m_check.wait();
-}
-
 Expected<GuardedKey> PendingKey::settle() {
-  if (m_key && (m_check.valid() ? m_check.get() : unchanged(m_record->guards)))
-    return GuardedKey{std::move(*m_key), std::move(m_record->guards), true};
+  if (m_key) {
+    // A thread is done with the guards once it has answered.
+    const bool held = m_check->started ? m_check->held.get() : unchanged(m_check->guards);
+    if (held)
+      return GuardedKey{std::move(*m_key), std::move(m_check->guards), true};
+  }
   auto built = m_build();
   if (!built)
     return std::move(built).error();

@@ -7,7 +7,7 @@
 #include <jitcache/key.hpp>
 
 #include <functional>
-#include <future>
+#include <memory>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -61,7 +61,7 @@ struct GuardedKey {
 /// likely get: CUDA loads a heavy module (milliseconds) while the stat calls that prove a CUB
 /// key (hundreds) run. Construction reads the record named `name` (see record_name); when
 /// `background` and the record holds enough stamps to be worth a thread, their check starts on
-/// one. Not copyable or movable: the check reads the record in place.
+/// one. Not copyable or movable.
 class PendingKey {
 public:
   using Build = std::function<Expected<std::pair<Key, Dependencies>>()>;
@@ -69,8 +69,6 @@ public:
   /// live until then.
   PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
              bool background);
-  /// Waits for a check still running.
-  ~PendingKey();
   PendingKey(const PendingKey&) = delete;
   PendingKey& operator=(const PendingKey&) = delete;
 
@@ -88,9 +86,10 @@ private:
   std::string m_backend;
   Digest m_name;
   Build m_build;
-  std::optional<Record> m_record;
-  std::optional<Key> m_key;  ///< decoded from m_record
-  std::future<bool> m_check; ///< declared last: joined before the record it reads is destroyed
+  struct Check; // shared with the thread, which may outlive this object (it is not joined:
+                // a thread's exit costs a CUDA process as much as its start)
+  std::shared_ptr<Check> m_check;
+  std::optional<Key> m_key; ///< the remembered key
 };
 
 /// The key a request named `name` (record_name) had, when `core` remembers it for `backend`

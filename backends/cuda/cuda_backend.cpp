@@ -72,8 +72,8 @@ std::string ptx_note(const std::string& arch) {
          " is JIT-compiled by the driver at load (the driver's cache, CUDA_CACHE_PATH, applies)";
 }
 
-Expected<Metadata> read_metadata(const Entry& entry) {
-  auto metadata = decode_metadata(entry.metadata);
+Expected<Metadata> read_metadata(std::string_view stored) {
+  auto metadata = decode_metadata(stored);
   if (!metadata)
     return Error(ErrorCode::corrupt, "the stored CUDA entry's metadata cannot be read");
   return *metadata;
@@ -118,12 +118,18 @@ Expected<T> fetch(Cache& cache, const Key& key, const std::function<Expected<Ent
   return use(found->entry);
 }
 
-Expected<HandleCache::Handle> load(const DriverApi& api, const Entry& entry) {
-  auto metadata = read_metadata(entry);
+// Loads a stored cubin or PTX with its stored metadata; both may be views into the user tier's
+// map. PTX is stored without the NUL that ends it, so it is copied into a string that has one.
+Expected<HandleCache::Handle> load(const DriverApi& api, std::string_view payload,
+                                   std::string_view stored_metadata) {
+  auto metadata = read_metadata(stored_metadata);
   if (!metadata)
     return std::move(metadata).error();
+  const bool ptx = metadata->format == "ptx";
+  const std::string text = ptx ? std::string(payload) : std::string();
   CUmodule module = nullptr;
-  if (CUresult rc = api.cuModuleLoadData(&module, entry.payload.c_str()); rc != CUDA_SUCCESS) {
+  if (CUresult rc = api.cuModuleLoadData(&module, ptx ? text.c_str() : payload.data());
+      rc != CUDA_SUCCESS) {
     Error error = driver_error(api, "cuModuleLoadData", rc);
     if (!context_failure(rc)) // the driver's codes for a bad image vary (INVALID_IMAGE, _PTX, ...)
       error.code = ErrorCode::load_failed;
@@ -131,7 +137,7 @@ Expected<HandleCache::Handle> load(const DriverApi& api, const Entry& entry) {
   }
   const DriverApi* driver_api = &api; // the table lives for the whole process
   return HandleCache::Handle(
-      new LoadedModule{module, std::move(metadata->lowered_names), metadata->format == "ptx"},
+      new LoadedModule{module, std::move(metadata->lowered_names), ptx},
       [driver_api](void* p) {
         auto* loaded = static_cast<LoadedModule*>(p);
         driver_api->cuModuleUnload(loaded->module);
@@ -211,9 +217,10 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
       return std::move(target).error();
     info = BuildInfo{};
     info.device = target->arch;
-    const auto loaded_from = [&](const Entry& entry) -> Expected<HandleCache::Loaded> {
+    const auto loaded_from = [&](std::string_view payload,
+                                 std::string_view metadata) -> Expected<HandleCache::Loaded> {
       const Stopwatch clock;
-      auto handle = load(**api, entry);
+      auto handle = load(**api, payload, metadata);
       info.load_ms = clock.ms();
       if (!handle)
         return std::move(handle).error();
@@ -230,8 +237,9 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     // another thread (a heavy module's load, milliseconds, hides the hundreds of stat calls of
     // a CUB key). It is counted, and used, only once they held.
     detail::PendingKey pending = remembered_key(cache.core(), *tools, *target, program, arguments);
-    std::optional<Found> early; // the guessed key's entry, when this thread loaded it
     std::optional<Digest> guessed_key;
+    std::optional<std::string> tier; // the guessed key's entry was loaded from it, in place
+    std::uint64_t compile_ns = 0, bytes = 0;
     Expected<HandleCache::Loaded> guessed = Error();
     if (const Key* guess = pending.guess()) {
       guessed_key = guess->digest;
@@ -239,11 +247,14 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
           {guess->digest, context, nullptr},
           [&]() -> Expected<HandleCache::Loaded> {
             info.key = guess->digest;
-            early = cache.lookup(*guess);
-            if (!early)
-              return Error(ErrorCode::runtime_error, "not stored"); // never reported: the usual path follows
-            info.bytes = early->entry.payload.size();
-            return loaded_from(early->entry);
+            Expected<HandleCache::Loaded> out =
+                Error(ErrorCode::runtime_error, "not stored"); // not reported: the usual path
+            tier = cache.core().use_stored(*guess, [&](const EntryView& entry) {
+              compile_ns = entry.compile_ns;
+              bytes = info.bytes = entry.payload.size();
+              out = loaded_from(entry.payload, entry.metadata);
+            });
+            return out;
           },
           ran);
     }
@@ -251,7 +262,7 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     if (guessed && keyed.key.digest == guessed_key) {
       loaded = std::move(guessed);
       if (ran)
-        cache.core().count_hit(keyed.key, *early, info);
+        cache.core().count_hit(keyed.key, *tier, compile_ns, bytes, info);
       break;
     }
     // Not proven (a file changed, and the key with it), not stored, or refused: the usual path.
@@ -271,7 +282,12 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     // A context belongs to one device, so the context alone tells where the module lives.
     loaded = handles.get_or_load(
         {key.digest, context, nullptr},
-        [&] { return fetch<HandleCache::Loaded>(cache, key, compile, info, loaded_from); }, ran);
+        [&] {
+          return fetch<HandleCache::Loaded>(cache, key, compile, info, [&](const Entry& entry) {
+            return loaded_from(entry.payload, entry.metadata);
+          });
+        },
+        ran);
     if (!stale || !remembered)
       break;
     log::info("NVRTC is not the library whose identity was remembered; building the key again");
@@ -308,7 +324,7 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
   auto binary = fetch<Binary>(
       cache, key, [&] { return compile_entry(compiler, *target, program); }, info,
       [](const Entry& entry) -> Expected<Binary> {
-        auto metadata = read_metadata(entry);
+        auto metadata = read_metadata(entry.metadata);
         if (!metadata)
           return std::move(metadata).error();
         if (entry.payload.compare(0, k_elf_magic.size(), k_elf_magic) != 0)
