@@ -40,12 +40,14 @@ template <typename L = std::uint64_t> void append_sized(std::string& out, std::s
   append_le(out, static_cast<L>(bytes.size()));
   out.append(bytes);
 }
-/// Consumes what append_sized<L> wrote; false when `in` is malformed.
-template <typename L = std::uint64_t> bool take_sized(std::string_view& in, std::string& bytes) {
+/// Consumes what append_sized<L> wrote into `bytes` (a std::string, or a std::string_view into
+/// `in`); false when `in` is malformed.
+template <typename L = std::uint64_t, typename Bytes>
+bool take_sized(std::string_view& in, Bytes& bytes) {
   L size = 0;
   if (!take_le(in, size) || size > in.size())
     return false;
-  bytes.assign(in.substr(0, static_cast<std::size_t>(size)));
+  bytes = Bytes(in.substr(0, static_cast<std::size_t>(size)));
   in.remove_prefix(static_cast<std::size_t>(size));
   return true;
 }

@@ -134,18 +134,26 @@ void CacheCore::refuse_other_request(Tier& tier, const Key& key) {
 }
 
 std::optional<Record> CacheCore::recall(const std::string& backend, const Digest& name) {
-  auto record = peek(backend, name);
-  if (!record || !unchanged(record->guards))
-    return std::nullopt;
+  std::optional<Record> record;
+  peek(backend, name, [&](const RecordView& view) {
+    if (unchanged(view.guards))
+      record = Record{std::string(view.guards), std::string(view.payload)};
+  });
   return record;
 }
 
-std::optional<Record> CacheCore::peek(const std::string& backend, const Digest& name) {
+bool CacheCore::peek(const std::string& backend, const Digest& name,
+                     const std::function<void(const RecordView&)>& use) {
   if (!m_user_tier || m_user_tier->dead || !persistent(backend))
-    return std::nullopt;
-  std::optional<Record> record;
-  m_user->visit_record(name, [&](std::string_view bytes) { record = decode_record(bytes); });
-  return record;
+    return false;
+  bool used = false;
+  m_user->visit_record(name, [&](std::string_view bytes) {
+    if (auto record = view_record(bytes)) {
+      use(*record);
+      used = true;
+    }
+  });
+  return used;
 }
 
 void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {

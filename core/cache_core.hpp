@@ -45,8 +45,11 @@ public:
   /// unchanged (one stat each). nullopt otherwise, also when the tier fails (never an error:
   /// the caller computes what was remembered instead).
   std::optional<Record> recall(const std::string& backend, const Digest& name);
-  /// Like recall(), without checking the stamps: the caller checks them (PendingKey).
-  std::optional<Record> peek(const std::string& backend, const Digest& name);
+  /// Like recall(), without checking the stamps (the caller does: PendingKey) or copying: runs
+  /// `use` on the intact record in place, and says whether it did. `use` must not call the
+  /// Cache.
+  bool peek(const std::string& backend, const Digest& name,
+            const std::function<void(const RecordView&)>& use);
   /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
   /// and it is writable. Best effort: a failed write is logged at info level and forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);

@@ -32,17 +32,24 @@ std::string encode_record(const Record& record) {
   return out + body;
 }
 
-std::optional<Record> decode_record(std::string_view in) {
+std::optional<RecordView> view_record(std::string_view in) {
   std::uint64_t checksum = 0;
   if (in.substr(0, k_record_magic.size()) != k_record_magic)
     return std::nullopt;
   in.remove_prefix(k_record_magic.size());
   if (!take_le(in, checksum) || XXH3_64bits(in.data(), in.size()) != checksum)
     return std::nullopt;
-  Record record;
+  RecordView record;
   if (!take_sized(in, record.guards) || !take_sized(in, record.payload) || !in.empty())
     return std::nullopt;
   return record;
+}
+
+std::optional<Record> decode_record(std::string_view bytes) {
+  auto view = view_record(bytes);
+  if (!view)
+    return std::nullopt;
+  return Record{std::string(view->guards), std::string(view->payload)};
 }
 
 std::string encode_key(const Key& key) {
@@ -91,16 +98,14 @@ struct PendingKey::Check {
 PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
                        bool background)
     : m_core(core), m_backend(std::move(backend)), m_name(name), m_build(std::move(build)) {
-  auto record = core.peek(m_backend, name);
-  if (!record)
-    return;
-  auto key = decode_key(record->payload);
-  if (!key || key->backend != m_backend)
-    return;
-  m_key = std::move(*key);
-  m_check = std::make_shared<Check>();
-  m_check->guards = std::move(record->guards);
-  if (!background || m_check->guards.size() < k_background_bytes)
+  core.peek(m_backend, name, [&](const RecordView& record) {
+    if (auto key = decode_key(record.payload); key && key->backend == m_backend) {
+      m_key = std::move(*key);
+      m_check = std::make_shared<Check>();
+      m_check->guards = record.guards;
+    }
+  });
+  if (!m_key || !background || m_check->guards.size() < k_background_bytes)
     return;
   try {
     std::thread([check = m_check] {

@@ -30,9 +30,15 @@ struct Record {
   std::string payload;
 };
 
-/// The stored form of a record (magic, XXH3 checksum, stamps, payload) and back; nullopt on
-/// bytes that are not a whole, intact record.
+/// A record read in place: views into its stored bytes.
+struct RecordView {
+  std::string_view guards, payload;
+};
+
+/// The stored form of a record (magic, XXH3 checksum, stamps, payload) and back, in place or
+/// copied; nullopt on bytes that are not a whole, intact record.
 std::string encode_record(const Record& record);
+std::optional<RecordView> view_record(std::string_view bytes);
 std::optional<Record> decode_record(std::string_view bytes);
 
 /// A key's stored form (digest, backend, stored fields) and back; nullopt on malformed bytes.

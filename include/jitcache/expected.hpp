@@ -27,6 +27,8 @@ public:
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  /// The value moved out of a temporary (`auto x = *make();` moves, never copies).
+  T&& operator*() && { return std::move(*this).value(); }
 
   const Error& error() const& { assert(!has_value()); return std::get<1>(m_v); }
   Error&& error() && { assert(!has_value()); return std::get<1>(std::move(m_v)); }
