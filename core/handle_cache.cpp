@@ -60,11 +60,11 @@ HandleCache::get_or_load(const Slot& slot, const std::function<Expected<Loaded>(
 }
 
 void HandleCache::alias(const RequestHash& request, const Loaded& loaded,
-                        const std::optional<std::string>& guards) {
+                        std::optional<std::string> guards) {
   if (!guards)
     return;
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_requests.insert_or_assign(request, Alias{loaded, *guards});
+  m_requests.insert_or_assign(request, Alias{loaded, std::move(*guards)});
 }
 
 void HandleCache::clear() {

@@ -66,8 +66,7 @@ public:
   /// edited, or a file created that would now shadow one, during the process's life drops the
   /// shortcut and the request rebuilds its key. Without guards (files changed too recently to
   /// vouch for their content) nothing is remembered.
-  void alias(const RequestHash& request, const Loaded& loaded,
-             const std::optional<std::string>& guards);
+  void alias(const RequestHash& request, const Loaded& loaded, std::optional<std::string> guards);
   /// Forgets every handle (releasing the runtime objects not held elsewhere).
   void clear();
 

@@ -80,7 +80,9 @@ int back_lock_file(const fs::path& dir, int& error) {
     return -1;
   struct stat st {};
   ::fstat(fd, &st);
-  error = ::posix_fallocate(fd, 0, st.st_size > 0 ? st.st_size : k_lock_file_bytes);
+  const bool backed = st.st_size > 0 && st.st_blocks * 512 >= st.st_size; // by an earlier open
+  if (!backed)
+    error = ::posix_fallocate(fd, 0, st.st_size > 0 ? st.st_size : k_lock_file_bytes);
   return fd;
 }
 

@@ -299,7 +299,7 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   }
   if (!loaded)
     return std::move(loaded).error();
-  handles.alias(request, *loaded, keyed.guards);
+  handles.alias(request, *loaded, std::move(keyed.guards));
   if (!ran)
     return module_of(*loaded, memory_hit(*loaded, total));
   info.total_ms = total.ms();
