@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::string_view k_record_magic = "JCR1";
 // Stamps worth checking on a thread of their own: about 70 (some 50 bytes each) take longer to
-// stat than a thread takes to start and join.
+// stat than a thread takes to start (0.06 to 0.1 ms in a CUDA process on an H200 host).
 constexpr std::size_t k_background_bytes = 4096;
 
 } // namespace
