@@ -20,12 +20,14 @@ CUDA context creation is excluded everywhere.
 usage: compare.py --bench PATH/bench_cuda --kernels DIR [--runs N] [--no-cupy] [--raw FILE]
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fresh_process import median, run  # noqa: E402
 
 # (file, function or name expression, is a name expression)
 KERNELS = [
@@ -36,24 +38,9 @@ KERNELS = [
 ]
 
 
-def run(argv, env, raw):
-    done = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
-    line = json.loads(done.stdout.strip().splitlines()[-1])
-    if raw:
-        raw.write(json.dumps({"argv": argv[1:], **line}) + "\n")
-    return line
-
-
 def toolkit_include_dirs(bench):
     return subprocess.run([bench, "include-dirs"], capture_output=True, text=True,
                           check=True).stdout.splitlines()
-
-
-def median_ms(lines):
-    return statistics.median(line["ms"] for line in lines)
 
 
 def measure(kernel, args, raw):
@@ -68,7 +55,7 @@ def measure(kernel, args, raw):
         for i in range(args.runs):
             cold.append(bench("cold", os.path.join(tmp, f"cold{i}")))
             assert cold[-1]["outcome"] == "miss", cold[-1]
-        result["a"] = median_ms(cold)
+        result["a"] = median(cold)
         result["compile"] = statistics.median(line["compile_ms"] for line in cold)
         result["device"] = cold[0]["device"]
         warm_dir = os.path.join(tmp, "cold0")
@@ -83,14 +70,14 @@ def measure(kernel, args, raw):
             lines.append(bench("warm", warm_dir))
             floor.append(run([args.bench, "floor", cubin, symbol], {}, raw))
         assert all(line["outcome"] == "hit" and line["tier"] == "user" for line in lines)
-        result["c"] = median_ms(floor)
+        result["c"] = median(floor)
         result["pairs"] = statistics.median(b["ms"] / c["ms"] for b, c in zip(lines, floor))
-        result["b"] = median_ms(lines)
+        result["b"] = median(lines)
         part = lambda f: statistics.median(f(line) for line in lines)
         result["b_open"] = part(lambda line: line["open_ms"])
         result["b_key"] = part(lambda line: line["total_ms"] - line["load_ms"])
         result["b_load"] = part(lambda line: line["load_ms"])
-        result["key"] = median_ms([bench("key", warm_dir) for _ in range(args.runs)])
+        result["key"] = median([bench("key", warm_dir) for _ in range(args.runs)])
         if not args.no_cupy:
             options = ["-I" + d for d in [args.kernels] + toolkit_include_dirs(args.bench)]
             cupy = lambda: run([sys.executable, os.path.join(os.path.dirname(__file__),
@@ -99,7 +86,7 @@ def measure(kernel, args, raw):
                                {"CUPY_CACHE_DIR": os.path.join(tmp, "cupy")}, raw)
             try:
                 cupy()  # compiles and fills CuPy's disk cache
-                result["d"] = median_ms([cupy() for _ in range(args.runs)])
+                result["d"] = median([cupy() for _ in range(args.runs)])
             except RuntimeError as error:
                 print(error, file=sys.stderr)
     return result

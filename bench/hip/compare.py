@@ -11,12 +11,12 @@ Markdown table of medians:
 usage: compare.py --bench PATH/bench_hip --kernels DIR [--target gfx90a] [--runs N] [--raw FILE]
 """
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fresh_process import median, run  # noqa: E402
 
 # (file, name expressions)
 KERNELS = [
@@ -25,21 +25,6 @@ KERNELS = [
     ("transpose.hip", []),
     ("axpy_template.hip", ["axpy<float>", "axpy<double>"]),
 ]
-
-
-def run(argv, env, raw):
-    done = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=300)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
-    line = json.loads(done.stdout.strip().splitlines()[-1])
-    if raw:
-        raw.write(json.dumps({"argv": argv[1:], **line}) + "\n")
-    return line
-
-
-def median(lines, field="ms"):
-    return statistics.median(line[field] for line in lines)
 
 
 def measure(kernel, args, raw):
@@ -76,7 +61,10 @@ def main():
         sys.exit("--runs must be at least 5")
     args.kernels = os.path.abspath(args.kernels)
     raw = open(args.raw, "w") if args.raw else None
-    rows = [(kernel[0], measure(kernel, args, raw)) for kernel in KERNELS]
+    try:
+        rows = [(kernel[0], measure(kernel, args, raw)) for kernel in KERNELS]
+    except RuntimeError as error:
+        sys.exit(str(error))
     print(f"Target {args.target}, compile only (no GPU); medians of {args.runs} fresh processes, "
           "ms.\n")
     print("| kernel | bytes | hipRTC compile | cold (miss) | warm hit | warm hit, libs loaded "
