@@ -146,6 +146,33 @@ TEST_F(CudaGpu, AHeaderEditedBetweenProcessesIsNotServedByTheModuleLoadedEarly) 
   load(Outcome::miss, 3.5f);
 }
 
+// The manifest still names a key whose entry is gone (evicted): the key is proven, nothing is
+// loaded early, and the usual path compiles it again.
+TEST_F(CudaGpu, ARememberedKeyWhoseEntryWasEvictedIsCompiledAgain) {
+  const cuda::Program program = kernel_program("saxpy.cu");
+  Digest key;
+  for (int i = 0; i < 2; ++i) { // a miss, then a hit that remembers the request's key
+    Cache cache(config());
+    auto module = cuda::load_module(cache, program);
+    ASSERT_TRUE(module) << module.error().message;
+    key = module->info.key;
+  }
+  {
+    Cache cache(config());
+    auto full = cuda::make_key(cache.config(), program);
+    ASSERT_TRUE(full) << full.error().message;
+    ASSERT_EQ(full->digest, key);
+    cache.evict(*full);
+  }
+  Cache cache(config());
+  auto module = cuda::load_module(cache, program);
+  ASSERT_TRUE(module) << module.error().message;
+  EXPECT_EQ(module->info.outcome, Outcome::miss);
+  EXPECT_EQ(module->info.key, key);
+  EXPECT_EQ(cache.session_stats().get("cuda", counter::compiles), 1u);
+  expect_saxpy_works(*module);
+}
+
 TEST_F(CudaGpu, TheMemoryTierReturnsTheLoadedModule) {
   Cache cache(config());
   const cuda::Program program = kernel_program("saxpy.cu");
