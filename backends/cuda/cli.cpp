@@ -2,7 +2,7 @@
 // (or a compile-only build for --arch), facts.
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_error.hpp"
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 #include "core/backend.hpp"
 #include "core/dir_size.hpp"
 #include "core/includes.hpp"

@@ -3,7 +3,7 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_compile.hpp"
 #include "backends/cuda/cuda_error.hpp"
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 #include "backends/cuda/cuda_metadata.hpp"
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"

@@ -2,7 +2,6 @@
 // without one), its key, and facts for `jitcache info`.
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_error.hpp"
-#include "backends/hip/hip_probe.hpp"
 #include "core/backend.hpp"
 #include "core/dir_size.hpp"
 #include "core/includes.hpp"

@@ -1,12 +1,10 @@
 #include <jitcache/hip.hpp>
 
 #include "backends/hip/hip_api.hpp"
-#include "backends/hip/hip_code_object.hpp"
+#include "backends/hip/hip_metadata.hpp"
 #include "backends/hip/hip_compile.hpp"
 #include "backends/hip/hip_error.hpp"
-#include "backends/hip/hip_identity.hpp"
-#include "backends/hip/hip_metadata.hpp"
-#include "backends/hip/hip_probe.hpp"
+#include "backends/hip/hip_key.hpp"
 #include "backends/hip/hip_targets.hpp"
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"

@@ -1,9 +1,8 @@
 #include "backends/hip/hip_compile.hpp"
 
-#include "backends/hip/hip_code_object.hpp"
-#include "backends/hip/hip_error.hpp"
 #include "backends/hip/hip_metadata.hpp"
-#include "backends/hip/hip_probe.hpp"
+#include "backends/hip/hip_error.hpp"
+#include "backends/hip/hip_api.hpp"
 
 #include <map>
 #include <mutex>

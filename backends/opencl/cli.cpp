@@ -1,6 +1,6 @@
 // The OpenCL backend as the command-line tool sees it: device enumeration, one build, facts.
 #include "backends/opencl/opencl_error.hpp"
-#include "backends/opencl/opencl_identity.hpp"
+#include "backends/opencl/opencl_key.hpp"
 #include "core/backend.hpp"
 #include "core/dir_size.hpp"
 

@@ -2,7 +2,6 @@
 #include "tests/hip/hip_test_support.hpp"
 
 #include "backends/hip/hip_api.hpp"
-#include "backends/hip/hip_probe.hpp"
 
 #include <vector>
 

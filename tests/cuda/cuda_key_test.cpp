@@ -1,6 +1,6 @@
 // Target selection from a compute capability or an arch name, against NVRTC's list of targets;
 // NVRTC's identity and keys remembered in the user tier.
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 #include "core/cache_core.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/support/temp_dir.hpp"

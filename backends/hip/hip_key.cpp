@@ -1,4 +1,4 @@
-#include "backends/hip/hip_identity.hpp"
+#include "backends/hip/hip_key.hpp"
 
 #include "backends/hip/hip_api.hpp"
 #include "core/dependencies.hpp"
