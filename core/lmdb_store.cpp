@@ -138,8 +138,8 @@ int evict(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total, std::uint64_t t
   if (pruned.entries == 0)
     return MDB_SUCCESS;
   Stats evicted;
-  evicted.add("all", counter::evicted, pruned.entries);
-  evicted.add("all", counter::evicted_bytes, pruned.bytes);
+  evicted.add("all", Counter::evicted, pruned.entries);
+  evicted.add("all", Counter::evicted_bytes, pruned.bytes);
   return add_counters_in(e, txn, evicted);
 }
 
@@ -227,6 +227,9 @@ bool LmdbStore::writable() const {
 }
 fs::path LmdbStore::dir() const {
   return std::atomic_load(&m_env)->dir;
+}
+fs::path LmdbStore::lease_dir() const {
+  return dir() / "leases";
 }
 std::optional<std::uint64_t> LmdbStore::max_size() const {
   return m_options.max_size;
@@ -443,7 +446,7 @@ Expected<Stats> LmdbStore::counters() {
       const std::string name(static_cast<const char*>(k.mv_data), k.mv_size);
       const auto sep = name.find('\x1f');
       if (sep != std::string::npos && v.mv_size == sizeof(std::uint64_t))
-        stats.add(name.substr(0, sep), name.substr(sep + 1), as_u64(v));
+        stats.by_backend[name.substr(0, sep)][name.substr(sep + 1)] += as_u64(v);
     });
   });
   if (rc != MDB_SUCCESS)

@@ -142,18 +142,7 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
   std::vector<fs::path> dirs;
   if (fs::path dir = fs::path(program.name).parent_path(); !dir.empty())
     dirs.push_back(dir);
-  for (const std::string& option : program.options) {
-    std::string_view dir;
-    for (std::string_view flag : {"--include-path=", "-I"})
-      if (dir.empty() && option.size() > flag.size() && option.compare(0, flag.size(), flag) == 0)
-        dir = std::string_view(option).substr(flag.size());
-    if (dir.empty()) {
-      builder.options(option);
-      continue;
-    }
-    dirs.emplace_back(dir);
-    builder.options("-I<include dir " + std::to_string(dirs.size()) + ">");
-  }
+  add_option_list(builder, program.options, {{"--include-path=", "-I"}, {"-I", "-I"}}, dirs);
   const auto& toolkit = toolkit_include_dirs();
   dirs.insert(dirs.end(), toolkit.begin(), toolkit.end());
   std::map<std::string, std::string> in_memory;

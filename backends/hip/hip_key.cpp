@@ -14,10 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The options hipRTC takes that name an include directory: joined ("-Idir") or followed by the
-// directory as the next element ("-I", "dir").
-constexpr std::string_view k_include_flags[] = {"-I", "-isystem", "-iquote", "-idirafter"};
-
 } // namespace
 
 Expected<std::vector<std::pair<std::string, std::string>>> toolchain_fields() {
@@ -76,20 +72,10 @@ Expected<std::pair<Key, Dependencies>> key_and_dependencies(const Config& config
   // include directory counts by what it provides (add_source_fields), not by its spelling, and
   // hipRTC searches only these: neither the program's directory nor the current one.
   std::vector<fs::path> dirs;
-  const auto& options = program.options;
-  for (std::size_t i = 0; i < options.size(); ++i) {
-    std::string_view flag;
-    for (std::string_view f : k_include_flags)
-      if (flag.empty() && options[i].compare(0, f.size(), f) == 0)
-        flag = f;
-    if (flag.empty() || (options[i].size() == flag.size() && i + 1 == options.size())) {
-      builder.options(options[i]);
-      continue;
-    }
-    dirs.emplace_back(options[i].size() > flag.size() ? options[i].substr(flag.size())
-                                                      : options[++i]);
-    builder.options(std::string(flag) + "<include dir " + std::to_string(dirs.size()) + ">");
-  }
+  add_option_list(builder, program.options,
+                  {{"-I", "-I"}, {"-isystem", "-isystem"}, {"-iquote", "-iquote"},
+                   {"-idirafter", "-idirafter"}},
+                  dirs);
   // hipRTC is given every in-memory header, reached by a plain #include or not (an #include
   // MACRO may name any of them), so each one counts; the scan adds those it reaches again.
   std::map<std::string, std::string> in_memory;
