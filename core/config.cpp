@@ -21,7 +21,8 @@ using Complaints = std::vector<std::string>;
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
@@ -193,8 +194,7 @@ constexpr EnvVariable k_env_variables[] = {
     {"POCL_WORK_GROUP_METHOD", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
     {"POCL_WORK_GROUP_SPECIALIZATION", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
     {"POCL_FORCE_PARALLEL_OUTER_LOOP", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
-    {"POCL_FULL_REPLICATION_THRESHOLD", R::compile, nullptr, "opencl", nullptr,
-     k_doc_pocl_compile},
+    {"POCL_FULL_REPLICATION_THRESHOLD", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
     {"POCL_WILOOPS_MAX_UNROLL_COUNT", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
     {"POCL_LLVM_CPU_NAME", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
     {"POCL_KERNELLIB_NAME", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
@@ -243,16 +243,26 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   double scale = 1;
   if (!t.empty()) {
     switch (t.back()) {
-    case 'k': scale = 1024.0; break;
-    case 'm': scale = 1024.0 * 1024; break;
-    case 'g': scale = 1024.0 * 1024 * 1024; break;
-    case 't': scale = 1024.0 * 1024 * 1024 * 1024; break;
-    default: break;
+    case 'k':
+      scale = 1024.0;
+      break;
+    case 'm':
+      scale = 1024.0 * 1024;
+      break;
+    case 'g':
+      scale = 1024.0 * 1024 * 1024;
+      break;
+    case 't':
+      scale = 1024.0 * 1024 * 1024 * 1024;
+      break;
+    default:
+      break;
     }
     if (scale != 1)
       t.pop_back();
   }
-  if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(c) || c == '.'; }) ||
+  if (t.empty() ||
+      !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(c) || c == '.'; }) ||
       std::count(t.begin(), t.end(), '.') > 1 || t == ".")
     return std::nullopt;
   const double value = std::strtod(t.c_str(), nullptr) * scale;
@@ -294,8 +304,9 @@ PersistencePolicy Config::persistence(std::string_view backend) const {
     const std::string setting = std::string(v.name) + "=" + value;
     if (disable_explicitly_off)
       return {true, setting + " overridden by JITCACHE_DISABLE=0"};
-    return {false, setting +
-                       " (the runtime's own cache is off; set JITCACHE_DISABLE=0 to keep jitcache's)"};
+    return {false,
+            setting +
+                " (the runtime's own cache is off; set JITCACHE_DISABLE=0 to keep jitcache's)"};
   }
   return {true, read_only ? "on, read-only (JITCACHE_READONLY)" : "on"};
 }

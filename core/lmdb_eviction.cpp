@@ -5,6 +5,9 @@
 
 namespace jitcache {
 
+namespace {
+
+// Removes least recently used entries (never `keep`) until `total` is at most `target`.
 int evict(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total, std::uint64_t target,
           const std::optional<Digest>& keep, LmdbStore::Pruned& pruned) {
   if (total <= target)
@@ -39,6 +42,16 @@ int evict(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total, std::uint64_t t
   evicted.add("all", counter::evicted, pruned.entries);
   evicted.add("all", counter::evicted_bytes, pruned.bytes);
   return add_counters_in(e, txn, evicted);
+}
+
+} // namespace
+
+int evict_over_limit(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total,
+                     const std::optional<std::uint64_t>& limit, const Digest& stored,
+                     LmdbStore::Pruned& pruned) {
+  if (!limit || total <= *limit)
+    return MDB_SUCCESS;
+  return evict(e, txn, total, eviction_target(*limit), stored, pruned);
 }
 
 Expected<LmdbStore::Pruned> LmdbStore::prune(std::uint64_t max_size) {

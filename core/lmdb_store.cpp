@@ -2,7 +2,6 @@
 #include "core/lmdb_store.hpp"
 
 #include "core/entry_codec.hpp"
-#include "core/eviction.hpp"
 #include "core/fork_guard.hpp"
 #include "core/lmdb_txn.hpp"
 #include "core/log.hpp"
@@ -185,8 +184,8 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
           r = mdb_put(txn, e->access, &k, &t, 0);
         if (r == MDB_SUCCESS && counters)
           r = add_counters_in(*e, txn, *counters);
-        if (r == MDB_SUCCESS && limit && total > *limit)
-          r = evict(*e, txn, total, eviction_target(*limit), key, pruned);
+        if (r == MDB_SUCCESS)
+          r = evict_over_limit(*e, txn, total, limit, key, pruned);
         return r == MDB_SUCCESS ? set_total(*e, txn, total) : r;
       },
       bytes.size());

@@ -73,10 +73,12 @@ int set_total(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t total);
 /// Adds `delta` to the counters inside `txn` (lmdb_counters.cpp). Returns an LMDB status.
 int add_counters_in(LmdbStore::Env& e, MDB_txn* txn, const Stats& delta);
 
-/// Removes least recently used entries (never `keep`) inside `txn` until `total` is at most
-/// `target`, lowering `total`, adding to `pruned` and counting them (lmdb_eviction.cpp).
-/// Returns an LMDB status.
-int evict(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total, std::uint64_t target,
-          const std::optional<Digest>& keep, LmdbStore::Pruned& pruned);
+/// When `total` (the stored size with `stored` just written) is over `limit`, removes least
+/// recently used entries other than `stored` inside `txn` until it is at most
+/// eviction_target(limit), lowering `total`, adding to `pruned` and counting them
+/// (lmdb_eviction.cpp). Returns an LMDB status.
+int evict_over_limit(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total,
+                     const std::optional<std::uint64_t>& limit, const Digest& stored,
+                     LmdbStore::Pruned& pruned);
 
 } // namespace jitcache
