@@ -189,7 +189,7 @@ constexpr EnvVariable k_env_variables[] = {
     {"AMD_COMGR_CACHE_DIR", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
     {"AMD_COMGR_CACHE_POLICY", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
 
-    // In the order they enter a key: moving one changes every key that has it.
+    // In the order they enter a key: reordering two changes the keys that have both.
     {"POCL_EXTRA_BUILD_FLAGS", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
     {"POCL_WORK_GROUP_METHOD", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
     {"POCL_WORK_GROUP_SPECIALIZATION", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
