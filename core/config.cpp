@@ -25,6 +25,7 @@ constexpr const char* k_variables[] = {
     // Runtime cache controls and locations.
     "POCL_KERNEL_CACHE",  "POCL_CACHE_DIR",    "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH",
     "CUDA_CACHE_MAXSIZE", "AMD_COMGR_CACHE",   "AMD_COMGR_CACHE_DIR", "AMD_COMGR_CACHE_POLICY",
+    "CUPY_CACHE_DIR",
     // Where default locations come from, and which runtime libraries are opened.
     "HOME",               "XDG_CACHE_HOME",    "LD_LIBRARY_PATH",
 };
