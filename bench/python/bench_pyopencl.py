@@ -11,9 +11,10 @@ Needs the Python module built (build/python) and python3-pyopencl.
    each with a fresh POCL_CACHE_DIR: until the build returns and until every kernel's first
    launch has finished (bench/opencl/pyopencl_bench.py, after context creation).
 2. A repeated identical request in one process (memory tier, the 10 KB source of
-   `bench_opencl repeat`): per-call medians of 21 batches of jitcache.opencl.build, of the
-   extension's call alone (the handle, without making a pyopencl.Program), and of the C++ call
-   (`bench_opencl repeat`, run here too).
+   `bench_opencl repeat`): per-call medians of 21 rounds alternating the C++ call (looped inside
+   the extension), jitcache.opencl.build, and the extension's call with and without making the
+   pyopencl.Program, in the thread's CPU time (time.thread_time; the machine's other load does not
+   count); and `bench_opencl repeat` in its own process (wall time) for reference.
 """
 import argparse
 import os
@@ -30,7 +31,12 @@ from fresh_process import median, run  # noqa: E402
 
 
 def repeat_worker(path, calls):
-    """Runs in the child: per-call medians (us) of build() and of the extension's call."""
+    """Runs in the child: per-call costs (us) of a memory-tier hit, in 21 rounds that alternate
+    the C++ call (looped in the extension), jitcache.opencl.build, and the extension's call with
+    and without making the pyopencl.Program; medians, and the median of each round's difference
+    between build() and the C++ call."""
+    import json
+
     import pyopencl as cl
     import jitcache.opencl
     from jitcache import _jitcache
@@ -43,30 +49,45 @@ def repeat_worker(path, calls):
     cache = jitcache.Cache()
     jitcache.opencl.build(ctx, device, big, options, cache=cache)
     build = jitcache.opencl.build
+    ctx_ptr, device_ptr = ctx.int_ptr, device.int_ptr
 
     def per_call_us(call):
-        batches = []
-        for _ in range(21):
-            t = time.perf_counter()
-            for _ in range(calls):
-                call()
-            batches.append((time.perf_counter() - t) * 1e6 / calls)
-        return statistics.median(batches)
+        t = time.thread_time()
+        for _ in range(calls):
+            call()
+        return (time.thread_time() - t) * 1e6 / calls
 
-    def binding_only():
-        handle, _ = _jitcache.opencl_build(cache, ctx.int_ptr, device.int_ptr, big, options)
+    def binding_and_program():
+        handle, _ = _jitcache.opencl_build(cache, ctx_ptr, device_ptr, big, options)
         cl.Program.from_int_ptr(handle, retain=False)  # releases the reference again
 
-    def handle_only():
-        _jitcache.opencl_build(cache, ctx.int_ptr, device.int_ptr, big, options)
+    def binding():
+        handle, _ = _jitcache.opencl_build(cache, ctx_ptr, device_ptr, big, options)
+        _release(handle)
 
-    full = per_call_us(lambda: build(ctx, device, big, options, cache=cache))
-    wrapped = per_call_us(binding_only)
-    # handle_only leaks one reference per call to the memory tier's program: measured last.
-    raw = per_call_us(handle_only)
+    rounds = {"cpp": [], "build": [], "binding_and_program": [], "binding": []}
+    for _ in range(21):
+        rounds["cpp"].append(_jitcache.opencl_build_ns_per_call(
+            cache, ctx_ptr, device_ptr, big, options, calls) / 1e3)
+        rounds["build"].append(per_call_us(lambda: build(ctx, device, big, options, cache=cache)))
+        rounds["binding_and_program"].append(per_call_us(binding_and_program))
+        rounds["binding"].append(per_call_us(binding))
     cache.close()
-    import json
-    print(json.dumps({"build_us": full, "binding_and_program_us": wrapped, "binding_us": raw}))
+    result = {f"{k}_us": statistics.median(v) for k, v in rounds.items()}
+    result["added_us"] = statistics.median(b - c for b, c in zip(rounds["build"], rounds["cpp"]))
+    print(json.dumps(result))
+
+
+def _release(handle):
+    """clReleaseProgram through PyOpenCL's loader, without making a pyopencl.Program."""
+    global _cl_release
+    if "_cl_release" not in globals():
+        import ctypes
+        import ctypes.util
+        lib = ctypes.CDLL(ctypes.util.find_library("OpenCL"))
+        lib.clReleaseProgram.argtypes = [ctypes.c_void_p]
+        _cl_release = lib.clReleaseProgram
+    _cl_release(handle)
 
 
 def main():
@@ -134,16 +155,16 @@ def main():
               f"{r['jit_build']:.1f} ms | {r['jit_launch']:.1f} ms | "
               f"{r['py_build'] / r['jit_build']:.1f}x | {r['py_launch'] / r['jit_launch']:.1f}x |")
     print()
-    print("| memory-tier hit, 10 KB source | us per call |")
+    print("| memory-tier hit, 10 KB source (matmul.cl) | us per call |")
     print("|---|---:|")
     if cpp:
-        print(f"| C++ build_program (bench_opencl repeat) | {cpp['median_ns_per_call'] / 1e3:.2f} |")
-    print(f"| extension call only (handle) | {py['binding_us']:.2f} |")
+        print(f"| C++ build_program, own process (bench_opencl repeat) | "
+              f"{cpp['median_ns_per_call'] / 1e3:.2f} |")
+    print(f"| C++ build_program, looped in the extension | {py['cpp_us']:.2f} |")
+    print(f"| extension call (handle only) | {py['binding_us']:.2f} |")
     print(f"| extension call + pyopencl.Program.from_int_ptr | {py['binding_and_program_us']:.2f} |")
     print(f"| jitcache.opencl.build | {py['build_us']:.2f} |")
-    if cpp:
-        print(f"| added by Python over C++ | {py['build_us'] - cpp['median_ns_per_call'] / 1e3:.2f} |")
-
+    print(f"| added by Python (median of per-round build - C++) | {py['added_us']:.2f} |")
 
 if __name__ == "__main__":
     main()

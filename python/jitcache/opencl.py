@@ -16,6 +16,34 @@ if not _jitcache.has_opencl:
 
 __all__ = ["build"]
 
+_Program = _cl.Program
+_ProgramHandle = _cl._cl._Program
+# Whether pyopencl.Program's one-argument constructor leaves exactly the attributes that
+# _program_of sets itself; learnt from the first program made through the public from_int_ptr.
+_known_layout = None
+
+
+def _program_of(handle, ctx):
+    """A pyopencl.Program taking over one reference to `handle`, a program of `ctx`.
+
+    Program.from_int_ptr asks OpenCL for the program's context and wraps it anew: on a
+    memory-tier hit that is most of the Python call's cost, and the context is known here. So once
+    the installed PyOpenCL has shown that its Program holds nothing else, the same object is made
+    directly; any other PyOpenCL keeps the public path.
+    """
+    global _known_layout
+    if _known_layout:
+        program = _Program.__new__(_Program)
+        program._prg = _ProgramHandle.from_int_ptr(handle, False)
+        program._context = ctx
+        program._build_duration_info = None
+        return program
+    program = _Program.from_int_ptr(handle, retain=False)
+    if _known_layout is None:
+        _known_layout = (set(vars(program)) == {"_prg", "_context", "_build_duration_info"}
+                         and program._context == ctx)
+    return program
+
 
 def build(ctx, device, source, options="", *, cache=None):
     """Returns a pyopencl.Program built from `source` with `options` (one string, as
@@ -44,6 +72,6 @@ def build(ctx, device, source, options="", *, cache=None):
         raise TypeError(f"options must be a str, not {type(options).__name__}")
     handle, info = _jitcache.opencl_build(cache if cache is not None else default_cache(),
                                           ctx.int_ptr, device.int_ptr, source, options)
-    program = _cl.Program.from_int_ptr(handle, retain=False)
+    program = _program_of(handle, ctx)
     program.info = info
     return program

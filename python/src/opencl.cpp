@@ -6,6 +6,7 @@
 #include <jitcache/opencl.hpp>
 
 #include <cstdint>
+#include <ctime>
 #include <string_view>
 
 namespace py = pybind11;
@@ -35,6 +36,33 @@ void bind_opencl(py::module_& m) {
       py::arg("cache"), py::arg("context"), py::arg("device"), py::arg("source"),
       py::arg("options"),
       "(cl_program as int, BuildInfo); the caller owns one reference to the program.");
+
+  // For bench/python/bench_pyopencl.py: the C++ call's own cost, in this process and between the
+  // Python calls it is compared with, in this thread's CPU time (on a shared machine, wall time
+  // and separate processes differ by more than the few microseconds measured).
+  m.def(
+      "opencl_build_ns_per_call",
+      [](const PyCache& py_cache, std::uintptr_t context, std::uintptr_t device,
+         std::string_view source, std::string_view options, int calls) {
+        std::shared_ptr<Cache> cache = py_cache.get();
+        py::gil_scoped_release release;
+        const auto now = [] {
+          timespec t{};
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+          return t.tv_sec * 1e9 + t.tv_nsec;
+        };
+        const double start = now();
+        for (int i = 0; i < calls; ++i) {
+          Expected<opencl::Program> built =
+              opencl::build_program(*cache, reinterpret_cast<cl_context>(context),
+                                    reinterpret_cast<cl_device_id>(device), source, options);
+          if (built)
+            clReleaseProgram(built->program);
+        }
+        return (now() - start) / calls;
+      },
+      py::arg("cache"), py::arg("context"), py::arg("device"), py::arg("source"),
+      py::arg("options"), py::arg("calls"));
 }
 
 } // namespace jitcache::python

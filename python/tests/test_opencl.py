@@ -45,6 +45,9 @@ def test_miss_then_memory_hit_returns_a_pyopencl_program(cache, ctx, device):
     assert second.info.outcome == "hit"
     assert second.info.tier == "memory"
     assert second.info.key == first.info.key
+    assert second.get_info(cl.program_info.CONTEXT) == ctx
+    assert second.int_ptr == first.int_ptr  # the memory tier's program, retained once more
+    assert {k.function_name for k in second.all_kernels()} == {"saxpy"}
     stats = cache.stats()["opencl"]
     assert stats["misses"] == 1
     assert stats["compiles"] == 1
@@ -52,7 +55,8 @@ def test_miss_then_memory_hit_returns_a_pyopencl_program(cache, ctx, device):
 
 
 def test_kernel_computes_the_right_result(cache, ctx, device):
-    program = jitcache.opencl.build(ctx, device, SAXPY, cache=cache)
+    jitcache.opencl.build(ctx, device, SAXPY, cache=cache)
+    program = jitcache.opencl.build(ctx, device, SAXPY, cache=cache)  # the memory tier's
     queue = cl.CommandQueue(ctx)
     x = np.arange(1024, dtype=np.float32)
     y = np.ones(1024, dtype=np.float32)
