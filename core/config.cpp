@@ -22,7 +22,7 @@ namespace {
 constexpr const char* k_variables[] = {
     "JITCACHE_DIR",       "JITCACHE_DISABLE",  "JITCACHE_READONLY", "JITCACHE_MAX_SIZE",
     "JITCACHE_SYSTEM_PATH", "JITCACHE_REMOTE", "JITCACHE_LOG",
-    // Runtime cache controls and locations.
+    // Runtime and binding cache controls and locations.
     "POCL_KERNEL_CACHE",  "POCL_CACHE_DIR",    "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH",
     "CUDA_CACHE_MAXSIZE", "AMD_COMGR_CACHE",   "AMD_COMGR_CACHE_DIR", "AMD_COMGR_CACHE_POLICY",
     "CUPY_CACHE_DIR",

@@ -61,9 +61,11 @@ def repeat_worker(path, calls):
         handle, _ = _jitcache.opencl_build(cache, ctx_ptr, device_ptr, big, options)
         cl.Program.from_int_ptr(handle, retain=False)  # releases the reference again
 
+    release = _cl_release_program()
+
     def binding():
         handle, _ = _jitcache.opencl_build(cache, ctx_ptr, device_ptr, big, options)
-        _release(handle)
+        release(handle)
 
     rounds = {"cpp": [], "build": [], "binding_and_program": [], "binding": []}
     for _ in range(21):
@@ -78,16 +80,14 @@ def repeat_worker(path, calls):
     print(json.dumps(result))
 
 
-def _release(handle):
-    """clReleaseProgram through PyOpenCL's loader, without making a pyopencl.Program."""
-    global _cl_release
-    if "_cl_release" not in globals():
-        import ctypes
-        import ctypes.util
-        lib = ctypes.CDLL(ctypes.util.find_library("OpenCL"))
-        lib.clReleaseProgram.argtypes = [ctypes.c_void_p]
-        _cl_release = lib.clReleaseProgram
-    _cl_release(handle)
+def _cl_release_program():
+    """clReleaseProgram of the OpenCL loader, to drop a handle without making a
+    pyopencl.Program."""
+    import ctypes
+    import ctypes.util
+    release = ctypes.CDLL(ctypes.util.find_library("OpenCL")).clReleaseProgram
+    release.argtypes = [ctypes.c_void_p]
+    return release
 
 
 def main():

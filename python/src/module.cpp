@@ -4,22 +4,22 @@
 #include <jitcache/version.hpp>
 
 PYBIND11_MODULE(_jitcache, m) {
+  using namespace jitcache::python;
   m.doc() = "jitcache's C++ API for Python; use the jitcache package, not this module";
   m.attr("version") = jitcache::k_version;
-  m.attr("has_opencl") =
+  // BuildInfo first: the results of the backends' calls carry one.
+  bind_build_info(m);
+  bind_cache(m);
 #ifdef JITCACHE_HAVE_OPENCL
-      true;
-  jitcache::python::bind_opencl(m);
+  m.attr("has_opencl") = true;
+  bind_opencl(m);
 #else
-      false;
+  m.attr("has_opencl") = false;
 #endif
-  m.attr("has_cuda") =
 #ifdef JITCACHE_HAVE_CUDA
-      true;
-  jitcache::python::bind_cuda(m);
+  m.attr("has_cuda") = true;
+  bind_cuda(m);
 #else
-      false;
+  m.attr("has_cuda") = false;
 #endif
-  jitcache::python::bind_build_info(m);
-  jitcache::python::bind_cache(m);
 }

@@ -111,7 +111,9 @@ JITCACHE_DIR would name (the format version is appended); max_size a size such a
 number of bytes. Bad values raise jitcache.ArgumentError.
 
 Thread-safe. close() (or leaving a `with` block) finishes pending stores; a closed cache raises
-ValueError. Caches not closed are flushed when the interpreter exits normally.)")
+ValueError. A Cache that is not closed finishes them when it is garbage-collected; one left alive
+at exit may lose them (the next process compiles those kernels again). default_cache() is closed
+at exit.)")
       .def(py::init([](std::optional<std::string> dir, std::optional<bool> read_only,
                        std::optional<py::object> max_size, std::optional<std::string> log) {
              std::optional<std::string> size;
