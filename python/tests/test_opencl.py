@@ -148,3 +148,14 @@ def test_a_closed_cache_raises_a_clear_error(dirs, ctx, device):
     with pytest.raises(ValueError, match="closed"):
         cache.stats()
     cache.close()  # a second close does nothing
+
+
+def test_threads_building_the_same_program_compile_it_once(cache, ctx, device):
+    # The GIL is released while building: the threads meet in the cache, which compiles once.
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        programs = list(pool.map(lambda _: jitcache.opencl.build(ctx, device, SAXPY, cache=cache),
+                                 range(4)))
+    assert len({p.info.key for p in programs}) == 1
+    assert sorted(p.info.outcome for p in programs).count("miss") == 1
+    assert cache.stats()["opencl"]["compiles"] == 1
