@@ -148,7 +148,7 @@ def main():
                       {"JITCACHE_DIR": fresh(), "POCL_CACHE_DIR": fresh()}, None)
 
     print("| kernel | PyOpenCL cache: build | first launch | jitcache: build | first launch "
-          "| build ratio | first launch ratio |")
+          "| PyOpenCL/jitcache: build | first launch |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, r in rows:
         print(f"| {name} | {r['py_build']:.1f} ms | {r['py_launch']:.1f} ms | "
