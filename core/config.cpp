@@ -137,8 +137,8 @@ constexpr char k_doc_runtime_switch[] =
     "skipped for that backend (the memory tier still works) unless `JITCACHE_DISABLE=0`; "
     "`jitcache info` says so. jitcache never changes these variables";
 constexpr char k_doc_runtime_cache[] =
-    "read, never changed: where and how the runtime keeps its own cache (`jitcache info` "
-    "reports it)";
+    "read, never changed: where and how the runtime (or binding) keeps its own cache (`jitcache "
+    "info` reports it, `jitcache clear --runtime-caches` removes it)";
 constexpr char k_doc_pocl_compile[] =
     "part of the OpenCL key when set: they change the code PoCL generates";
 constexpr char k_doc_hip_compile[] =
@@ -188,6 +188,7 @@ constexpr EnvVariable k_env_variables[] = {
     {"CUDA_CACHE_MAXSIZE", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
     {"AMD_COMGR_CACHE_DIR", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
     {"AMD_COMGR_CACHE_POLICY", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
+    {"CUPY_CACHE_DIR", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
 
     // In the order they enter a key: reordering two changes the keys that have both.
     {"POCL_EXTRA_BUILD_FLAGS", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
