@@ -8,6 +8,7 @@
 
 #include <xxhash.h>
 
+#include <filesystem>
 #include <future>
 #include <system_error>
 #include <thread>
@@ -86,6 +87,11 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
   for (const auto& [name, value] : fields)
     out += name + "=" + value + "\n";
   return out;
+}
+
+std::string current_directory() {
+  std::error_code ec;
+  return std::filesystem::current_path(ec).string();
 }
 
 struct PendingKey::Check {

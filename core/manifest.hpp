@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/byte_io.hpp"
 #include "core/dependencies.hpp"
 #include "core/file_stamp.hpp"
 
@@ -54,6 +55,32 @@ Digest record_name(std::string_view kind, std::initializer_list<std::string_view
 /// `fields` as "name=value" lines: the text form of identities and compile environments among
 /// a record name's parts.
 std::string fields_text(const std::vector<std::pair<std::string, std::string>>& fields);
+
+/// The current directory, or empty when it was removed (the key step then reports it).
+std::string current_directory();
+
+/// Every argument of a compile request in one string, for a record name's parts and a request
+/// hash: the current directory (relative paths in options depend on it), then `program`'s name,
+/// source, options, in-memory headers and name expressions, each length-prefixed and each list
+/// counted, so no two requests flatten alike. `P` is a backend's Program.
+template <typename P> std::string request_arguments(const P& program) {
+  std::string out;
+  append_sized(out, current_directory());
+  append_sized(out, program.name);
+  append_sized(out, program.source);
+  append_sized(out, std::to_string(program.options.size()));
+  for (const std::string& option : program.options)
+    append_sized(out, option);
+  append_sized(out, std::to_string(program.headers.size()));
+  for (const auto& header : program.headers) {
+    append_sized(out, header.name);
+    append_sized(out, header.content);
+  }
+  append_sized(out, std::to_string(program.name_expressions.size()));
+  for (const std::string& expression : program.name_expressions)
+    append_sized(out, expression);
+  return out;
+}
 
 /// A key, and the stamps that vouch for the files it was built from (nullopt: they changed too
 /// recently to vouch for anything; the key is right but must not be remembered).

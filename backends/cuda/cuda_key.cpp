@@ -4,6 +4,7 @@
 #include "core/byte_io.hpp"
 #include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
+#include "core/library_identity.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -80,33 +81,22 @@ std::optional<Toolchain> decode_toolchain(std::string_view in) {
 } // namespace
 
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
-  const auto& variables = core.config().variables;
-  const auto path = variables.find("LD_LIBRARY_PATH");
-  const std::string search = path != variables.end() ? path->second : "";
-  const Digest name = detail::record_name(
-      "nvrtc identity", {search, JITCACHE_NVRTC_SONAME, JITCACHE_CUDA_LIBRARY_DIR});
-  *remembered = false;
-  if (auto record = core.recall(k_backend, name))
-    if (auto known = decode_toolchain(record->payload)) {
-      *remembered = true;
-      return *known;
-    }
-  auto probed = toolchain();
-  if (!probed)
-    return probed.error();
-  const NvrtcApi& api = **nvrtc(); // opened: toolchain() succeeded
-  Dependencies deps;
-  deps.read = {detail::stamp_of(api.file), detail::stamp_of("/etc/ld.so.cache")};
-  deps.listed = {fs::path(api.file).parent_path().string(), JITCACHE_CUDA_LIBRARY_DIR};
-  for (std::string_view rest = search; !rest.empty();) {
-    const auto colon = rest.find(':');
-    if (std::string_view dir = rest.substr(0, colon); !dir.empty())
-      deps.listed.emplace_back(dir);
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-  }
-  if (auto guards = guards_of(deps))
-    core.remember(k_backend, name, detail::Record{*guards, encode_toolchain(**probed)});
-  return **probed;
+  std::optional<Toolchain> known;
+  auto found = detail::remembered_identity(
+      core, k_backend,
+      detail::LibrarySearch{"nvrtc identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
+      [&](std::string_view stored) { return (known = decode_toolchain(stored)).has_value(); },
+      [&]() -> Expected<detail::ProbedLibraries> {
+        auto probed = toolchain();
+        if (!probed)
+          return probed.error();
+        known = **probed;
+        return detail::ProbedLibraries{encode_toolchain(**probed), {(**nvrtc()).file}};
+      },
+      remembered);
+  if (!found)
+    return std::move(found).error();
+  return std::move(*known);
 }
 
 const std::vector<fs::path>& toolkit_include_dirs() {

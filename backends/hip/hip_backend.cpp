@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -62,17 +63,16 @@ std::optional<std::string> unusable(const Entry& entry, const std::string& targe
 // (JITCACHE_READONLY, a system package) still holds the rejected one; when the lookup finds it
 // again, the compile goes around the cache.
 Expected<Found> replace(Cache& cache, const Key& key, const std::string& target,
-                        const Program& program, const RuntimeApi& api, BuildInfo& info,
+                        const std::function<Expected<Entry>()>& compile, BuildInfo& info,
                         const std::string& rejected) {
   const std::string note = info.note;
-  auto found = cache.get_or_compile(
-      key, [&] { return compile_program(api, target, program); }, &info);
+  auto found = cache.get_or_compile(key, compile, &info);
   info.note = note;
   if (!found || info.outcome == Outcome::miss ||
       (found->entry.payload != rejected && !unusable(found->entry, target)))
     return found;
   Stopwatch clock;
-  auto entry = compile_program(api, target, program);
+  auto entry = compile();
   if (!entry)
     return entry.error();
   entry->compile_ns = clock.ns();
@@ -88,16 +88,15 @@ Expected<Found> replace(Cache& cache, const Key& key, const std::string& target,
 // The code object for `key`: from a tier (if usable for `target`), or compiled. A stored one
 // that is not usable is rejected and replaced.
 Expected<Found> obtain(Cache& cache, const Key& key, const std::string& target,
-                       const Program& program, const RuntimeApi& api, BuildInfo& info) {
-  auto found = cache.get_or_compile(
-      key, [&] { return compile_program(api, target, program); }, &info);
+                       const std::function<Expected<Entry>()>& compile, BuildInfo& info) {
+  auto found = cache.get_or_compile(key, compile, &info);
   if (!found || info.outcome == Outcome::miss) // a fresh compile is checked by compile_program
     return found;
   const auto why = unusable(found->entry, target);
   if (!why)
     return found;
   reject(cache, key, *why, info);
-  return replace(cache, key, target, program, api, info, found->entry.payload);
+  return replace(cache, key, target, compile, info, found->entry.payload);
 }
 
 std::map<std::string, std::string> lowered_names_of(const Found& found) {
@@ -105,28 +104,58 @@ std::map<std::string, std::string> lowered_names_of(const Found& found) {
   return names ? std::move(*names) : std::map<std::string, std::string>();
 }
 
-// Every byte of a request and the device, for the memory tier's fast path: each field
-// length-delimited by hash_request, the variable-length lists flattened with their lengths.
-detail::HandleCache::RequestHash request_hash(const Program& program, int device) {
-  std::string lists;
-  const auto add = [&](std::string_view field) {
-    lists += std::to_string(field.size());
-    lists += ':';
-    lists += field;
-  };
-  for (const std::string& option : program.options)
-    add(option);
-  lists += '|';
-  for (const Header& header : program.headers) {
-    add(header.name);
-    add(header.content);
+// hipRTC's code object of `program` for `target`, when the libraries opened are the ones `tools`
+// describes (the key was built with it); otherwise `stale` is set and nothing is compiled.
+Expected<Entry> compile_checked(const Toolchain& tools, const std::string& target,
+                                const Program& program, bool& stale) {
+  auto real = toolchain();
+  if (!real)
+    return real.error();
+  if (!(**real == tools)) {
+    stale = true;
+    return Error(ErrorCode::runtime_error,
+                 "hipRTC or comgr changed since their identity was remembered");
   }
-  lists += '|';
-  for (const std::string& expression : program.name_expressions)
-    add(expression);
-  return detail::HandleCache::hash_request(
-      {k_backend, std::string_view(reinterpret_cast<const char*>(&device), sizeof device),
-       program.name, program.source, lists});
+  return compile_program(**runtime(), target, program);
+}
+
+// Runs `attempt` with the toolchain keys are built with: the one the user tier remembers first
+// (so that a hit opens neither libamdhip64 nor comgr); when its compile finds that the libraries
+// opened are not the ones remembered (`stale`), once more with what they really are.
+template <typename T>
+Expected<T> with_toolchain(Cache& cache,
+                           const std::function<Expected<T>(const Toolchain&, bool& stale)>& attempt) {
+  bool remembered = false;
+  auto tools = toolchain_for_keys(cache.core(), &remembered);
+  if (!tools)
+    return tools.error();
+  bool stale = false;
+  auto result = attempt(*tools, stale);
+  if (!stale || !remembered)
+    return result;
+  log::info("hipRTC or comgr is not the library whose identity was remembered; building the key "
+            "again");
+  auto real = toolchain();
+  if (!real)
+    return real.error();
+  stale = false;
+  return attempt(**real, stale);
+}
+
+// The device's target id as the runtime reports it (gcnArchName), not yet canonical.
+Expected<std::string> device_arch(int device) {
+  auto count = device_count(); // bounds the runtime's initialisation
+  if (!count)
+    return count.error();
+  if (device < 0 || device >= *count)
+    return Error(ErrorCode::no_device, "HIP device " + std::to_string(device) +
+                                           " does not exist (" + std::to_string(*count) +
+                                           " device(s): 0.." + std::to_string(*count - 1) + ")");
+  const RuntimeApi& api = **runtime();
+  hipDeviceProp_t properties{};
+  if (hipError_t rc = api.hipGetDeviceProperties(&properties, device); rc != hipSuccess)
+    return hip_error(api, "hipGetDeviceProperties", rc);
+  return std::string(properties.gcnArchName);
 }
 
 } // namespace
@@ -155,26 +184,21 @@ Expected<std::vector<std::string>> supported_targets() {
 }
 
 Expected<std::string> device_target(int device) {
-  auto count = device_count(); // bounds the runtime's initialisation
-  if (!count)
-    return count.error();
-  if (device < 0 || device >= *count)
-    return Error(ErrorCode::no_device, "HIP device " + std::to_string(device) +
-                                           " does not exist (" + std::to_string(*count) +
-                                           " device(s): 0.." + std::to_string(*count - 1) + ")");
-  const RuntimeApi& api = **runtime();
-  hipDeviceProp_t properties{};
-  if (hipError_t rc = api.hipGetDeviceProperties(&properties, device); rc != hipSuccess)
-    return hip_error(api, "hipGetDeviceProperties", rc);
+  auto arch = device_arch(device);
+  if (!arch)
+    return arch.error();
   auto table = target_table();
   if (!table)
     return table.error();
-  return canonical_target(properties.gcnArchName, **table);
+  return canonical_target(*arch, **table);
 }
 
 Expected<Key> make_key(const Config& config, const Program& program, std::string_view target) {
   if (auto ok = check_program(program); !ok)
     return ok.error();
+  auto tools = toolchain();
+  if (!tools)
+    return tools.error();
   std::string canonical;
   if (target.empty()) {
     if (auto count = device_count(); !count)
@@ -187,41 +211,36 @@ Expected<Key> make_key(const Config& config, const Program& program, std::string
       return own.error();
     canonical = *own;
   } else {
-    auto table = target_table();
-    if (!table)
-      return table.error();
-    auto valid = canonical_target(target, **table);
+    auto valid = canonical_target(target, (*tools)->targets);
     if (!valid)
       return valid.error();
     canonical = *valid;
   }
-  return key_for(config, canonical, program);
+  return make_key(**tools, canonical, config, program).first;
 }
 
 Expected<CodeObject> compile(Cache& cache, std::string_view target, const Program& program) {
   Stopwatch total;
   if (auto ok = check_program(program); !ok)
     return ok.error();
-  auto table = target_table();
-  if (!table)
-    return table.error();
-  auto canonical = canonical_target(target, **table);
-  if (!canonical)
-    return canonical.error();
-  auto api = runtime();
-  if (!api)
-    return api.error();
-  auto key = key_for(cache.config(), *canonical, program);
-  if (!key)
-    return key.error();
-  BuildInfo info;
-  auto found = obtain(cache, *key, *canonical, program, **api, info);
-  if (!found)
-    return found.error();
-  info.device = *canonical;
-  info.total_ms = total.ms();
-  return CodeObject{std::move(found->entry.payload), *canonical, lowered_names_of(*found),
-                    std::move(info)};
+  const std::string request = detail::request_arguments(program);
+  return with_toolchain<CodeObject>(
+      cache, [&](const Toolchain& tools, bool& stale) -> Expected<CodeObject> {
+        auto canonical = canonical_target(target, tools.targets);
+        if (!canonical)
+          return canonical.error();
+        const Key key = remembered_key(cache.core(), tools, *canonical, program, request).key;
+        BuildInfo info;
+        auto found = obtain(
+            cache, key, *canonical,
+            [&] { return compile_checked(tools, *canonical, program, stale); }, info);
+        if (!found)
+          return found.error();
+        info.device = *canonical;
+        info.total_ms = total.ms();
+        return CodeObject{std::move(found->entry.payload), *canonical, lowered_names_of(*found),
+                          std::move(info)};
+      });
 }
 
 Expected<Module> load_module(Cache& cache, const Program& program) {
@@ -252,58 +271,67 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   auto device = current_device(api);
   if (!device)
     return device.error();
-  // A repeated identical request skips key building (header reads included).
-  const auto request = request_hash(program, *device);
+  // A repeated identical request skips key building (header reads included). Every argument
+  // of the request: hashed for the memory tier, and part of the manifest's name.
+  const std::string arguments = detail::request_arguments(program);
+  const auto request = Handles::hash_request(
+      {"hip.load_module", std::string_view(reinterpret_cast<const char*>(&*device), sizeof *device),
+       arguments});
   if (auto loaded = handles.find(request))
     return memory_hit(*loaded);
 
-  auto target = device_target(*device);
-  if (!target)
-    return target.error();
-  auto keyed = key_and_dependencies(cache.config(), *target, program);
-  if (!keyed)
-    return keyed.error();
-  const Key* key = &keyed->first;
+  auto arch = device_arch(*device);
+  if (!arch)
+    return arch.error();
+  return with_toolchain<Module>(cache, [&](const Toolchain& tools,
+                                           bool& stale) -> Expected<Module> {
+    auto target = canonical_target(*arch, tools.targets);
+    if (!target)
+      return target.error();
+    GuardedKey keyed = remembered_key(cache.core(), tools, *target, program, arguments);
+    const Key* key = &keyed.key;
+    const auto compile = [&] { return compile_checked(tools, *target, program, stale); };
 
-  bool ran = false;
-  // HIP has one primary context per device, so the device ordinal stands for the context.
-  const Handles::Slot slot{key->digest, nullptr,
-                           reinterpret_cast<const void*>(static_cast<std::uintptr_t>(*device))};
-  auto loaded = handles.get_or_load(
-      slot,
-      [&]() -> Expected<Handles::Loaded> {
-        BuildInfo info;
-        auto found = obtain(cache, *key, *target, program, api, info);
-        if (!found)
-          return found.error();
-        Stopwatch load;
-        hipModule_t module = nullptr;
-        hipError_t rc = api.hipModuleLoadData(&module, found->entry.payload.data());
-        if (rc != hipSuccess && info.outcome == Outcome::hit && rejects_image(rc)) {
-          reject(cache, *key, hip_error(api, "hipModuleLoadData", rc).message, info);
-          found = replace(cache, *key, *target, program, api, info, found->entry.payload);
+    bool ran = false;
+    // HIP has one primary context per device, so the device ordinal stands for the context.
+    const Handles::Slot slot{key->digest, nullptr,
+                             reinterpret_cast<const void*>(static_cast<std::uintptr_t>(*device))};
+    auto loaded = handles.get_or_load(
+        slot,
+        [&]() -> Expected<Handles::Loaded> {
+          BuildInfo info;
+          auto found = obtain(cache, *key, *target, compile, info);
           if (!found)
             return found.error();
-          load = Stopwatch();
-          rc = api.hipModuleLoadData(&module, found->entry.payload.data());
-        }
-        if (rc != hipSuccess)
-          return hip_error(api, "hipModuleLoadData", rc);
-        info.load_ms = load.ms();
-        info.device = *target;
-        auto held = std::make_shared<Loaded>();
-        held->api = &api;
-        held->module = module;
-        held->lowered_names = lowered_names_of(*found);
-        return Handles::Loaded{std::move(held), std::move(info)};
-      },
-      ran);
-  if (!loaded)
-    return loaded.error();
-  handles.alias(request, *loaded, guards_of(keyed->second));
-  if (!ran)
-    return memory_hit(*loaded);
-  return hand_out(*loaded, loaded->info);
+          Stopwatch load;
+          hipModule_t module = nullptr;
+          hipError_t rc = api.hipModuleLoadData(&module, found->entry.payload.data());
+          if (rc != hipSuccess && info.outcome == Outcome::hit && rejects_image(rc)) {
+            reject(cache, *key, hip_error(api, "hipModuleLoadData", rc).message, info);
+            found = replace(cache, *key, *target, compile, info, found->entry.payload);
+            if (!found)
+              return found.error();
+            load = Stopwatch();
+            rc = api.hipModuleLoadData(&module, found->entry.payload.data());
+          }
+          if (rc != hipSuccess)
+            return hip_error(api, "hipModuleLoadData", rc);
+          info.load_ms = load.ms();
+          info.device = *target;
+          auto held = std::make_shared<Loaded>();
+          held->api = &api;
+          held->module = module;
+          held->lowered_names = lowered_names_of(*found);
+          return Handles::Loaded{std::move(held), std::move(info)};
+        },
+        ran);
+    if (!loaded)
+      return loaded.error();
+    handles.alias(request, *loaded, std::move(keyed.guards));
+    if (!ran)
+      return memory_hit(*loaded);
+    return hand_out(*loaded, loaded->info);
+  });
 }
 
 } // namespace jitcache::hip
