@@ -26,11 +26,11 @@ std::vector<std::string> split_path(std::string_view list) {
 
 } // namespace
 
-Expected<void> remembered_identity(CacheCore& core, const std::string& backend,
-                                   const LibrarySearch& search,
-                                   const std::function<bool(std::string_view)>& recall,
-                                   const std::function<Expected<ProbedLibraries>()>& probe,
-                                   bool* remembered) {
+Expected<void> recall_or_probe(CacheCore& core, const std::string& backend,
+                               const LibrarySearch& search,
+                               const std::function<bool(std::string_view)>& recall,
+                               const std::function<Expected<ProbedLibraries<std::string>>()>& probe,
+                               bool* remembered) {
   const auto& variables = core.config().variables;
   const auto path = variables.find("LD_LIBRARY_PATH");
   const std::string library_path = path != variables.end() ? path->second : "";

@@ -81,22 +81,17 @@ std::optional<Toolchain> decode_toolchain(std::string_view in) {
 } // namespace
 
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
-  std::optional<Toolchain> known;
-  auto found = detail::remembered_identity(
+  return detail::remembered_identity<Toolchain>(
       core, k_backend,
       detail::LibrarySearch{"nvrtc identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
-      [&](std::string_view stored) { return (known = decode_toolchain(stored)).has_value(); },
-      [&]() -> Expected<detail::ProbedLibraries> {
+      encode_toolchain, decode_toolchain,
+      []() -> Expected<detail::ProbedLibraries<Toolchain>> {
         auto probed = toolchain();
         if (!probed)
           return probed.error();
-        known = **probed;
-        return detail::ProbedLibraries{encode_toolchain(**probed), {(**nvrtc()).file}};
+        return detail::ProbedLibraries<Toolchain>{**probed, {(**nvrtc()).file}};
       },
       remembered);
-  if (!found)
-    return std::move(found).error();
-  return std::move(*known);
 }
 
 const std::vector<fs::path>& toolkit_include_dirs() {

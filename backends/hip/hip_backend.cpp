@@ -123,8 +123,9 @@ Expected<Entry> compile_checked(const Toolchain& tools, const std::string& targe
 // (so that a hit opens neither libamdhip64 nor comgr); when its compile finds that the libraries
 // opened are not the ones remembered (`stale`), once more with what they really are.
 template <typename T>
-Expected<T> with_toolchain(Cache& cache,
-                           const std::function<Expected<T>(const Toolchain&, bool& stale)>& attempt) {
+Expected<T>
+with_toolchain(Cache& cache,
+               const std::function<Expected<T>(const Toolchain&, bool& stale)>& attempt) {
   bool remembered = false;
   auto tools = toolchain_for_keys(cache.core(), &remembered);
   if (!tools)
@@ -283,55 +284,56 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   auto arch = device_arch(*device);
   if (!arch)
     return arch.error();
-  return with_toolchain<Module>(cache, [&](const Toolchain& tools,
-                                           bool& stale) -> Expected<Module> {
-    auto target = canonical_target(*arch, tools.targets);
-    if (!target)
-      return target.error();
-    GuardedKey keyed = remembered_key(cache.core(), tools, *target, program, arguments);
-    const Key* key = &keyed.key;
-    const auto compile = [&] { return compile_checked(tools, *target, program, stale); };
+  return with_toolchain<Module>(
+      cache, [&](const Toolchain& tools, bool& stale) -> Expected<Module> {
+        auto target = canonical_target(*arch, tools.targets);
+        if (!target)
+          return target.error();
+        GuardedKey keyed = remembered_key(cache.core(), tools, *target, program, arguments);
+        const Key* key = &keyed.key;
+        const auto compile = [&] { return compile_checked(tools, *target, program, stale); };
 
-    bool ran = false;
-    // HIP has one primary context per device, so the device ordinal stands for the context.
-    const Handles::Slot slot{key->digest, nullptr,
-                             reinterpret_cast<const void*>(static_cast<std::uintptr_t>(*device))};
-    auto loaded = handles.get_or_load(
-        slot,
-        [&]() -> Expected<Handles::Loaded> {
-          BuildInfo info;
-          auto found = obtain(cache, *key, *target, compile, info);
-          if (!found)
-            return found.error();
-          Stopwatch load;
-          hipModule_t module = nullptr;
-          hipError_t rc = api.hipModuleLoadData(&module, found->entry.payload.data());
-          if (rc != hipSuccess && info.outcome == Outcome::hit && rejects_image(rc)) {
-            reject(cache, *key, hip_error(api, "hipModuleLoadData", rc).message, info);
-            found = replace(cache, *key, *target, compile, info, found->entry.payload);
-            if (!found)
-              return found.error();
-            load = Stopwatch();
-            rc = api.hipModuleLoadData(&module, found->entry.payload.data());
-          }
-          if (rc != hipSuccess)
-            return hip_error(api, "hipModuleLoadData", rc);
-          info.load_ms = load.ms();
-          info.device = *target;
-          auto held = std::make_shared<Loaded>();
-          held->api = &api;
-          held->module = module;
-          held->lowered_names = lowered_names_of(*found);
-          return Handles::Loaded{std::move(held), std::move(info)};
-        },
-        ran);
-    if (!loaded)
-      return loaded.error();
-    handles.alias(request, *loaded, std::move(keyed.guards));
-    if (!ran)
-      return memory_hit(*loaded);
-    return hand_out(*loaded, loaded->info);
-  });
+        bool ran = false;
+        // HIP has one primary context per device, so the device ordinal stands for the context.
+        const Handles::Slot slot{
+            key->digest, nullptr,
+            reinterpret_cast<const void*>(static_cast<std::uintptr_t>(*device))};
+        auto loaded = handles.get_or_load(
+            slot,
+            [&]() -> Expected<Handles::Loaded> {
+              BuildInfo info;
+              auto found = obtain(cache, *key, *target, compile, info);
+              if (!found)
+                return found.error();
+              Stopwatch load;
+              hipModule_t module = nullptr;
+              hipError_t rc = api.hipModuleLoadData(&module, found->entry.payload.data());
+              if (rc != hipSuccess && info.outcome == Outcome::hit && rejects_image(rc)) {
+                reject(cache, *key, hip_error(api, "hipModuleLoadData", rc).message, info);
+                found = replace(cache, *key, *target, compile, info, found->entry.payload);
+                if (!found)
+                  return found.error();
+                load = Stopwatch();
+                rc = api.hipModuleLoadData(&module, found->entry.payload.data());
+              }
+              if (rc != hipSuccess)
+                return hip_error(api, "hipModuleLoadData", rc);
+              info.load_ms = load.ms();
+              info.device = *target;
+              auto held = std::make_shared<Loaded>();
+              held->api = &api;
+              held->module = module;
+              held->lowered_names = lowered_names_of(*found);
+              return Handles::Loaded{std::move(held), std::move(info)};
+            },
+            ran);
+        if (!loaded)
+          return loaded.error();
+        handles.alias(request, *loaded, std::move(keyed.guards));
+        if (!ran)
+          return memory_hit(*loaded);
+        return hand_out(*loaded, loaded->info);
+      });
 }
 
 } // namespace jitcache::hip

@@ -114,27 +114,20 @@ const detail::LibrarySearch& library_search() {
 }
 
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
-  std::optional<Toolchain> known;
-  auto found = detail::remembered_identity(
-      core, k_backend,
-      library_search(),
-      [&](std::string_view stored) { return (known = decode_toolchain(stored)).has_value(); },
-      [&]() -> Expected<detail::ProbedLibraries> {
+  return detail::remembered_identity<Toolchain>(
+      core, k_backend, library_search(), encode_toolchain, decode_toolchain,
+      []() -> Expected<detail::ProbedLibraries<Toolchain>> {
         auto probed = toolchain();
         if (!probed)
           return probed.error();
-        known = **probed;
         const RuntimeApi& rt = **runtime(); // opened: toolchain() succeeded
-        detail::ProbedLibraries libraries{encode_toolchain(**probed),
-                                          {rt.runtime_file.path, (**comgr()).file.path}};
+        detail::ProbedLibraries<Toolchain> libraries{**probed,
+                                                     {rt.runtime_file.path, (**comgr()).file.path}};
         if (rt.hiprtc_file.path != rt.runtime_file.path)
           libraries.files.push_back(rt.hiprtc_file.path);
         return libraries;
       },
       remembered);
-  if (!found)
-    return std::move(found).error();
-  return std::move(*known);
 }
 
 Expected<void> check_program(const Program& program) {

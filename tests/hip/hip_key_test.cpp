@@ -28,7 +28,9 @@ Config in(const fs::path& dir, std::map<std::string, std::string> extra = {}) {
 }
 
 // Files written now cannot vouch for their content for two seconds (detail::too_recent).
-void let_stamps_settle() { std::this_thread::sleep_for(std::chrono::milliseconds(2100)); }
+void let_stamps_settle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+}
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -96,11 +98,11 @@ TEST(HipRemembered, AnIdentityThatIsNotTheLibraryOpenedIsReplacedBeforeCompiling
     // As if another libamdhip64 had been found by the same search (stamps unchanged).
     Cache cache(in(dir.path()));
     bool remembered = false;
-    ASSERT_TRUE(detail::remembered_identity(
+    ASSERT_TRUE(detail::recall_or_probe(
         cache.core(), "hip", library_search(), [](std::string_view) { return false; },
-        [&]() -> Expected<detail::ProbedLibraries> {
-          return detail::ProbedLibraries{encode_toolchain(fake),
-                                         {(**runtime()).runtime_file.path}};
+        [&]() -> Expected<detail::ProbedLibraries<std::string>> {
+          return detail::ProbedLibraries<std::string>{encode_toolchain(fake),
+                                                      {(**runtime()).runtime_file.path}};
         },
         &remembered));
   }
@@ -125,8 +127,8 @@ TEST(HipRemembered, AnIdentityThatIsNotTheLibraryOpenedIsReplacedBeforeCompiling
 TEST(HipFreshProcess, AHitOpensNeitherTheHipRuntimeNorComgr) {
   test::TempDir dir;
   const std::string kernel = std::string(JITCACHE_KERNELS) + "/saxpy.hip";
-  const std::vector<std::string> build{"build", "--json", "--backend", "hip", "--arch", "gfx90a",
-                                       kernel};
+  const std::vector<std::string> build{"build",  "--json", "--backend", "hip",
+                                       "--arch", "gfx90a", kernel};
   const std::map<std::string, std::string> env{{"JITCACHE_DIR", dir.path().string()}};
   const auto miss = test::run_cli(build, env);
   ASSERT_EQ(miss.exit_code, 0) << miss.err;
