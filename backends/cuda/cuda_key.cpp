@@ -4,6 +4,7 @@
 #include "core/byte_io.hpp"
 #include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
+#include "core/library_identity.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -80,33 +81,17 @@ std::optional<Toolchain> decode_toolchain(std::string_view in) {
 } // namespace
 
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
-  const auto& variables = core.config().variables;
-  const auto path = variables.find("LD_LIBRARY_PATH");
-  const std::string search = path != variables.end() ? path->second : "";
-  const Digest name = detail::record_name(
-      "nvrtc identity", {search, JITCACHE_NVRTC_SONAME, JITCACHE_CUDA_LIBRARY_DIR});
-  *remembered = false;
-  if (auto record = core.recall(k_backend, name))
-    if (auto known = decode_toolchain(record->payload)) {
-      *remembered = true;
-      return *known;
-    }
-  auto probed = toolchain();
-  if (!probed)
-    return probed.error();
-  const NvrtcApi& api = **nvrtc(); // opened: toolchain() succeeded
-  Dependencies deps;
-  deps.read = {detail::stamp_of(api.file), detail::stamp_of("/etc/ld.so.cache")};
-  deps.listed = {fs::path(api.file).parent_path().string(), JITCACHE_CUDA_LIBRARY_DIR};
-  for (std::string_view rest = search; !rest.empty();) {
-    const auto colon = rest.find(':');
-    if (std::string_view dir = rest.substr(0, colon); !dir.empty())
-      deps.listed.emplace_back(dir);
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-  }
-  if (auto guards = guards_of(deps))
-    core.remember(k_backend, name, detail::Record{*guards, encode_toolchain(**probed)});
-  return **probed;
+  return detail::remembered_identity<Toolchain>(
+      core, k_backend,
+      detail::LibrarySearch{"nvrtc identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
+      encode_toolchain, decode_toolchain,
+      []() -> Expected<detail::ProbedLibraries<Toolchain>> {
+        auto probed = toolchain();
+        if (!probed)
+          return probed.error();
+        return detail::ProbedLibraries<Toolchain>{**probed, {(**nvrtc()).file}};
+      },
+      remembered);
 }
 
 const std::vector<fs::path>& toolkit_include_dirs() {
