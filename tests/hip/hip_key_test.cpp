@@ -43,7 +43,7 @@ void write(const fs::path& p, const std::string& text) {
 bool remembered_with(const Config& config, const Toolchain& expected) {
   Cache cache(config);
   bool remembered = false;
-  auto tools = toolchain_for_keys(cache.core(), &remembered);
+  auto tools = toolchain_for_keys(detail::core_of(cache), &remembered);
   EXPECT_TRUE(tools) << tools.error().message;
   EXPECT_TRUE(tools && *tools == expected);
   return remembered;
@@ -100,7 +100,7 @@ TEST(HipRemembered, AnIdentityThatIsNotTheLibraryOpenedIsReplacedBeforeCompiling
     Cache cache(in(dir.path()));
     bool remembered = false;
     ASSERT_TRUE(detail::recall_or_probe(
-        cache.core(), "hip", library_search(), [](std::string_view) { return false; },
+        detail::core_of(cache), "hip", library_search(), [](std::string_view) { return false; },
         [&]() -> Expected<detail::ProbedLibraries<std::string>> {
           return detail::ProbedLibraries<std::string>{encode_toolchain(fake),
                                                       {(**runtime()).runtime_file.path}};
@@ -162,7 +162,7 @@ protected:
   }
   GuardedKey key() {
     Cache cache(in(dir.path() / "cache"));
-    return remembered_key(cache.core(), *tools, "gfx90a", program,
+    return remembered_key(detail::core_of(cache), *tools, "gfx90a", program,
                           detail::flatten_request(program));
   }
   Digest built() const { return make_key(*tools, "gfx90a", Config(), program).first.digest; }
