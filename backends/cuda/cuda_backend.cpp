@@ -193,8 +193,10 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
       break;
     }
 
+    const std::string note = info.note; // a refusal of the guessed key's entry is reported
     info = BuildInfo{};
     info.device = target->arch;
+    info.note = note;
     const Key& key = keyed.key;
     const detail::Compiler compile = [&]() -> Expected<detail::Compiled> {
       auto real = toolchain();

@@ -280,7 +280,7 @@ TEST_F(CudaGpu, ACorruptedStoredCubinIsRejectedRebuiltAndRuns) {
   auto module = cuda::load_module(cache, program);
   ASSERT_TRUE(module) << module.error().message;
   EXPECT_EQ(module->info.outcome, Outcome::miss);
-  EXPECT_NE(module->info.note.find("refused"), std::string::npos) << module->info.note;
+  EXPECT_NE(module->info.note.find("rejected"), std::string::npos) << module->info.note;
   const Stats stats = cache.session_stats();
   EXPECT_EQ(stats.get("cuda", Counter::rejected), 1u);
   EXPECT_EQ(stats.get("cuda", Counter::compiles), 1u);
