@@ -12,6 +12,7 @@ packages=(
   libamdhip64-dev
   python3 python3-pyopencl python3-numpy
   util-linux
+  dpkg-dev file
 )
 
 missing=()
