@@ -1,13 +1,17 @@
 # Builds tests/downstream/project against jitcache as a user would get it, then runs both
 # programs (C++ and C) twice each with a fresh JITCACHE_DIR: a miss, then a hit.
 #
-#   cmake -DMODE=install|build-tree|deb|missing-component -DBUILD_DIR=<jitcache build dir>
+#   cmake -DMODE=install|build-tree|deb|subdirectory|fetchcontent|missing-component
+#         -DBUILD_DIR=<jitcache build dir>
 #         -DSOURCE_DIR=<jitcache source dir> -DWORK_DIR=<scratch dir> -P run_downstream.cmake
 #
 # install:    `cmake --install` into WORK_DIR/prefix, found through CMAKE_PREFIX_PATH; also
 #             builds the C program with pkg-config's flags for jitcache.pc
 # build-tree: jitcache_DIR is the build directory (export() of the build tree)
 # deb:        `cpack -G DEB`, the packages unpacked with `dpkg -x` into WORK_DIR/root
+# subdirectory: add_subdirectory(<jitcache source>) with the OpenCL backend only; configure and
+#             generate only unless -DBUILD_EMBEDDED=ON (which compiles jitcache again: minutes)
+# fetchcontent: FetchContent of the source folder; likewise
 # missing-component: asking for a backend that is not built must fail configure, naming it
 cmake_minimum_required(VERSION 3.20)
 foreach(var MODE BUILD_DIR SOURCE_DIR WORK_DIR)
@@ -33,6 +37,12 @@ if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
   set(find_args "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
   set(prefix "${WORK_DIR}/prefix")
+elseif(MODE STREQUAL "subdirectory" OR MODE STREQUAL "fetchcontent")
+  set(find_args "-DDOWNSTREAM_VIA=${MODE}" "-DDOWNSTREAM_JITCACHE_SOURCE=${SOURCE_DIR}"
+                -DJITCACHE_WITH_CUDA=OFF -DJITCACHE_WITH_HIP=OFF)
+  if(LAUNCHER) # the compiler launcher of jitcache's own build (ccache), for the rebuild
+    list(APPEND find_args "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
+  endif()
 elseif(MODE STREQUAL "build-tree" OR MODE STREQUAL "missing-component")
   set(find_args "-Djitcache_DIR=${BUILD_DIR}")
 elseif(MODE STREQUAL "deb")
@@ -69,7 +79,11 @@ endif()
 
 run(${CMAKE_COMMAND} -S "${project_dir}" -B "${downstream_build}" ${find_args}
     -DCMAKE_BUILD_TYPE=Release)
-run(${CMAKE_COMMAND} --build "${downstream_build}")
+if(MODE MATCHES "^(subdirectory|fetchcontent)$" AND NOT BUILD_EMBEDDED)
+  file(REMOVE_RECURSE "${WORK_DIR}")
+  return()
+endif()
+run(${CMAKE_COMMAND} --build "${downstream_build}" --parallel 2)
 
 # The installed target must not point into the source tree.
 if(DEFINED prefix)
