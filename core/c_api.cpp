@@ -125,6 +125,17 @@ void keep_module(jitcache_cache& cache, const void* module, std::shared_ptr<void
   cache.modules.emplace(module, std::move(owner));
 }
 
+bool was_checked(jitcache_cache& cache, const void* first, const void* second) {
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.checked.count({first, second}) != 0;
+}
+
+void remember_checked(jitcache_cache& cache, const void* first, const void* second,
+                      std::shared_ptr<void> owner) {
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.checked.emplace(std::make_pair(first, second), std::move(owner));
+}
+
 void fill_lowered_names(jitcache_cache& cache, const jitcache_program& program,
                         const std::map<std::string, std::string>& lowered, const char** out) {
   if (!out)

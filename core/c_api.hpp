@@ -19,11 +19,15 @@ struct jitcache_cache {
   explicit jitcache_cache(jitcache::Config config) : cache(std::move(config)) {}
 
   jitcache::Cache cache;
-  std::mutex mutex; ///< guards the two members below
+  std::mutex mutex; ///< guards the three members below
   /// Lowered names handed out, valid until jitcache_close (the C API hands out pointers).
   std::set<std::string, std::less<>> names;
   /// Modules handed out (CUDA, HIP), kept loaded until jitcache_close.
   std::map<const void*, std::shared_ptr<void>> modules;
+  /// Pairs of runtime objects a backend has checked belong together (OpenCL: a device of a
+  /// context), each with what keeps the first alive until jitcache_close, so that its address
+  /// cannot be reused by another object while the check is remembered.
+  std::map<std::pair<const void*, const void*>, std::shared_ptr<void>> checked;
 };
 
 namespace jitcache::c_api {
@@ -58,6 +62,12 @@ void fill_info(const BuildInfo& info, jitcache_info* out);
 const char* keep_name(jitcache_cache& cache, const std::string& text);
 /// Keeps `owner` (which keeps `module` loaded) until jitcache_close.
 void keep_module(jitcache_cache& cache, const void* module, std::shared_ptr<void> owner);
+
+/// Whether (first, second) was remembered by remember_checked.
+bool was_checked(jitcache_cache& cache, const void* first, const void* second);
+/// Remembers that (first, second) passed a backend's check; `owner` keeps `first` alive.
+void remember_checked(jitcache_cache& cache, const void* first, const void* second,
+                      std::shared_ptr<void> owner);
 
 /// Hands the lowered names of `program`'s name expressions out through `out` (when not null).
 void fill_lowered_names(jitcache_cache& cache, const jitcache_program& program,
