@@ -257,6 +257,8 @@ jitcache_error jitcache_flush(jitcache_cache* cache) {
 
 void jitcache_close(jitcache_cache* cache) {
   guarded([&] {
+    if (cache)
+      cache->cache.flush();
     delete cache;
     return succeed();
   });

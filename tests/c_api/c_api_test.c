@@ -336,12 +336,32 @@ static void test_cuda(void) {
   }
   CHECK_RC(jitcache_cuda_load_module(cache, NULL, &module, NULL, NULL),
            JITCACHE_ERR_INVALID_ARGUMENT);
+  CHECK_RC(jitcache_cuda_load_module(NULL, &program, &module, NULL, NULL),
+           JITCACHE_ERR_INVALID_ARGUMENT);
   jitcache_close(cache);
 }
 
 static void test_hip(void) {
+  jitcache_cache* cache;
+  jitcache_program program;
+  struct ihipModule_t* module = NULL;
+  const char* source = "extern \"C\" __global__ void k(float* x) { x[0] = 1; }";
   check_offline(jitcache_hip_compile, "gfx90a", "gfx9999", "axpy_template.hip", "axpy<float>",
                 "__global__ void broken(float* x) { x[0] = ; }");
+
+  /* Loading needs an AMD GPU: without one, an error code (never a crash or an abort). */
+  cache = open_cache();
+  memset(&program, 0, sizeof program);
+  program.source = source;
+  program.source_len = strlen(source);
+  {
+    jitcache_error rc = jitcache_hip_load_module(cache, &program, &module, NULL, NULL);
+    CHECK(rc != JITCACHE_ERR_INTERNAL);
+    CHECK(rc == JITCACHE_OK ? module != NULL : module == NULL);
+  }
+  CHECK_RC(jitcache_hip_load_module(cache, &program, NULL, NULL, NULL),
+           JITCACHE_ERR_INVALID_ARGUMENT);
+  jitcache_close(cache);
 }
 
 int main(int argc, char** argv) {
