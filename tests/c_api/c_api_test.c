@@ -11,6 +11,7 @@
 #include <CL/cl.h>
 #endif
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,35 @@ static void test_common(void) {
 
 static const char* const k_bad_source = "__kernel void broken(__global float* x) { x[0] = ; }";
 
+/* One thread's request on a shared handle, and what that thread saw afterwards. */
+typedef struct request {
+  jitcache_cache* cache;
+  cl_context context;
+  cl_device_id device;
+  const char* source;
+  const char* options;
+  jitcache_error rc;
+  int saw_error_message; /* jitcache_last_error() was not empty */
+  int saw_build_log;     /* jitcache_last_build_log() mentioned an error */
+} request;
+
+static void* run_request(void* arg) {
+  request* r = arg;
+  int i;
+  for (i = 0; i < 5; ++i) {
+    cl_program program = NULL;
+    r->rc = jitcache_cl_build_program(r->cache, r->context, r->device, r->source,
+                                      strlen(r->source), r->options, &program, NULL);
+    r->saw_error_message = strlen(jitcache_last_error()) > 0;
+    r->saw_build_log = strstr(jitcache_last_build_log(), "error") != NULL;
+    if (program)
+      clReleaseProgram(program);
+    if ((r->rc == JITCACHE_OK) == r->saw_error_message)
+      break; /* a success with a message or a failure without one: stop, checked below */
+  }
+  return NULL;
+}
+
 static void test_opencl(void) {
   cl_platform_id platform;
   cl_device_id device;
@@ -195,6 +225,25 @@ static void test_opencl(void) {
   CHECK(program == NULL);
   CHECK(strlen(jitcache_last_error()) > 0);
   CHECK(strstr(jitcache_last_build_log(), "error") != NULL);
+
+  /* Errors are per thread: a thread that fails and one that succeeds, on one handle at once,
+   * each see their own. */
+  {
+    request good = {0}, bad = {0};
+    pthread_t a, b;
+    good.cache = bad.cache = cache;
+    good.context = bad.context = context;
+    good.device = bad.device = device;
+    good.source = source;
+    good.options = options;
+    bad.source = k_bad_source;
+    CHECK(pthread_create(&a, NULL, run_request, &good) == 0);
+    CHECK(pthread_create(&b, NULL, run_request, &bad) == 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK(good.rc == JITCACHE_OK && !good.saw_error_message && !good.saw_build_log);
+    CHECK(bad.rc == JITCACHE_ERR_COMPILE_FAILED && bad.saw_error_message && bad.saw_build_log);
+  }
 
   /* Bad input: an error code, never a crash; outputs untouched. */
   CHECK_RC(jitcache_cl_build_program(NULL, context, device, source, size, NULL, &program, &info),
