@@ -57,7 +57,8 @@ JITCACHE_EXPORT const char* jitcache_strerror(jitcache_error code);
  *  this header, "" when the last call succeeded. Errors are kept per thread, not per handle, so
  *  a handle shared by threads never mixes them up, and errors of jitcache_open are seen too.
  *  The string is owned by jitcache and valid until the calling thread's next call of a function
- *  of this header (other than these two); copy it to keep it. Never NULL. */
+ *  of this header that returns a jitcache_error, or of jitcache_close; copy it to keep it.
+ *  Never NULL. */
 JITCACHE_EXPORT const char* jitcache_last_error(void);
 
 /** The compiler's build log of the calling thread's last error, "" unless that error was
