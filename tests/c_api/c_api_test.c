@@ -278,6 +278,26 @@ static void test_opencl(void) {
     }
   }
   jitcache_close(cache);
+
+  /* Explicit settings mean what their variables mean: a read-only cache stores nothing. */
+  {
+    char ro_dir[300];
+    jitcache_settings settings;
+    int round;
+    snprintf(ro_dir, sizeof ro_dir, "%s/read-only", g_dir);
+    jitcache_settings_init(&settings);
+    settings.dir = ro_dir;
+    for (round = 0; round < 2; ++round) {
+      settings.read_only = round == 0;
+      CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_OK);
+      CHECK_RC(jitcache_cl_build_program(cache, context, device, source, size, options, &program,
+                                         &info),
+               JITCACHE_OK);
+      CHECK(info.outcome == JITCACHE_MISS); /* the read-only round stored nothing */
+      clReleaseProgram(program);
+      jitcache_close(cache);
+    }
+  }
   clReleaseContext(context);
   free(source);
 }
