@@ -13,7 +13,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <vector>
 
 struct jitcache_cache {
   explicit jitcache_cache(jitcache::Config config) : cache(std::move(config)) {}
