@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libamdhip64-dev
-  python3 python3-pyopencl python3-numpy
+  python3 python3-dev python3-pyopencl python3-numpy python3-pytest pybind11-dev
   util-linux
   dpkg-dev file
 )

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,6 +52,27 @@ bool take_sized(std::string_view& in, Bytes& bytes) {
   bytes = Bytes(in.substr(0, static_cast<std::size_t>(size)));
   in.remove_prefix(static_cast<std::size_t>(size));
   return true;
+}
+
+/// Appends `text` as "<decimal length>:<bytes>": a field of readable text metadata in which any
+/// byte may appear.
+inline void append_counted(std::string& out, std::string_view text) {
+  out += std::to_string(text.size());
+  out += ':';
+  out += text;
+}
+
+/// Consumes what append_counted wrote from the front of `in`; nullopt when it is malformed.
+inline std::optional<std::string> take_counted(std::string_view& in) {
+  std::size_t size = 0;
+  const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), size);
+  const auto digits = static_cast<std::size_t>(end - in.data());
+  if (ec != std::errc() || digits == 0 || digits >= in.size() || in[digits] != ':' ||
+      in.size() - digits - 1 < size)
+    return std::nullopt;
+  std::string value(in.substr(digits + 1, size));
+  in.remove_prefix(digits + 1 + size);
+  return value;
 }
 
 } // namespace jitcache::detail

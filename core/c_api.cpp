@@ -69,14 +69,14 @@ jitcache_error open_with(Config config, jitcache_cache** out) {
   return succeed();
 }
 
-void fill_backend(const Stats& stats, const char* backend, jitcache_backend_statistics& out) {
+void fill_backend(const Stats& stats, const std::string& backend, jitcache_backend_statistics& out) {
   out.hits = stats.hits(backend);
-  out.memory_hits = stats.get(backend, std::string(counter::hits_prefix) + "memory");
-  out.misses = stats.get(backend, counter::misses);
-  out.compiles = stats.get(backend, counter::compiles);
-  out.compile_errors = stats.get(backend, counter::compile_errors);
-  out.rejected = stats.get(backend, counter::rejected);
-  out.bytes_stored = stats.get(backend, counter::bytes_stored);
+  out.memory_hits = stats.hits(backend, "memory");
+  out.misses = stats.get(backend, Counter::misses);
+  out.compiles = stats.get(backend, Counter::compiles);
+  out.compile_errors = stats.get(backend, Counter::compile_errors);
+  out.rejected = stats.get(backend, Counter::rejected);
+  out.bytes_stored = stats.get(backend, Counter::bytes_stored);
 }
 
 } // namespace

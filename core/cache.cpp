@@ -2,6 +2,7 @@
 
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"
+#include "core/entry_codec.hpp"
 
 namespace jitcache {
 
@@ -15,58 +16,32 @@ Cache::Cache(Config config, std::vector<std::shared_ptr<Store>> stores)
 Cache::~Cache() = default;
 
 const Config& Cache::config() const { return m_core->config(); }
-detail::CacheCore& Cache::core() { return *m_core; }
 
 Expected<Found> Cache::get_or_compile(const Key& key,
                                       const std::function<Expected<Entry>()>& compile,
                                       BuildInfo* info) {
-  Stopwatch total;
+  const Stopwatch total;
   BuildInfo local;
   BuildInfo& out = info ? *info : local;
-  out.key = key.digest;
-
-  const auto hit = [&](Found found) -> Expected<Found> {
-    m_core->count_hit(key, found.tier, found.entry.compile_ns, found.entry.payload.size(), out);
-    out.total_ms = total.ms();
-    return found;
-  };
-  if (auto found = m_core->lookup(key))
-    return hit(std::move(*found));
-
-  bool compiled = false;
-  auto flight = m_core->compiles().run(key.digest, [&]() -> Expected<Found> {
-    // Another thread may have finished the same key between our lookup and now, or another
-    // process may be compiling it: claim() waits for that one and answers from the tiers.
-    auto claim = m_core->claim(key);
-    if (claim.found)
-      return std::move(*claim.found);
-    Stopwatch clock;
-    auto entry = compile();
-    if (!entry) {
-      count(key.backend, counter::compile_errors, 1);
-      return std::move(entry).error();
-    }
-    entry->compile_ns = clock.ns();
-    entry->backend = key.backend;
-    compiled = true;
-    m_core->store(key, *entry, m_core->compiled(key, std::move(claim.lease)).get());
-    return Found{std::move(*entry), "compile"};
-  });
-  if (!flight.value)
-    return flight.value;
-  if (!compiled) { // a waiter (served from the leader's result), or stored meanwhile
-    Found found = std::move(flight.value.value());
-    if (!flight.leader)
-      found.tier = "memory";
-    return hit(std::move(found));
-  }
-  count(key.backend, counter::misses, 1);
-  out.outcome = Outcome::miss;
-  out.tier = "compile";
-  out.compile_ms = flight.value->entry.compile_ns / 1e6;
-  out.bytes = flight.value->entry.payload.size();
+  Found found;
+  auto got = m_core->obtain(
+      key,
+      [&]() -> Expected<detail::Compiled> {
+        auto entry = compile();
+        if (!entry)
+          return std::move(entry).error();
+        return detail::Compiled{std::move(*entry), {}, {}};
+      },
+      [&](const EntryView& entry) -> Expected<void> {
+        found.entry = to_entry(entry);
+        return {};
+      },
+      out);
   out.total_ms = total.ms();
-  return flight.value;
+  if (!got)
+    return std::move(got).error();
+  found.tier = out.tier;
+  return found;
 }
 
 std::optional<Found> Cache::lookup(const Key& key) { return m_core->lookup(key); }
@@ -77,11 +52,12 @@ void Cache::store_later(const Key& key, std::function<Expected<Entry>()> produce
 }
 void Cache::flush() { m_core->flush(); }
 void Cache::evict(const Key& key) { m_core->evict(key); }
-void Cache::count(const std::string& backend, const std::string& counter, std::uint64_t amount) {
-  m_core->count(backend, counter, amount);
-}
 Stats Cache::session_stats() const { return m_core->session_stats(); }
 std::vector<std::shared_ptr<Store>> Cache::tiers() const { return m_core->tiers(); }
 bool Cache::persistent(const std::string& backend) const { return m_core->persistent(backend); }
+
+namespace detail {
+CacheCore& core_of(Cache& cache) { return *cache.m_core; }
+} // namespace detail
 
 } // namespace jitcache

@@ -1,10 +1,13 @@
 #include "core/cache_core.hpp"
 
 #include "core/clock.hpp"
+#include "core/entry_codec.hpp"
 #include "core/log.hpp"
 #include "core/user_store.hpp"
 
 #include <xxhash.h>
+
+#include <algorithm>
 
 namespace jitcache::detail {
 
@@ -13,11 +16,51 @@ namespace {
 // Deferred stores run on up to this many threads.
 constexpr std::size_t k_store_workers = 4;
 
+// Whether an error from an entry's receiver says the entry itself is bad.
+bool refusal(const Error& error) {
+  return error.code == ErrorCode::load_failed || error.code == ErrorCode::corrupt;
+}
+
 } // namespace
+
+class CacheCore::Ticket {
+public:
+  Ticket(CacheCore& core, std::string backend, std::unique_ptr<CompileLease> lease)
+      : m_core(core), m_backend(std::move(backend)), m_lease(std::move(lease)) {
+    std::lock_guard<std::mutex> lock(m_core.m_stats_mutex);
+    m_core.m_session.add(m_backend, Counter::compiles);
+  }
+  ~Ticket() {
+    if (m_counted)
+      return;
+    std::lock_guard<std::mutex> lock(m_core.m_stats_mutex);
+    m_core.m_unsaved.add(m_backend, Counter::compiles);
+  }
+  Ticket(const Ticket&) = delete;
+  Ticket& operator=(const Ticket&) = delete;
+
+  /// The compile's count, to be written with its entry (once).
+  std::optional<Stats> take_count() {
+    if (m_counted)
+      return std::nullopt;
+    Stats count;
+    count.add(m_backend, Counter::compiles);
+    return count;
+  }
+  void counted() { m_counted = true; }
+  /// Waiters in other processes find the entry from now on.
+  void release() { m_lease.reset(); }
+
+private:
+  CacheCore& m_core;
+  std::string m_backend;
+  std::unique_ptr<CompileLease> m_lease;
+  bool m_counted = false;
+};
 
 CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores)
     : m_config(std::move(config)),
-      m_memory(std::make_shared<MemoryStore>(m_config.memory_bytes)) {
+      m_memory(std::make_shared<MemoryStore>(m_config.memory_bytes)), m_queue(k_store_workers) {
   log::set_level(m_config.log_level);
   if (!stores) {
     stores.emplace();
@@ -33,25 +76,25 @@ CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<St
                         user.error().message + "; continuing without the user tier");
     }
   }
+  auto memory = std::make_unique<Tier>();
+  memory->store = m_memory;
+  memory->persistent = false;
+  m_tiers.push_back(std::move(memory));
   for (auto& store : *stores) {
     auto tier = std::make_unique<Tier>();
     tier->store = store;
-    if (!m_user && (m_user = std::dynamic_pointer_cast<LmdbStore>(store)))
+    if (!m_user && (m_user = std::dynamic_pointer_cast<UserTier>(store)))
       m_user_tier = tier.get();
-    m_persistent.push_back(std::move(tier));
+    m_tiers.push_back(std::move(tier));
   }
 }
 
 CacheCore::~CacheCore() {
   flush();
   {
-    std::lock_guard<std::mutex> lock(m_queue_mutex);
-    m_stopping = true;
+    std::lock_guard<std::mutex> lock(m_refresh_mutex);
+    m_refresh.clear(); // the producers hold runtime objects: release them before the handles
   }
-  m_queue_cv.notify_all();
-  for (std::thread& worker : m_workers)
-    worker.join();
-  m_refresh.clear(); // the producers hold runtime objects: release them before the handles
   m_handles.clear();
 }
 
@@ -61,76 +104,214 @@ bool CacheCore::persistent(const std::string& backend) const {
 
 void CacheCore::mark_dead(Tier& tier, const Error& error) {
   if (!tier.dead.exchange(true)) {
-    count("all", "dead_tiers", 1);
+    count("all", Counter::dead_tiers);
     log::warn("tier '" + tier.store->name() + "' failed (" + error.message +
               "); skipping it for the rest of this process");
   }
 }
 
-std::optional<Found> CacheCore::lookup(const Key& key) {
-  if (auto hit = m_memory->get(key.digest); hit && *hit)
-    return Found{std::move(**hit), "memory"};
-  if (!persistent(key.backend))
-    return std::nullopt;
-  for (auto& tier : m_persistent) {
-    if (tier->dead)
+Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryReceiver& use,
+                                                BuildInfo& info, Refused& refused,
+                                                Memory memory) {
+  const bool persistent_on = persistent(key.backend);
+  for (auto& tier : m_tiers) {
+    if (tier->dead || (tier->persistent && !persistent_on) ||
+        std::find(refused.begin(), refused.end(), tier.get()) != refused.end())
       continue;
     const std::uint64_t corrupt_before = m_user ? m_user->corrupt_seen() : 0;
-    auto got = tier->store->get(key.digest);
-    if (!got) {
-      mark_dead(*tier, got.error());
+    bool other_request = false;
+    Expected<void> used;
+    Served served{tier->store->name(), 0, 0};
+    std::optional<Entry> copy;
+    auto seen = tier->store->visit(key.digest, [&](const EntryView& entry) {
+      if ((other_request = entry.key_fields != key.stored_fields))
+        return;
+      served.compile_ns = entry.compile_ns;
+      served.bytes = entry.payload.size();
+      used = use(entry);
+      if (used && tier->persistent && memory == Memory::keep)
+        copy = to_entry(entry);
+    });
+    if (!seen) {
+      mark_dead(*tier, seen.error());
       continue;
     }
     count_corrupt_since(key.backend, corrupt_before);
-    if (!*got)
+    if (!*seen)
       continue;
-    if ((*got)->key_fields != key.stored_fields) {
+    if (other_request) {
       refuse_other_request(*tier, key);
       continue;
     }
-    m_memory->put(key.digest, **got);
-    return Found{std::move(**got), tier->store->name()};
+    if (used) {
+      if (copy)
+        static_cast<void>(m_memory->put(key.digest, *copy)); // the memory tier never fails
+      return std::optional<Served>(std::move(served));
+    }
+    if (!refusal(used.error()))
+      return std::move(used).error();
+    reject(*tier, key, used.error(), info);
+    refused.push_back(tier.get());
   }
-  return std::nullopt;
+  return std::optional<Served>();
 }
 
-std::optional<std::string> CacheCore::use_stored(const Key& key,
-                                                 const std::function<void(const EntryView&)>& use) {
-  if (!m_user_tier || m_user_tier->dead || !persistent(key.backend))
-    return std::nullopt;
-  const std::uint64_t corrupt_before = m_user->corrupt_seen();
-  bool answered = false;
-  auto seen = m_user->visit(key.digest, [&](const EntryView& entry) {
-    if ((answered = entry.key_fields == key.stored_fields))
-      use(entry);
-  });
-  if (!seen) {
-    mark_dead(*m_user_tier, seen.error());
-    return std::nullopt;
-  }
-  count_corrupt_since(key.backend, corrupt_before);
-  if (!*seen)
-    return std::nullopt;
-  if (!answered) {
-    refuse_other_request(*m_user_tier, key);
-    return std::nullopt;
-  }
-  return m_user->name();
+void CacheCore::reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info) {
+  count(key.backend, Counter::rejected);
+  const bool evict = tier.store->writable() && !m_config.read_only;
+  log::warn("stored " + key.backend + " binary " + key.digest.hex() + " (" + tier.store->name() +
+            " tier) refused: " + why.message +
+            (evict ? "; evicted, compiling it again" : "; the tier is read-only, compiling it"));
+  if (evict)
+    static_cast<void>(tier.store->remove(key.digest)); // a failed removal is replaced by the store
+  static_cast<void>(m_memory->remove(key.digest));
+  info.note = "stored binary rejected (" + why.message + "); rebuilt";
 }
 
 void CacheCore::count_corrupt_since(const std::string& backend, std::uint64_t corrupt_before) {
   if (m_user && m_user->corrupt_seen() != corrupt_before)
-    count(backend, counter::corrupt, 1);
+    count(backend, Counter::corrupt);
 }
 
 void CacheCore::refuse_other_request(Tier& tier, const Key& key) {
   // The digest covers every field, so this only trips on a digest collision or a bug; either
   // way the entry must not be handed out.
-  count(key.backend, counter::corrupt, 1);
+  count(key.backend, Counter::corrupt);
   log::warn("entry " + key.digest.hex() + " in tier '" + tier.store->name() +
             "' was stored for a different request; treated as a miss");
   if (tier.store->writable() && !m_config.read_only)
-    tier.store->remove(key.digest); // seen once, then replaced by the compile
+    static_cast<void>(tier.store->remove(key.digest)); // seen once, then replaced by the compile
+}
+
+Expected<void> CacheCore::obtain(const Key& key, const Compiler& compile,
+                                 const EntryReceiver& use, BuildInfo& info, Memory memory) {
+  info.key = key.digest;
+  Refused refused;
+  auto found = walk(key, use, info, refused, memory);
+  if (!found)
+    return std::move(found).error();
+  if (*found) {
+    count_hit(key, **found, info);
+    return {};
+  }
+  auto flight = m_compiles.run(
+      key.digest, [&] { return compile_and_store(key, compile, use, info, refused, memory); });
+  if (!flight.value)
+    return std::move(flight.value).error();
+  if (flight.leader)
+    return {};
+  const auto& entry = flight.value->entry;
+  if (!entry) // the leader found it stored, or stores it later: look again (it holds the lease)
+    return obtain(key, compile, use, info, memory);
+  auto used = use(EntryView(*entry));
+  if (!used)
+    return used;
+  count_hit(key, Served{"memory", entry->compile_ns, entry->payload.size()}, info);
+  return {};
+}
+
+Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const Compiler& compile,
+                                                         const EntryReceiver& use,
+                                                         BuildInfo& info, Refused& refused,
+                                                         Memory memory) {
+  // Another thread may have finished the same key since the walk, or another process may be
+  // compiling it: claim() waits for that one and serves from the tiers.
+  auto claim = this->claim(key, use, info, refused, memory);
+  if (!claim)
+    return std::move(claim).error();
+  if (claim->served) {
+    count_hit(key, *claim->served, info);
+    return Flight{};
+  }
+  const Stopwatch clock;
+  auto compiled = compile();
+  if (!compiled) {
+    count(key.backend, Counter::compile_errors);
+    return std::move(compiled).error();
+  }
+  const std::uint64_t compile_ns = clock.ns();
+  auto ticket = std::make_shared<Ticket>(*this, key.backend, std::move(claim->lease));
+  Flight flight;
+  std::uint64_t bytes = 0;
+  if (compiled->entry) {
+    Entry& entry = *compiled->entry;
+    entry.backend = key.backend;
+    entry.compile_ns = compile_ns;
+    entry.key_fields = key.stored_fields;
+    if (auto used = use(EntryView(entry)); !used)
+      return std::move(used).error(); // a fresh binary refused: nothing is stored
+    write(key, entry, ticket.get());
+    bytes = entry.payload.size();
+    flight.entry = std::make_shared<const Entry>(std::move(entry));
+  } else if (compiled->later) {
+    // The entry made later says how long this compile took (the time its hits save).
+    const auto timed = [compile_ns](std::function<Expected<Entry>()> produce) {
+      return std::function<Expected<Entry>()>(
+          [produce = std::move(produce), compile_ns]() -> Expected<Entry> {
+            auto entry = produce();
+            if (entry)
+              entry->compile_ns = compile_ns;
+            return entry;
+          });
+    };
+    auto refresh = compiled->refresh ? timed(std::move(compiled->refresh)) : nullptr;
+    defer(key, timed(std::move(compiled->later)), std::move(refresh), ticket);
+  }
+  count(key.backend, Counter::misses);
+  info.outcome = Outcome::miss;
+  info.tier = "compile";
+  info.compile_ms = compile_ns / 1e6;
+  info.bytes = bytes;
+  return flight;
+}
+
+Expected<std::optional<Served>> CacheCore::serve(const Key& key, const EntryReceiver& use,
+                                                 BuildInfo& info) {
+  info.key = key.digest;
+  Refused refused;
+  return walk(key, use, info, refused, Memory::skip);
+}
+
+void CacheCore::count_hit(const Key& key, const Served& served, BuildInfo& info) {
+  count_hits(key.backend, served.tier);
+  count(key.backend, Counter::saved_ns, served.compile_ns);
+  info.key = key.digest;
+  info.outcome = Outcome::hit;
+  info.tier = served.tier;
+  info.compile_ms = 0;
+  info.bytes = served.bytes;
+}
+
+BuildInfo CacheCore::memory_hit(const std::string& backend, const BuildInfo& first) {
+  count_hits(backend, "memory");
+  BuildInfo info;
+  info.key = first.key;
+  info.device = first.device;
+  info.bytes = first.bytes;
+  info.outcome = Outcome::hit;
+  info.tier = "memory";
+  return info;
+}
+
+std::optional<Found> CacheCore::lookup(const Key& key) {
+  std::optional<Found> found;
+  BuildInfo info;
+  Refused refused;
+  auto served = walk(
+      key,
+      [&](const EntryView& entry) -> Expected<void> {
+        found = Found{to_entry(entry), ""};
+        return {};
+      },
+      info, refused, Memory::keep);
+  if (!served || !*served)
+    return std::nullopt;
+  found->tier = (*served)->tier;
+  return found;
+}
+
+bool CacheCore::user_usable(const std::string& backend) const {
+  return m_user_tier && !m_user_tier->dead && persistent(backend);
 }
 
 std::optional<Record> CacheCore::recall(const std::string& backend, const Digest& name) {
@@ -144,138 +325,130 @@ std::optional<Record> CacheCore::recall(const std::string& backend, const Digest
 
 bool CacheCore::peek(const std::string& backend, const Digest& name,
                      const std::function<void(const RecordView&)>& use) {
-  if (!m_user_tier || m_user_tier->dead || !persistent(backend))
+  if (!user_usable(backend))
     return false;
   bool used = false;
-  m_user->visit_record(name, [&](std::string_view bytes) {
+  auto seen = m_user->visit_record(name, [&](std::string_view bytes) {
     if (auto record = view_record(bytes)) {
       use(*record);
       used = true;
     }
   });
+  if (!seen) // the key is built from the files instead
+    mark_dead(*m_user_tier, seen.error());
   return used;
 }
 
 void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {
-  if (!m_user_tier || m_user_tier->dead || !m_user->writable() || !persistent(backend) ||
-      m_config.read_only)
+  if (!user_usable(backend) || !m_user->writable() || m_config.read_only)
     return;
+  // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
   if (auto ok = m_user->put_record(name, encode_record(record)); !ok)
-    log::info("could not remember record " + name.hex() + ": " + ok.error().message);
-}
-
-void CacheCore::count_hit(const Key& key, const std::string& tier, std::uint64_t compile_ns,
-                          std::uint64_t bytes, BuildInfo& info) {
-  count(key.backend, counter::hits_prefix + tier, 1);
-  count(key.backend, counter::saved_ns, compile_ns);
-  info.outcome = Outcome::hit;
-  info.tier = tier;
-  info.bytes = bytes;
+    log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+                    "could not remember a record: " + ok.error().message);
 }
 
 bool CacheCore::leases_apply(const std::string& backend) const {
-  return m_user_tier && !m_user_tier->dead && m_user->writable() && persistent(backend) &&
-         !m_config.read_only;
+  return user_usable(backend) && m_user->writable() && !m_config.read_only;
 }
 
-CacheCore::Claim CacheCore::claim(const Key& key) {
+Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver& use,
+                                            BuildInfo& info, Refused& refused, Memory memory) {
   Claim claim;
-  claim.found = lookup(key);
-  if (claim.found || !leases_apply(key.backend))
+  auto served = walk(key, use, info, refused, memory);
+  if (!served)
+    return std::move(served).error();
+  claim.served = std::move(*served);
+  if (claim.served || !leases_apply(key.backend))
     return claim; // a hit touches no lease file
   // acquire() looks again before it waits, and once it holds the lease.
+  std::optional<Error> failed;
   const auto ready = [&] {
-    claim.found = lookup(key);
-    return claim.found.has_value();
+    auto again = walk(key, use, info, refused, memory);
+    if (!again)
+      failed = std::move(again).error();
+    else
+      claim.served = std::move(*again);
+    return failed || claim.served;
   };
   auto lease =
-      CompileLease::acquire(m_user->dir() / "leases", key.digest, ready, CompileLease::Options{});
+      CompileLease::acquire(m_user->lease_dir(), key.digest, ready, CompileLease::Options{});
+  if (failed)
+    return std::move(*failed);
   if (!lease)
-    log::write_once(LogLevel::warn, "lease:" + m_user->dir().string(),
+    log::write_once(LogLevel::warn, "lease:" + m_user->lease_dir().string(),
                     lease.error().message + "; compiling without waiting for other processes");
   else
     claim.lease = std::move(*lease);
   return claim;
 }
 
-CacheCore::Compiled::Compiled(CacheCore& core, std::string backend,
-                              std::unique_ptr<CompileLease> lease)
-    : m_core(core), m_backend(std::move(backend)), m_lease(std::move(lease)) {}
-
-CacheCore::Compiled::~Compiled() {
-  if (!m_counted)
-    m_core.count_unsaved(m_backend, counter::compiles, 1);
+void CacheCore::store(const Key& key, const Entry& entry) {
+  Entry stored = entry;
+  stored.key_fields = key.stored_fields;
+  write(key, stored, nullptr);
 }
 
-std::shared_ptr<CacheCore::Compiled> CacheCore::compiled(const Key& key,
-                                                         std::unique_ptr<CompileLease> lease) {
-  {
-    std::lock_guard<std::mutex> lock(m_stats_mutex);
-    m_session.add(key.backend, counter::compiles, 1);
-  }
-  return std::shared_ptr<Compiled>(new Compiled(*this, key.backend, std::move(lease)));
-}
-
-void CacheCore::store(const Key& key, const Entry& given, Compiled* compiled) {
-  Entry entry = given;
-  entry.key_fields = key.stored_fields;
-  m_memory->put(key.digest, entry);
-  if (!persistent(key.backend) || m_config.read_only)
-    return;
-  for (auto& tier : m_persistent) {
-    if (tier->dead || !tier->store->writable())
-      continue;
-    Expected<void> ok;
-    if (compiled && !compiled->m_counted && tier.get() == m_user_tier) {
-      Stats count;
-      count.add(key.backend, counter::compiles, 1);
-      ok = m_user->put(key.digest, entry, count);
-      compiled->m_counted = ok.has_value();
-    } else {
-      ok = tier->store->put(key.digest, entry);
+void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
+  static_cast<void>(m_memory->put(key.digest, entry)); // the memory tier never fails
+  if (persistent(key.backend) && !m_config.read_only) {
+    for (auto& tier : m_tiers) {
+      if (!tier->persistent || tier->dead || !tier->store->writable())
+        continue;
+      Expected<void> ok;
+      std::optional<Stats> compile_count;
+      if (ticket && tier.get() == m_user_tier && (compile_count = ticket->take_count())) {
+        ok = m_user->put(key.digest, entry, *compile_count);
+        if (ok)
+          ticket->counted();
+      } else {
+        ok = tier->store->put(key.digest, entry);
+      }
+      if (!ok) {
+        count(key.backend, Counter::store_errors);
+        log::write_once(LogLevel::warn,
+                        "put:" + tier->store->name() + to_string(ok.error().code),
+                        ok.error().message + "; the kernel is still used, but not kept");
+        continue;
+      }
+      count(key.backend, Counter::bytes_stored, entry.payload.size());
     }
-    if (!ok) {
-      count(key.backend, counter::store_errors, 1);
-      log::write_once(LogLevel::warn,
-                      "put:" + tier->store->name() + to_string(ok.error().code),
-                      ok.error().message + "; the kernel is still used, but not kept");
-      continue;
-    }
-    count(key.backend, counter::bytes_stored, entry.payload.size());
   }
-  if (compiled) // waiters in other processes find the entry from now on
-    compiled->m_lease.reset();
+  if (ticket)
+    ticket->release();
 }
 
 void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce,
-                            std::function<Expected<Entry>()> refresh,
-                            std::shared_ptr<Compiled> compiled) {
-  std::lock_guard<std::mutex> lock(m_queue_mutex);
-  if (m_workers.size() < k_store_workers && m_running + m_queue.size() >= m_workers.size())
-    m_workers.emplace_back([this] { worker(); });
+                            std::function<Expected<Entry>()> refresh) {
+  defer(key, std::move(produce), std::move(refresh), nullptr);
+}
+
+void CacheCore::defer(const Key& key, std::function<Expected<Entry>()> produce,
+                      std::function<Expected<Entry>()> refresh, std::shared_ptr<Ticket> ticket) {
   std::shared_ptr<Refresh> again;
   if (refresh) {
     again = std::make_shared<Refresh>(Refresh{key, std::move(refresh), 0});
+    std::lock_guard<std::mutex> lock(m_refresh_mutex);
     m_refresh.push_back(again);
   }
-  m_queue.push_back([this, key, produce = std::move(produce), again, compiled] {
+  m_queue.push([this, key, produce = std::move(produce), again, ticket] {
     auto entry = produce();
     if (!entry) {
       log::warn("could not get the binary to store (" + entry.error().message +
                 "); the next process compiles again");
       return;
     }
-    store(key, *entry, compiled.get());
+    entry->key_fields = key.stored_fields;
+    write(key, *entry, ticket.get());
     if (again)
       again->stored = XXH3_64bits(entry->payload.data(), entry->payload.size());
   });
-  m_queue_cv.notify_one();
 }
 
 void CacheCore::refresh() {
   std::vector<std::shared_ptr<Refresh>> items;
   {
-    std::lock_guard<std::mutex> lock(m_queue_mutex);
+    std::lock_guard<std::mutex> lock(m_refresh_mutex);
     items = m_refresh;
   }
   for (auto& item : items) {
@@ -294,29 +467,8 @@ void CacheCore::refresh() {
   }
 }
 
-void CacheCore::worker() {
-  std::unique_lock<std::mutex> lock(m_queue_mutex);
-  for (;;) {
-    m_queue_cv.wait(lock, [&] { return m_stopping || !m_queue.empty(); });
-    if (m_queue.empty())
-      return;
-    auto task = std::move(m_queue.front());
-    m_queue.pop_front();
-    ++m_running;
-    lock.unlock();
-    task();
-    task = nullptr; // what it held (a lease, a compile to count) goes before flush() sees it done
-    lock.lock();
-    --m_running;
-    m_idle_cv.notify_all();
-  }
-}
-
 void CacheCore::flush() {
-  {
-    std::unique_lock<std::mutex> lock(m_queue_mutex);
-    m_idle_cv.wait(lock, [&] { return m_queue.empty() && m_running == 0; });
-  }
+  m_queue.wait_idle();
   refresh();
   flush_counters();
 }
@@ -328,31 +480,30 @@ void CacheCore::flush_counters() {
     std::swap(pending, m_unsaved);
   }
   // Also writes the uses recorded on hits (nothing at all when there is nothing to write).
-  if (!m_user || !m_user->writable() || m_config.read_only)
+  if (!m_user || m_user_tier->dead || !m_user->writable() || m_config.read_only)
     return;
-  // Keyed like store()'s warning: a full or failing disk is one warning, not one per write.
+  // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
   if (auto ok = m_user->add_counters(pending); !ok)
     log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
                     "could not save counters: " + ok.error().message);
 }
 
 void CacheCore::evict(const Key& key) {
-  m_memory->remove(key.digest);
-  for (auto& tier : m_persistent)
-    if (!tier->dead && tier->store->writable())
-      tier->store->remove(key.digest);
+  for (auto& tier : m_tiers)
+    if (!tier->dead && tier->store->writable() && (!tier->persistent || !m_config.read_only))
+      static_cast<void>(tier->store->remove(key.digest)); // best effort: a miss compiles again
 }
 
-void CacheCore::count(const std::string& backend, const std::string& name, std::uint64_t amount) {
+void CacheCore::count(const std::string& backend, Counter counter, std::uint64_t amount) {
   std::lock_guard<std::mutex> lock(m_stats_mutex);
-  m_session.add(backend, name, amount);
-  m_unsaved.add(backend, name, amount);
+  m_session.add(backend, counter, amount);
+  m_unsaved.add(backend, counter, amount);
 }
 
-void CacheCore::count_unsaved(const std::string& backend, const std::string& name,
-                              std::uint64_t amount) {
+void CacheCore::count_hits(const std::string& backend, const std::string& tier) {
   std::lock_guard<std::mutex> lock(m_stats_mutex);
-  m_unsaved.add(backend, name, amount);
+  m_session.add_hits(backend, tier);
+  m_unsaved.add_hits(backend, tier);
 }
 
 Stats CacheCore::session_stats() const {
@@ -361,8 +512,8 @@ Stats CacheCore::session_stats() const {
 }
 
 std::vector<std::shared_ptr<Store>> CacheCore::tiers() const {
-  std::vector<std::shared_ptr<Store>> out{m_memory};
-  for (const auto& tier : m_persistent)
+  std::vector<std::shared_ptr<Store>> out;
+  for (const auto& tier : m_tiers)
     out.push_back(tier->store);
   return out;
 }

@@ -2,48 +2,108 @@
 
 #include "core/compile_lease.hpp"
 #include "core/handle_cache.hpp"
-#include "core/lmdb_store.hpp"
 #include "core/manifest.hpp"
 #include "core/memory_store.hpp"
 #include "core/single_flight.hpp"
+#include "core/store_queue.hpp"
+#include "core/user_tier.hpp"
 
 #include <jitcache/cache.hpp>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace jitcache::detail {
 
-/// The state behind a Cache: the tiers, counters, deferred stores and the memory tier of
-/// loaded handles. Backends reach it through Cache::core().
+/// What a backend's compile produced (CacheCore::obtain).
+struct Compiled {
+  /// The entry, when the compile has it at once: stored, then handed to the receiver.
+  std::optional<Entry> entry;
+  /// Otherwise the caller already holds the compile's usable result (OpenCL: the program built
+  /// from source) and the entry is produced by `later` on a background thread, then stored
+  /// (reading a PoCL binary compiles every kernel of the program: seconds).
+  std::function<Expected<Entry>()> later;
+  /// With `later`: produced again at flush and stored again when it changed (see
+  /// Cache::store_later).
+  std::function<Expected<Entry>()> refresh;
+};
+using Compiler = std::function<Expected<Compiled>()>;
+
+/// Receives an entry (stored, or just compiled) in place and puts it to use (loads it into the
+/// runtime, copies it out). An error refuses it: with code load_failed or corrupt the stored
+/// binary is bad (rejected, evicted where the tier is writable, rebuilt); any other error (no
+/// context, say) is the request's and returned as is.
+using EntryReceiver = std::function<Expected<void>(const EntryView&)>;
+
+/// A hit, before it is counted (see CacheCore::serve).
+struct Served {
+  std::string tier;
+  std::uint64_t compile_ns = 0; ///< what the hit saved
+  std::uint64_t bytes = 0;
+};
+
+/// The state behind a Cache: the tiers, the one path that gets a usable entry (obtain), the
+/// memory tier of loaded handles, counters and deferred stores. Backends reach it with
+/// core_of(Cache&).
+///
+/// The tier walk: memory (an LRU of entries), then the persistent tiers of the request's
+/// backend (when its persistence is on) in lookup order, the user tier among them. A tier whose
+/// entry answers another request is counted corrupt and skipped; one that fails is marked dead
+/// for the rest of the process (one warning); one whose entry the receiver refuses has it
+/// counted `rejected` and evicted (where writable), and the walk goes on past it. After the
+/// walk, a miss compiles: once per key in the process (single flight) and, with a writable user
+/// tier, once across processes (CompileLease).
 class CacheCore {
 public:
+  /// `stores` are the persistent tiers in lookup order (nullopt: the user tier of `config`). The
+  /// first that is a UserTier is the user tier (counters, records, leases).
   CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores);
   ~CacheCore();
 
   const Config& config() const { return m_config; }
   HandleCache& handles() { return m_handles; }
+  bool persistent(const std::string& backend) const;
 
-  /// Reads through memory, then the persistent tiers of `backend` (if enabled). A persistent
-  /// hit is copied into the memory tier. A failing tier is marked dead and skipped from then on.
+  /// Whether the tier walk copies a persistent hit into the memory tier of entries: yes for
+  /// callers without a memory tier of their own; no for loaders whose handles are one (a copy
+  /// of a heavy binary costs more than the rest of a hit).
+  enum class Memory { keep, skip };
+
+  /// The one path for "get a usable entry": walks the tiers handing each entry for `key` to
+  /// `use` until one is accepted; on a miss compiles (see the class comment), stores the entry
+  /// (or has it produced later) and hands it to `use`. Counts, and reports in `info` (key,
+  /// outcome, tier, compile_ms, bytes, note): a hit per tier; a miss with its compile (the
+  /// compile's count written with the entry); rejected and corrupt entries; compile errors.
+  /// A request that waited for another thread's compile of the same key is a memory hit.
+  /// Errors: the compile's (compile_failed carries the log), a fresh entry's refusal, and
+  /// `use`'s errors that are not refusals.
+  Expected<void> obtain(const Key& key, const Compiler& compile, const EntryReceiver& use,
+                        BuildInfo& info, Memory memory = Memory::keep);
+
+  /// The first half of a speculative hit: walks the tiers for `key` (a key not yet proven)
+  /// without counting a hit or compiling; nullopt when no tier has an entry `use` accepts.
+  /// Refusals and damage are handled and counted as in obtain(). Count the hit with
+  /// count_hit() once the key is proven.
+  Expected<std::optional<Served>> serve(const Key& key, const EntryReceiver& use,
+                                        BuildInfo& info);
+  /// Counts `served` as a hit on `key` and reports it in `info`.
+  void count_hit(const Key& key, const Served& served, BuildInfo& info);
+  /// A request answered by the memory tier of loaded handles: counted, and reported as
+  /// `first` (how the handle was first obtained) says, as a memory hit.
+  BuildInfo memory_hit(const std::string& backend, const BuildInfo& first);
+
+  /// Reads `key` through the tiers without compiling or counting. nullopt on a miss.
   std::optional<Found> lookup(const Key& key);
-  /// Runs `use` on the entry the user tier holds for `key`, in place (no copy: a heavy binary
-  /// is loaded straight from the map), and returns the tier's name; nullopt when it holds none
-  /// for this request (or is off, or fails: then marked dead). Nothing is counted but damage;
-  /// the caller counts the hit. `use` must not call the Cache.
-  std::optional<std::string> use_stored(const Key& key,
-                                        const std::function<void(const EntryView&)>& use);
 
   /// The record remembered under `name` (see core/manifest.hpp) when the user tier holds it for
   /// `backend`'s persistent tiers, it is intact, and every file stamp it was remembered with is
-  /// unchanged (one stat each). nullopt otherwise, also when the tier fails (never an error:
-  /// the caller computes what was remembered instead).
+  /// unchanged (one stat each). nullopt otherwise, also when the tier fails (then marked dead;
+  /// never an error: the caller computes what was remembered instead).
   std::optional<Record> recall(const std::string& backend, const Digest& name);
   /// Like recall(), without checking the stamps (the caller does: PendingKey) or copying: runs
   /// `use` on the intact record in place, and says whether it did. `use` must not call the
@@ -51,102 +111,82 @@ public:
   bool peek(const std::string& backend, const Digest& name,
             const std::function<void(const RecordView&)>& use);
   /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
-  /// and it is writable. Best effort: a failed write is logged at info level and forgotten.
+  /// and it is writable. Best effort: a failed write is warned about (once per error) and
+  /// forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);
 
-  /// What claim() found: the entry, or the right to compile it.
-  struct Claim {
-    std::optional<Found> found;          ///< a tier has it (perhaps after waiting for it)
-    std::unique_ptr<CompileLease> lease; ///< else: held while compiling and storing; null when
-                                         ///< no lease applies (no writable user tier)
-  };
-  /// Looks `key` up; on a miss, takes the cross-process compile lease for it (CompileLease),
-  /// waiting while another process compiles the same key and answering from the tiers once it
-  /// has stored the entry. Misses on other keys never wait here. A lease that cannot be taken
-  /// is warned about once, and the caller compiles without one.
-  Claim claim(const Key& key);
-
-  /// A successful compile on its way to the tiers (see compiled()). Destroying it lets go of
-  /// the lease; a compile that was not stored in the user tier with its count is then counted
-  /// with the other counters.
-  class Compiled {
-  public:
-    ~Compiled();
-    Compiled(const Compiled&) = delete;
-    Compiled& operator=(const Compiled&) = delete;
-
-  private:
-    friend class CacheCore;
-    Compiled(CacheCore& core, std::string backend, std::unique_ptr<CompileLease> lease);
-    CacheCore& m_core;
-    std::string m_backend;
-    std::unique_ptr<CompileLease> m_lease;
-    bool m_counted = false; ///< persisted with the entry
-  };
-  /// Counts a successful compile of `key` in this session and returns what store() and
-  /// store_later() take to persist the count with the entry and then let go of `lease`.
-  std::shared_ptr<Compiled> compiled(const Key& key, std::unique_ptr<CompileLease> lease);
-
-  /// Writes to memory and to the writable persistent tiers of `key.backend`. With `compiled`,
-  /// the user tier gets the entry and the compile's count in one write (so that a process
-  /// killed before storing counts nothing), and the lease is let go of afterwards.
-  void store(const Key& key, const Entry& entry, Compiled* compiled = nullptr);
-  /// Like store(), with the entry produced on a background thread (see Cache::store_later);
-  /// `compiled` is held until that store has happened or failed.
+  /// Writes `entry` to memory and to the writable persistent tiers of `key.backend`. Failures
+  /// are logged (once per tier and error) and counted.
+  void store(const Key& key, const Entry& entry);
+  /// Like store(), with the entry produced on a background thread (see Cache::store_later).
   void store_later(const Key& key, std::function<Expected<Entry>()> produce,
-                   std::function<Expected<Entry>()> refresh,
-                   std::shared_ptr<Compiled> compiled = nullptr);
-  /// Counts a hit on `key` served by `tier`, which saved `compile_ns`, and says so in `info`
-  /// (outcome, tier, `bytes`).
-  void count_hit(const Key& key, const std::string& tier, std::uint64_t compile_ns,
-                 std::uint64_t bytes, BuildInfo& info);
+                   std::function<Expected<Entry>()> refresh);
+  /// Removes `key` from every writable tier.
   void evict(const Key& key);
+  /// Waits for deferred stores, refreshes, and writes the counters to the user tier.
   void flush();
-  void count(const std::string& backend, const std::string& name, std::uint64_t amount);
   Stats session_stats() const;
   std::vector<std::shared_ptr<Store>> tiers() const;
-  bool persistent(const std::string& backend) const;
-
-  /// In-process single flight for get_or_compile.
-  SingleFlight<Digest, Expected<Found>>& compiles() { return m_compiles; }
 
 private:
   struct Tier {
     std::shared_ptr<Store> store;
+    bool persistent = true;
     std::atomic<bool> dead{false};
   };
+  /// The tiers that refused an entry for the request being served (not asked again).
+  using Refused = std::vector<const Tier*>;
+
+  /// A compile on its way to the tiers: holds the compile lease until the entry is stored (or
+  /// given up), and counts the compile in the user tier's write of the entry, or else with the
+  /// other counters.
+  class Ticket;
+  struct Flight {
+    std::shared_ptr<const Entry> entry; ///< the leader's compile; null: look again
+  };
+  struct Claim {
+    std::optional<Served> served;        ///< a tier has it (perhaps after waiting for it)
+    std::unique_ptr<CompileLease> lease; ///< else: held while compiling; null when none applies
+  };
+
+  Expected<std::optional<Served>> walk(const Key& key, const EntryReceiver& use, BuildInfo& info,
+                                       Refused& refused, Memory memory);
+  /// Walks again, then takes the cross-process compile lease for `key`, waiting while another
+  /// process compiles it and serving from the tiers once it has stored the entry.
+  Expected<Claim> claim(const Key& key, const EntryReceiver& use, BuildInfo& info,
+                        Refused& refused, Memory memory);
+  /// The miss path of obtain() for the thread that leads the key's single flight.
+  Expected<Flight> compile_and_store(const Key& key, const Compiler& compile,
+                                     const EntryReceiver& use, BuildInfo& info, Refused& refused,
+                                     Memory memory);
+  void write(const Key& key, const Entry& entry, Ticket* ticket);
+  void defer(const Key& key, std::function<Expected<Entry>()> produce,
+             std::function<Expected<Entry>()> refresh, std::shared_ptr<Ticket> ticket);
+  void reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info);
   void mark_dead(Tier& tier, const Error& error);
-  /// Counts damage the user tier found since it had seen `corrupt_before` (corrupt_seen()).
+  /// Counts damage the user tier found since it had seen `corrupt_before`.
   void count_corrupt_since(const std::string& backend, std::uint64_t corrupt_before);
   /// An entry `tier` holds for `key` was stored with other fields: counted, warned about and
   /// removed.
   void refuse_other_request(Tier& tier, const Key& key);
+  bool user_usable(const std::string& backend) const;
   bool leases_apply(const std::string& backend) const;
-  void count_unsaved(const std::string& backend, const std::string& name, std::uint64_t amount);
-  void worker();
+  void count(const std::string& backend, Counter counter, std::uint64_t amount = 1);
+  void count_hits(const std::string& backend, const std::string& tier);
   void flush_counters();
   void refresh();
 
   const Config m_config;
   std::shared_ptr<MemoryStore> m_memory;
-  std::vector<std::unique_ptr<Tier>> m_persistent; ///< lookup order
-  std::shared_ptr<LmdbStore> m_user;               ///< also in m_persistent; holds counters
-  Tier* m_user_tier = nullptr;                     ///< m_user's entry in m_persistent
+  std::vector<std::unique_ptr<Tier>> m_tiers; ///< lookup order, memory first
+  std::shared_ptr<UserTier> m_user;            ///< also in m_tiers; null when there is none
+  Tier* m_user_tier = nullptr;                 ///< m_user's entry in m_tiers
   HandleCache m_handles;
-  SingleFlight<Digest, Expected<Found>> m_compiles;
+  SingleFlight<Digest, Expected<Flight>> m_compiles;
 
   mutable std::mutex m_stats_mutex;
-  Stats m_session;  ///< since creation
-  Stats m_unsaved;  ///< not yet written to the user tier
-
-  std::mutex m_queue_mutex;
-  std::condition_variable m_queue_cv;
-  std::condition_variable m_idle_cv;
-  std::deque<std::function<void()>> m_queue;
-  std::size_t m_running = 0;
-  bool m_stopping = false;
-  std::vector<std::thread> m_workers; ///< up to k_store_workers: a slow store never holds up
-                                      ///< another key's (whose lease other processes wait on)
+  Stats m_session; ///< since creation
+  Stats m_unsaved; ///< not yet written to the user tier
 
   /// Entries whose producer runs again at flush; `stored` is the payload hash last written.
   struct Refresh {
@@ -154,7 +194,12 @@ private:
     std::function<Expected<Entry>()> produce;
     std::uint64_t stored = 0;
   };
-  std::vector<std::shared_ptr<Refresh>> m_refresh; ///< guarded by m_queue_mutex
+  std::mutex m_refresh_mutex;
+  std::vector<std::shared_ptr<Refresh>> m_refresh;
+  StoreQueue m_queue; ///< last: its destructor waits for tasks that use the members above
 };
+
+/// The state behind `cache`, for the backends.
+CacheCore& core_of(Cache& cache);
 
 } // namespace jitcache::detail

@@ -1,4 +1,5 @@
-#include <jitcache/config.hpp>
+#include "core/config_table.hpp"
+
 #include <jitcache/version.hpp>
 
 #include "core/log.hpp"
@@ -16,37 +17,12 @@ namespace jitcache {
 
 namespace {
 
-// Every environment variable jitcache reads: its own, and the runtimes' cache controls and
-// locations (reported by `jitcache info`, never changed). This is the only table; the only
-// getenv in the project is in Config::from_environment().
-constexpr const char* k_variables[] = {
-    "JITCACHE_DIR",       "JITCACHE_DISABLE",  "JITCACHE_READONLY", "JITCACHE_MAX_SIZE",
-    "JITCACHE_SYSTEM_PATH", "JITCACHE_REMOTE", "JITCACHE_LOG",
-    // Runtime cache controls and locations.
-    "POCL_KERNEL_CACHE",  "POCL_CACHE_DIR",    "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH",
-    "CUDA_CACHE_MAXSIZE", "AMD_COMGR_CACHE",   "AMD_COMGR_CACHE_DIR", "AMD_COMGR_CACHE_POLICY",
-    // Where default locations come from, and which runtime libraries are opened.
-    "HOME",               "XDG_CACHE_HOME",    "LD_LIBRARY_PATH",
-};
-
-// Variables a backend's compiler reads that change the code it generates: part of the key.
-struct CompileVariable {
-  const char* backend;
-  const char* name;
-};
-constexpr CompileVariable k_compile_variables[] = {
-    {"opencl", "POCL_EXTRA_BUILD_FLAGS"},        {"opencl", "POCL_WORK_GROUP_METHOD"},
-    {"opencl", "POCL_WORK_GROUP_SPECIALIZATION"}, {"opencl", "POCL_FORCE_PARALLEL_OUTER_LOOP"},
-    {"opencl", "POCL_FULL_REPLICATION_THRESHOLD"}, {"opencl", "POCL_WILOOPS_MAX_UNROLL_COUNT"},
-    {"opencl", "POCL_LLVM_CPU_NAME"},            {"opencl", "POCL_KERNELLIB_NAME"},
-    {"opencl", "POCL_BINARY_SPECIALIZE_WG"},     {"opencl", "POCL_MAX_WORK_GROUP_SIZE"},
-    // Read by newer HIP and comgr releases (not by hipRTC 5.2): kept so an upgrade stays exact.
-    {"hip", "HIPRTC_COMPILE_OPTIONS_APPEND"},    {"hip", "AMD_COMGR_DRIVER_OPTIONS_APPEND"},
-};
+using Complaints = std::vector<std::string>;
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
@@ -74,122 +50,185 @@ bool known_backend(const std::string& name) {
                       [&](const char* b) { return name == b; }) != std::end(k_backends);
 }
 
-class Parser {
-public:
-  Parser(const std::map<std::string, std::string>& vars, Config& config)
-      : m_vars(vars), m_config(config) {}
+std::filesystem::path versioned(const std::filesystem::path& base) {
+  return base / ("v" + std::to_string(k_format_version));
+}
 
-  const std::string* get(const char* name) const {
-    auto it = m_vars.find(name);
-    return it == m_vars.end() ? nullptr : &it->second;
-  }
-  void warn(const char* name, const std::string& value, const std::string& why) {
-    m_config.warnings.push_back(std::string(name) + "=" + value + ": " + why);
-  }
+// The settings' parsers: each sets the Config field it is named after, or complains and leaves
+// the default.
 
-  void cache_dir() {
-    std::filesystem::path base;
-    if (const std::string* dir = get("JITCACHE_DIR"); dir && !dir->empty()) {
-      base = std::filesystem::absolute(*dir);
-    } else {
-      const std::string build_default = JITCACHE_DEFAULT_DIR;
-      if (build_default.empty())
-        return; // built with no persistent cache
-      if (build_default != "<xdg>") {
-        base = build_default;
-      } else if (const std::string* xdg = get("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
-        base = std::filesystem::path(*xdg) / "jitcache";
-      } else if (const std::string* home = get("HOME"); home && !home->empty()) {
-        base = std::filesystem::path(*home) / ".cache" / "jitcache";
-      } else {
-        return;
-      }
-    }
-    m_config.cache_dir = base / ("v" + std::to_string(k_format_version));
-  }
+void set_cache_dir(const std::string& value, Config& config, Complaints&) {
+  config.cache_dir = versioned(std::filesystem::absolute(value));
+}
 
-  void disable() {
-    const std::string* value = get("JITCACHE_DISABLE");
-    if (!value || value->empty())
-      return;
-    if (auto flag = parse_bool(*value)) {
-      m_config.disable_all = *flag;
-      m_config.disable_explicitly_off = !*flag;
-      return;
-    }
-    for (const std::string& name : split(*value, ',')) {
-      const std::string backend = lower(name);
-      if (known_backend(backend))
-        m_config.disabled_backends.insert(backend);
-      else
-        warn("JITCACHE_DISABLE", *value,
-             "unknown backend '" + name + "' (expected 1, 0 or a list of opencl,cuda,hip); ignored");
-    }
+void set_disable(const std::string& value, Config& config, Complaints& complaints) {
+  if (auto flag = parse_bool(value)) {
+    config.disable_all = *flag;
+    config.disable_explicitly_off = !*flag;
+    return;
   }
-
-  void read_only() {
-    if (const std::string* value = get("JITCACHE_READONLY"); value && !value->empty()) {
-      if (auto flag = parse_bool(*value))
-        m_config.read_only = *flag;
-      else
-        warn("JITCACHE_READONLY", *value, "not a boolean (1/0/true/false); using read-write");
-    }
-  }
-
-  void max_size() {
-    if (const std::string* value = get("JITCACHE_MAX_SIZE"); value && !value->empty()) {
-      auto size = parse_size(*value);
-      if (size && *size > 0)
-        m_config.max_size = size;
-      else
-        warn("JITCACHE_MAX_SIZE", *value, "not a positive size such as 10G or 512M; using no limit");
-    }
-  }
-
-  void system_path() {
-    if (const std::string* value = get("JITCACHE_SYSTEM_PATH"))
-      for (const std::string& part : split(*value, ':'))
-        m_config.system_path.emplace_back(part);
-  }
-
-  void remote() {
-    const std::string* value = get("JITCACHE_REMOTE");
-    if (!value || value->empty())
-      return;
-    const std::string prefix = "redis://";
-    const std::string rest = value->substr(std::min(value->size(), prefix.size()));
-    const auto colon = rest.rfind(':');
-    bool ok = value->compare(0, prefix.size(), prefix) == 0 && !rest.empty() && rest[0] != ':';
-    if (ok && colon != std::string::npos) {
-      const std::string port = rest.substr(colon + 1);
-      ok = !port.empty() && port.size() <= 5 &&
-           std::all_of(port.begin(), port.end(), ::isdigit) && std::stoi(port) > 0 &&
-           std::stoi(port) < 65536;
-    }
-    if (ok)
-      m_config.remote = *value;
+  // A list: its good part is kept.
+  for (const std::string& name : split(value, ',')) {
+    const std::string backend = lower(name);
+    if (known_backend(backend))
+      config.disabled_backends.insert(backend);
     else
-      warn("JITCACHE_REMOTE", *value, "not a redis://host[:port] address; no remote tier");
+      complaints.push_back("unknown backend '" + name +
+                           "' (expected 1, 0 or a list of opencl,cuda,hip); ignored");
   }
+}
 
-  void log_level() {
-    const std::string* value = get("JITCACHE_LOG");
-    if (!value || value->empty())
-      return;
-    const std::string v = lower(*value);
-    if (v == "error") m_config.log_level = LogLevel::error;
-    else if (v == "warn" || v == "warning") m_config.log_level = LogLevel::warn;
-    else if (v == "info") m_config.log_level = LogLevel::info;
-    else if (v == "debug") m_config.log_level = LogLevel::debug;
-    else warn("JITCACHE_LOG", *value, "expected error, warn, info or debug; using warn");
+void set_read_only(const std::string& value, Config& config, Complaints& complaints) {
+  if (auto flag = parse_bool(value))
+    config.read_only = *flag;
+  else
+    complaints.push_back("not a boolean (1/0/true/false); using read-write");
+}
+
+void set_max_size(const std::string& value, Config& config, Complaints& complaints) {
+  auto size = parse_size(value);
+  if (size && *size > 0)
+    config.max_size = size;
+  else
+    complaints.push_back("not a positive size such as 10G or 512M; using no limit");
+}
+
+void set_system_path(const std::string& value, Config& config, Complaints&) {
+  for (const std::string& part : split(value, ':'))
+    config.system_path.emplace_back(part);
+}
+
+void set_remote(const std::string& value, Config& config, Complaints& complaints) {
+  const std::string prefix = "redis://";
+  const std::string rest = value.substr(std::min(value.size(), prefix.size()));
+  const auto colon = rest.rfind(':');
+  bool ok = value.compare(0, prefix.size(), prefix) == 0 && !rest.empty() && rest[0] != ':';
+  if (ok && colon != std::string::npos) {
+    const std::string port = rest.substr(colon + 1);
+    ok = !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit) &&
+         std::stoi(port) > 0 && std::stoi(port) < 65536;
   }
+  if (ok)
+    config.remote = value;
+  else
+    complaints.push_back("not a redis://host[:port] address; no remote tier");
+}
 
-private:
-  const std::map<std::string, std::string>& m_vars;
-  Config& m_config;
+void set_log_level(const std::string& value, Config& config, Complaints& complaints) {
+  const std::string v = lower(value);
+  if (v == "error")
+    config.log_level = LogLevel::error;
+  else if (v == "warn" || v == "warning")
+    config.log_level = LogLevel::warn;
+  else if (v == "info")
+    config.log_level = LogLevel::info;
+  else if (v == "debug")
+    config.log_level = LogLevel::debug;
+  else
+    complaints.push_back("expected error, warn, info or debug; using warn");
+}
+
+// The documentation lines several rows share (one README row each).
+constexpr char k_doc_home[] =
+    "read, never changed: where the default `JITCACHE_DIR` and the runtimes' own cache "
+    "directories are";
+constexpr char k_doc_runtime_switch[] =
+    "the user asked that runtime not to keep binaries on disk: jitcache's persistent tiers are "
+    "skipped for that backend (the memory tier still works) unless `JITCACHE_DISABLE=0`; "
+    "`jitcache info` says so. jitcache never changes these variables";
+constexpr char k_doc_runtime_cache[] =
+    "read, never changed: where and how the runtime (or binding) keeps its own cache (`jitcache "
+    "info` reports it, `jitcache clear --runtime-caches` removes it)";
+constexpr char k_doc_pocl_compile[] =
+    "part of the OpenCL key when set: they change the code PoCL generates";
+constexpr char k_doc_hip_compile[] =
+    "part of the HIP key when set: newer hipRTC and comgr releases read them (hipRTC 5.2 does "
+    "not), so an upgrade stays exact";
+
+using R = EnvRole;
+
+// Every environment variable jitcache reads: the only list of them, and the only getenv in the
+// project is in Config::from_environment(). Each row: the variable, what jitcache does with it
+// (for a setting, the parser that sets its Config field), the backend it concerns, a runtime
+// switch's "off" value, and its line in the README's environment table (config_test checks
+// that the README says the same).
+constexpr EnvVariable k_env_variables[] = {
+    {"JITCACHE_DIR", R::setting, set_cache_dir, nullptr, nullptr,
+     "user tier location; default `$XDG_CACHE_HOME/jitcache`, else `~/.cache/jitcache`. The "
+     "entry format version is part of the path (`.../v1`). Created with parents, mode 0700. A "
+     "directory that cannot be written is used read-only; a path that is a file disables the "
+     "tier (with a warning)"},
+    {"JITCACHE_DISABLE", R::setting, set_disable, nullptr, nullptr,
+     "`1`: no persistent tiers; a list (`cuda,hip`): none for those backends; `0`: keep them "
+     "even when a runtime's own cache control says otherwise"},
+    {"JITCACHE_READONLY", R::setting, set_read_only, nullptr, nullptr,
+     "`1` (or `true`, `yes`, `on`): read every tier, write none"},
+    {"JITCACHE_MAX_SIZE", R::setting, set_max_size, nullptr, nullptr,
+     "size limit of the user tier (`10G`, `512M`); least-recently-used entries are evicted "
+     "first"},
+    {"JITCACHE_SYSTEM_PATH", R::setting, set_system_path, nullptr, nullptr,
+     "colon-separated read-only package files or folders; parsed and reported now"},
+    {"JITCACHE_REMOTE", R::setting, set_remote, nullptr, nullptr,
+     "`redis://host[:port]`; parsed and reported now"},
+    {"JITCACHE_LOG", R::setting, set_log_level, nullptr, nullptr,
+     "`error`, `warn` (default), `info`, `debug`"},
+
+    {"XDG_CACHE_HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
+    {"HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
+    {"LD_LIBRARY_PATH", R::location, nullptr, nullptr, nullptr,
+     "read, never changed: part of what decides which NVRTC is opened, so NVRTC's remembered "
+     "identity is kept per value"},
+
+    {"POCL_KERNEL_CACHE", R::runtime_switch, nullptr, "opencl", "0", k_doc_runtime_switch},
+    {"CUDA_CACHE_DISABLE", R::runtime_switch, nullptr, "cuda", "1", k_doc_runtime_switch},
+    {"AMD_COMGR_CACHE", R::runtime_switch, nullptr, "hip", "0", k_doc_runtime_switch},
+
+    {"POCL_CACHE_DIR", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
+    {"CUDA_CACHE_PATH", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
+    {"CUDA_CACHE_MAXSIZE", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
+    {"AMD_COMGR_CACHE_DIR", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
+    {"AMD_COMGR_CACHE_POLICY", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
+    {"CUPY_CACHE_DIR", R::runtime_cache, nullptr, nullptr, nullptr, k_doc_runtime_cache},
+
+    // In the order they enter a key: reordering two changes the keys that have both.
+    {"POCL_EXTRA_BUILD_FLAGS", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_WORK_GROUP_METHOD", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_WORK_GROUP_SPECIALIZATION", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_FORCE_PARALLEL_OUTER_LOOP", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_FULL_REPLICATION_THRESHOLD", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_WILOOPS_MAX_UNROLL_COUNT", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_LLVM_CPU_NAME", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_KERNELLIB_NAME", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_BINARY_SPECIALIZE_WG", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"POCL_MAX_WORK_GROUP_SIZE", R::compile, nullptr, "opencl", nullptr, k_doc_pocl_compile},
+    {"HIPRTC_COMPILE_OPTIONS_APPEND", R::compile, nullptr, "hip", nullptr, k_doc_hip_compile},
+    {"AMD_COMGR_DRIVER_OPTIONS_APPEND", R::compile, nullptr, "hip", nullptr, k_doc_hip_compile},
 };
 
+// Where the user tier is when JITCACHE_DIR is not set: the build's default, else the XDG
+// location. Empty: no persistent cache.
+std::filesystem::path default_cache_dir(const std::map<std::string, std::string>& variables) {
+  const std::string build_default = JITCACHE_DEFAULT_DIR;
+  if (build_default.empty())
+    return {};
+  if (build_default != "<xdg>")
+    return versioned(build_default);
+  const auto set = [&](const char* name) -> const std::string* {
+    auto it = variables.find(name);
+    return it == variables.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  if (const std::string* xdg = set("XDG_CACHE_HOME"))
+    return versioned(std::filesystem::path(*xdg) / "jitcache");
+  if (const std::string* home = set("HOME"))
+    return versioned(std::filesystem::path(*home) / ".cache" / "jitcache");
+  return {};
+}
+
 } // namespace
+
+EnvTable env_table() {
+  return {std::begin(k_env_variables), std::size(k_env_variables)};
+}
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
   std::string t = lower(text);
@@ -205,16 +244,26 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   double scale = 1;
   if (!t.empty()) {
     switch (t.back()) {
-    case 'k': scale = 1024.0; break;
-    case 'm': scale = 1024.0 * 1024; break;
-    case 'g': scale = 1024.0 * 1024 * 1024; break;
-    case 't': scale = 1024.0 * 1024 * 1024 * 1024; break;
-    default: break;
+    case 'k':
+      scale = 1024.0;
+      break;
+    case 'm':
+      scale = 1024.0 * 1024;
+      break;
+    case 'g':
+      scale = 1024.0 * 1024 * 1024;
+      break;
+    case 't':
+      scale = 1024.0 * 1024 * 1024 * 1024;
+      break;
+    default:
+      break;
     }
     if (scale != 1)
       t.pop_back();
   }
-  if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(c) || c == '.'; }) ||
+  if (t.empty() ||
+      !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(c) || c == '.'; }) ||
       std::count(t.begin(), t.end(), '.') > 1 || t == ".")
     return std::nullopt;
   const double value = std::strtod(t.c_str(), nullptr) * scale;
@@ -243,33 +292,22 @@ PersistencePolicy Config::persistence(std::string_view backend) const {
   };
   if (cache_dir.empty())
     return {false, "no cache directory (JITCACHE_DIR, XDG_CACHE_HOME and HOME unset)"};
-  if (disable_all)
-    return {false, "JITCACHE_DISABLE=" + var("JITCACHE_DISABLE")};
-  if (disabled_backends.count(std::string(backend)))
+  if (disable_all || disabled_backends.count(std::string(backend)))
     return {false, "JITCACHE_DISABLE=" + var("JITCACHE_DISABLE")};
   // A runtime's own "do not keep binaries on disk" switch is honoured unless the user
   // explicitly asked jitcache to keep its tiers (JITCACHE_DISABLE=0).
-  // Each runtime's own "off" value, exactly as that runtime reads it.
-  struct RuntimeSwitch {
-    const char* backend;
-    const char* variable;
-    const char* off; // the value that turns the runtime's cache off
-  };
-  static constexpr RuntimeSwitch k_switches[] = {
-      {"opencl", "POCL_KERNEL_CACHE", "0"},
-      {"cuda", "CUDA_CACHE_DISABLE", "1"},
-      {"hip", "AMD_COMGR_CACHE", "0"},
-  };
-  for (const RuntimeSwitch& s : k_switches) {
-    if (backend != s.backend)
+  for (const EnvVariable& v : k_env_variables) {
+    if (v.role != EnvRole::runtime_switch || backend != v.backend)
       continue;
-    const std::string value = var(s.variable);
-    if (value == s.off) {
-      if (disable_explicitly_off)
-        return {true, std::string(s.variable) + "=" + value + " overridden by JITCACHE_DISABLE=0"};
-      return {false, std::string(s.variable) + "=" + value +
-                         " (the runtime's own cache is off; set JITCACHE_DISABLE=0 to keep jitcache's)"};
-    }
+    const std::string value = var(v.name);
+    if (value != v.off)
+      continue;
+    const std::string setting = std::string(v.name) + "=" + value;
+    if (disable_explicitly_off)
+      return {true, setting + " overridden by JITCACHE_DISABLE=0"};
+    return {false,
+            setting +
+                " (the runtime's own cache is off; set JITCACHE_DISABLE=0 to keep jitcache's)"};
   }
   return {true, read_only ? "on, read-only (JITCACHE_READONLY)" : "on"};
 }
@@ -277,38 +315,38 @@ PersistencePolicy Config::persistence(std::string_view backend) const {
 std::vector<std::pair<std::string, std::string>>
 Config::compile_environment(std::string_view backend) const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const CompileVariable& v : k_compile_variables)
-    if (auto it = variables.find(v.name); backend == v.backend && it != variables.end())
+  for (const EnvVariable& v : k_env_variables)
+    if (auto it = variables.find(v.name);
+        v.role == EnvRole::compile && backend == v.backend && it != variables.end())
       out.emplace_back(v.name, it->second);
   return out;
 }
 
 Config Config::from_variables(const std::map<std::string, std::string>& vars) {
   Config config;
-  const auto record = [&](const char* name) {
-    if (auto it = vars.find(name); it != vars.end())
-      config.variables.emplace(name, it->second);
-  };
-  for (const char* name : k_variables)
-    record(name);
-  for (const CompileVariable& v : k_compile_variables)
-    record(v.name);
-  Parser parser(config.variables, config);
-  parser.cache_dir();
-  parser.disable();
-  parser.read_only();
-  parser.max_size();
-  parser.system_path();
-  parser.remote();
-  parser.log_level();
+  for (const EnvVariable& v : k_env_variables) {
+    auto it = vars.find(v.name);
+    if (it == vars.end())
+      continue;
+    const std::string& value = it->second;
+    config.variables.emplace(v.name, value);
+    if (!v.parse || value.empty()) // empty is the same as unset
+      continue;
+    Complaints complaints;
+    v.parse(value, config, complaints);
+    for (const std::string& why : complaints)
+      config.warnings.push_back(std::string(v.name) + "=" + value + ": " + why);
+  }
+  if (config.cache_dir.empty())
+    config.cache_dir = default_cache_dir(config.variables);
   return config;
 }
 
 Config Config::from_environment() {
   std::map<std::string, std::string> vars;
-  for (const std::string& name : known_variables())
-    if (const char* value = std::getenv(name.c_str()))
-      vars.emplace(name, value);
+  for (const EnvVariable& v : k_env_variables)
+    if (const char* value = std::getenv(v.name))
+      vars.emplace(v.name, value);
   Config config = from_variables(vars);
   log::set_level(config.log_level);
   for (const std::string& warning : config.warnings)
@@ -317,8 +355,8 @@ Config Config::from_environment() {
 }
 
 std::vector<std::string> Config::known_variables() {
-  std::vector<std::string> names(std::begin(k_variables), std::end(k_variables));
-  for (const CompileVariable& v : k_compile_variables)
+  std::vector<std::string> names;
+  for (const EnvVariable& v : k_env_variables)
     names.emplace_back(v.name);
   return names;
 }

@@ -41,6 +41,26 @@ void add_candidates(KeyBuilder& builder, const std::string& why,
 
 } // namespace
 
+void add_option_list(KeyBuilder& builder, const std::vector<std::string>& options,
+                     std::initializer_list<IncludeFlag> include_flags,
+                     std::vector<fs::path>& dirs) {
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
+    const IncludeFlag* include = nullptr;
+    for (const IncludeFlag& f : include_flags)
+      if (!include && option.compare(0, f.flag.size(), f.flag) == 0)
+        include = &f;
+    const bool separate = include && option.size() == include->flag.size();
+    if (!include || (separate && i + 1 == options.size())) {
+      builder.options(option);
+      continue;
+    }
+    dirs.emplace_back(separate ? options[++i] : option.substr(include->flag.size()));
+    builder.options(std::string(include->written) + "<include dir " +
+                    std::to_string(dirs.size()) + ">");
+  }
+}
+
 Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
   Dependencies deps;
   const std::vector<std::string> tokens = split_options(in.options);

@@ -6,6 +6,7 @@
 #include <jitcache/key.hpp>
 
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -49,6 +50,21 @@ std::optional<std::string> guards_of(const Dependencies& deps);
 ///   every file that could be meant: all regular files directly in the include directories.
 /// Returns the files it read and looked for.
 Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& inputs);
+
+/// An option that names an include directory, and how it is written in the key.
+struct IncludeFlag {
+  std::string_view flag;    ///< "-I", "--include-path=", "-isystem"
+  std::string_view written; ///< "-I": flags meaning the same are written alike
+};
+
+/// Adds `options` (one option per element, as NVRTC and hipRTC take them) to `builder`, each its
+/// own field so that no two lists hash alike, except include directories: an element starting
+/// with one of `include_flags`, the directory joined ("-Idir") or as the next element ("-I",
+/// "dir"), is written "<written><include dir N>" and the directory appended to `dirs` (for
+/// add_source_fields: directories count by what they provide, not by their spelling).
+void add_option_list(KeyBuilder& builder, const std::vector<std::string>& options,
+                     std::initializer_list<IncludeFlag> include_flags,
+                     std::vector<std::filesystem::path>& dirs);
 
 /// Adds, as toolchain fields, the environment variables `backend`'s compiler reads that change
 /// the code it generates (e.g. POCL_EXTRA_BUILD_FLAGS), where they are set.

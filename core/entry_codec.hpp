@@ -28,12 +28,6 @@ std::string encode_entry(const Digest& key, const Entry& entry);
 /// read, bad magic, other format version, checksum mismatch, a different key, bad lengths.
 Expected<Entry> decode_entry(const Digest& key, std::string_view bytes);
 
-/// A stored entry read in place: views into the bytes it was parsed from.
-struct EntryView {
-  std::string_view backend, metadata, key_fields, payload;
-  std::uint64_t compile_ns = 0;
-};
-
 /// Like decode_entry(), without copying: the views live as long as `bytes`.
 Expected<EntryView> view_entry(const Digest& key, std::string_view bytes);
 

@@ -17,7 +17,7 @@
 namespace jitcache {
 
 /// One open LMDB environment, shared by every LmdbStore of its directory in this process.
-/// Internal to the user tier (lmdb_store.cpp, lmdb_compact.cpp).
+/// Internal to the user tier (the core/lmdb_*.cpp files).
 struct LmdbStore::Env {
   MDB_env* env = nullptr;
   MDB_dbi entries = 0;  ///< digest -> encoded entry

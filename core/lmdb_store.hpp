@@ -3,6 +3,7 @@
 #include "core/fs_check.hpp"
 
 #include "core/entry_codec.hpp"
+#include "core/user_tier.hpp"
 
 #include <jitcache/stats.hpp>
 #include <jitcache/store.hpp>
@@ -41,7 +42,7 @@ struct LmdbOptions {
 /// With a size limit, a put that takes the stored entries over it evicts the least recently
 /// used ones (down to 90% of the limit) in the same transaction. Uses are recorded in memory
 /// on hits and written with the next write (see AccessLog), never one write per hit.
-class LmdbStore final : public Store {
+class LmdbStore final : public UserTier {
 public:
   using Options = LmdbOptions;
 
@@ -62,7 +63,8 @@ public:
   Expected<std::optional<Entry>> get(const Digest& key) override;
   /// Like get(), without copying: runs `use` on the stored entry, verified, in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.
-  Expected<bool> visit(const Digest& key, const std::function<void(const EntryView&)>& use);
+  Expected<bool> visit(const Digest& key,
+                       const std::function<void(const EntryView&)>& use) override;
   /// Errors as Store::put; store_full also when the entry alone is larger than the size limit.
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<bool> remove(const Digest& key) override;
@@ -70,13 +72,13 @@ public:
 
   /// Like put(), and adds `counters` in the same write transaction: the entry and its counters
   /// are stored together or not at all (a compile is counted with the binary it produced).
-  Expected<void> put(const Digest& key, const Entry& entry, const Stats& counters);
+  Expected<void> put(const Digest& key, const Entry& entry, const Stats& counters) override;
 
   /// Adds `delta` to the counters kept in the environment, and writes the uses recorded since
   /// the last write (one write transaction; none when there is nothing to write).
-  Expected<void> add_counters(const Stats& delta);
+  Expected<void> add_counters(const Stats& delta) override;
   /// Reads the counters kept in the environment.
-  Expected<Stats> counters();
+  Expected<Stats> counters() override;
   /// Records: small values kept beside the entries, by name, that speed up finding them
   /// (manifests of the files a key was built from, runtime identities). Not entries: not
   /// listed, counted, verified or size-limited; all of them are dropped when there are
@@ -85,9 +87,9 @@ public:
   /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.
   Expected<bool> visit_record(const Digest& name,
-                              const std::function<void(std::string_view)>& use);
+                              const std::function<void(std::string_view)>& use) override;
   /// Stores `bytes` as the record `name` (replacing it). Errors as put().
-  Expected<void> put_record(const Digest& name, std::string_view bytes);
+  Expected<void> put_record(const Digest& name, std::string_view bytes) override;
   static constexpr std::uint64_t k_max_records = 16384;
 
   /// Removes every entry, counter and record.
@@ -115,7 +117,9 @@ public:
   std::optional<std::uint64_t> max_size() const;
 
   /// Corrupt entries seen by get() since this process started (for tests and stats).
-  std::uint64_t corrupt_seen() const;
+  std::uint64_t corrupt_seen() const override;
+  /// dir() / "leases".
+  std::filesystem::path lease_dir() const override;
 
   /// What compact() did.
   struct Compacted {

@@ -8,6 +8,7 @@
 
 #include <xxhash.h>
 
+#include <filesystem>
 #include <future>
 #include <system_error>
 #include <thread>

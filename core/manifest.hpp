@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/byte_io.hpp"
 #include "core/dependencies.hpp"
 #include "core/file_stamp.hpp"
 

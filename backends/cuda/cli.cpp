@@ -2,9 +2,8 @@
 // (or a compile-only build for --arch), facts.
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_error.hpp"
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 #include "core/backend.hpp"
-#include "core/dir_size.hpp"
 #include "core/includes.hpp"
 
 #include <jitcache/cuda.hpp>
@@ -75,21 +74,12 @@ public:
     } else {
       out.emplace_back("driver", api.error().message);
     }
-    // The driver's own cache of JIT-compiled PTX: CUDA_CACHE_PATH, else ~/.nv/ComputeCache.
-    const auto var = [&](const char* name) {
-      auto it = config.variables.find(name);
-      return it == config.variables.end() ? std::string() : it->second;
-    };
-    std::string driver_cache = var("CUDA_CACHE_PATH");
-    if (driver_cache.empty() && !var("HOME").empty())
-      driver_cache = var("HOME") + "/.nv/ComputeCache";
-    out.emplace_back("CUDA_CACHE_DISABLE", var("CUDA_CACHE_DISABLE").empty()
+    // The driver's own cache of JIT-compiled PTX is listed with the other runtime caches
+    // (core/runtime_caches).
+    auto setting = config.variables.find("CUDA_CACHE_DISABLE");
+    out.emplace_back("CUDA_CACHE_DISABLE", setting == config.variables.end()
                                                ? "unset (the driver caches JIT-compiled PTX)"
-                                               : var("CUDA_CACHE_DISABLE"));
-    out.emplace_back("CUDA_CACHE_PATH",
-                     driver_cache.empty()
-                         ? "unknown (HOME unset)"
-                         : driver_cache + " (" + describe_dir_size(driver_cache) + ")");
+                                               : setting->second);
     return out;
   }
 

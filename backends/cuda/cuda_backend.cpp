@@ -3,11 +3,12 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_compile.hpp"
 #include "backends/cuda/cuda_error.hpp"
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 #include "backends/cuda/cuda_metadata.hpp"
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
+#include "core/request.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -40,33 +41,6 @@ Expected<void> validate(const Program& program) {
   return {};
 }
 
-// One string holding every argument of a request, each length-prefixed (lists counted), for
-// HandleCache::hash_request. The current directory is included: relative paths depend on it.
-std::string flatten(const Program& program) {
-  std::string out;
-  const auto add = [&out](std::string_view part) {
-    const std::uint64_t size = part.size();
-    out.append(reinterpret_cast<const char*>(&size), sizeof size);
-    out.append(part);
-  };
-  std::error_code ec; // a removed current directory reads as empty here; the key step reports it
-  add(std::filesystem::current_path(ec).string());
-  add(program.name);
-  add(program.source);
-  add(std::to_string(program.options.size()));
-  for (const std::string& option : program.options)
-    add(option);
-  add(std::to_string(program.headers.size()));
-  for (const Header& header : program.headers) {
-    add(header.name);
-    add(header.content);
-  }
-  add(std::to_string(program.name_expressions.size()));
-  for (const std::string& expression : program.name_expressions)
-    add(expression);
-  return out;
-}
-
 std::string ptx_note(const std::string& arch) {
   return "the device is newer than NVRTC can target: PTX for " + arch +
          " is JIT-compiled by the driver at load (the driver's cache, CUDA_CACHE_PATH, applies)";
@@ -77,45 +51,6 @@ Expected<Metadata> read_metadata(std::string_view stored) {
   if (!metadata)
     return Error(ErrorCode::corrupt, "the stored CUDA entry's metadata cannot be read");
   return *metadata;
-}
-
-// Whether a stored entry that `use` failed on is to be evicted and rebuilt.
-bool refused(const Error& error) {
-  return error.code == ErrorCode::load_failed || error.code == ErrorCode::corrupt;
-}
-
-// Gets the entry for `key` through the tiers (compiling on a miss) and hands it to `use`. A
-// stored entry that `use` refuses is counted as rejected, evicted and rebuilt; when a read-only
-// tier still serves it, the rebuilt entry is compiled here and used without being stored.
-template <typename T>
-Expected<T> fetch(Cache& cache, const Key& key, const std::function<Expected<Entry>()>& compile,
-                  BuildInfo& info, const std::function<Expected<T>(const Entry&)>& use) {
-  auto found = cache.get_or_compile(key, compile, &info);
-  if (!found)
-    return std::move(found).error();
-  auto used = use(found->entry);
-  if (used || found->tier == "compile" || !refused(used.error()))
-    return used;
-  log::warn("stored CUDA binary " + key.digest.hex() + " (" + found->tier +
-            " tier) refused: " + used.error().message + "; rebuilding it");
-  cache.count(k_backend, counter::rejected);
-  cache.evict(key);
-  found = cache.get_or_compile(key, compile, &info);
-  if (!found)
-    return std::move(found).error();
-  if (found->tier != "compile") {
-    Stopwatch clock;
-    auto entry = compile();
-    if (!entry)
-      return std::move(entry).error();
-    found = Found{std::move(*entry), "compile"};
-    info.outcome = Outcome::miss;
-    info.tier = "compile";
-    info.compile_ms = clock.ms();
-    info.bytes = found->entry.payload.size();
-  }
-  info.note = "stored binary refused (" + used.error().message + "); rebuilt";
-  return use(found->entry);
 }
 
 // Loads a stored cubin or PTX with its stored metadata; both may be views into the user tier's
@@ -150,17 +85,14 @@ Module module_of(const HandleCache::Loaded& loaded, BuildInfo info) {
   return Module{state.module, std::move(info), state.lowered_names, loaded.handle};
 }
 
-// How a request answered from the memory tier of loaded modules is reported.
-BuildInfo memory_hit(const HandleCache::Loaded& loaded, const Stopwatch& total) {
-  BuildInfo info;
-  info.key = loaded.info.key;
-  info.outcome = Outcome::hit;
-  info.tier = "memory";
-  info.device = loaded.info.device;
-  info.bytes = loaded.info.bytes;
-  info.total_ms = total.ms();
+// How a request answered from the memory tier of loaded modules is reported: a PTX module
+// keeps saying that the driver JIT-compiled it.
+BuildInfo memory_hit(detail::CacheCore& core, const HandleCache::Loaded& loaded,
+                     const Stopwatch& total) {
+  BuildInfo info = core.memory_hit(k_backend, loaded.info);
   if (static_cast<const LoadedModule*>(loaded.handle.get())->ptx)
     info.note = loaded.info.note;
+  info.total_ms = total.ms();
   return info;
 }
 
@@ -191,85 +123,80 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     return std::move(current).error();
   const CUcontext context = *current;
 
-  HandleCache& handles = cache.core().handles();
+  detail::CacheCore& core = detail::core_of(cache);
+  HandleCache& handles = core.handles();
   // Every argument of the request: hashed for the memory tier, and part of the manifest's name.
-  const std::string arguments = flatten(program);
+  const std::string arguments = detail::flatten_request(program);
   const auto request = HandleCache::hash_request(
       {"cuda.load_module",
        std::string_view(reinterpret_cast<const char*>(&context), sizeof context), arguments});
   if (auto loaded = handles.find(request))
-    return module_of(*loaded, memory_hit(*loaded, total));
+    return module_of(*loaded, memory_hit(core, *loaded, total));
 
   // The key is built with NVRTC's remembered identity (NVRTC is not opened for a hit); a miss
   // opens it to compile, and should the library opened not be the one remembered, the key is
-  // built again from what it really is.
+  // built again from what it really is (the loop's second and last round).
   bool remembered = false;
-  auto tools = toolchain_for_keys(cache.core(), &remembered);
+  auto tools = toolchain_for_keys(core, &remembered);
   if (!tools)
     return tools.error();
   Expected<HandleCache::Loaded> loaded = Error();
   GuardedKey keyed;
-  BuildInfo info;
-  bool ran = false;
+  bool ran = true;
   for (bool stale = false;; stale = false) {
     auto target = context_target(**api, *tools);
     if (!target)
       return std::move(target).error();
-    info = BuildInfo{};
+    BuildInfo info;
     info.device = target->arch;
-    const auto loaded_from = [&](std::string_view payload,
-                                 std::string_view metadata) -> Expected<HandleCache::Loaded> {
+    HandleCache::Handle module;
+    const detail::EntryReceiver use = [&](const EntryView& entry) -> Expected<void> {
       const Stopwatch clock;
-      auto handle = load(**api, payload, metadata);
+      auto handle = load(**api, entry.payload, entry.metadata);
       info.load_ms = clock.ms();
       if (!handle)
         return std::move(handle).error();
+      module = std::move(*handle);
       if (target->ptx) {
         log::write_once(LogLevel::warn, "cuda-ptx:" + target->arch,
                         "compute capability " + target->compute_capability + ": " +
                             ptx_note(target->arch));
         info.note += (info.note.empty() ? "" : "; ") + ptx_note(target->arch);
       }
-      return HandleCache::Loaded{std::move(*handle), info};
+      return {};
     };
 
-    // A remembered key's module is loaded while the stamps that prove the key are checked on
-    // another thread (a heavy module's load, milliseconds, hides the hundreds of stat calls of
-    // a CUB key). It is counted, and used, only once they held.
-    detail::PendingKey pending = remembered_key(cache.core(), *tools, *target, program, arguments);
-    std::optional<Digest> guessed_key;
-    std::optional<std::string> tier; // the guessed key's entry was loaded from it, in place
-    std::uint64_t compile_ns = 0, bytes = 0;
-    Expected<HandleCache::Loaded> guessed = Error();
+    // The speculative step: a remembered key's module is loaded while the stamps that prove
+    // the key are checked on another thread (a heavy module's load, milliseconds, hides the
+    // hundreds of stat calls of a CUB key). The hit is counted, and the module used, only once
+    // they held; otherwise it is dropped and the key built from the files takes the usual path.
+    detail::PendingKey pending = remembered_key(core, *tools, *target, program, arguments);
+    std::optional<HandleCache::Loaded> speculative;
+    std::optional<detail::Served> served;
     if (const Key* guess = pending.guess()) {
-      guessed_key = guess->digest;
-      guessed = handles.get_or_load(
-          {guess->digest, context, nullptr},
-          [&]() -> Expected<HandleCache::Loaded> {
-            info.key = guess->digest;
-            Expected<HandleCache::Loaded> out =
-                Error(ErrorCode::runtime_error, "not stored"); // not reported: the usual path
-            tier = cache.core().use_stored(*guess, [&](const EntryView& entry) {
-              compile_ns = entry.compile_ns;
-              bytes = info.bytes = entry.payload.size();
-              out = loaded_from(entry.payload, entry.metadata);
-            });
-            return out;
-          },
-          ran);
+      if ((speculative = handles.find(HandleCache::Slot{guess->digest, context, nullptr}))) {
+        ran = false;
+      } else if (auto got = core.serve(*guess, use, info); got && *got) {
+        served = **got;
+        speculative = HandleCache::Loaded{module, info};
+      }
     }
+    const std::optional<Digest> guessed =
+        speculative ? std::optional<Digest>(speculative->info.key) : std::nullopt;
     keyed = *pending.settle(); // building the key cannot fail
-    if (guessed && keyed.key.digest == guessed_key) {
-      loaded = std::move(guessed);
-      if (ran)
-        cache.core().count_hit(keyed.key, *tier, compile_ns, bytes, info);
+    if (speculative && keyed.key.digest == guessed) {
+      if (served) {
+        core.count_hit(keyed.key, *served, speculative->info);
+        handles.insert(HandleCache::Slot{keyed.key.digest, context, nullptr}, *speculative);
+      }
+      loaded = std::move(*speculative);
       break;
     }
-    // Not proven (a file changed, and the key with it), not stored, or refused: the usual path.
+
     info = BuildInfo{};
     info.device = target->arch;
     const Key& key = keyed.key;
-    const auto compile = [&]() -> Expected<Entry> {
+    const detail::Compiler compile = [&]() -> Expected<detail::Compiled> {
       auto real = toolchain();
       if (!real)
         return real.error();
@@ -277,15 +204,19 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
         stale = true;
         return Error(ErrorCode::runtime_error, "NVRTC changed since its identity was remembered");
       }
-      return compile_entry(**nvrtc(), *target, program);
+      auto entry = compile_entry(**nvrtc(), *target, program);
+      if (!entry)
+        return std::move(entry).error();
+      return detail::Compiled{std::move(*entry), {}, {}};
     };
     // A context belongs to one device, so the context alone tells where the module lives.
     loaded = handles.get_or_load(
         {key.digest, context, nullptr},
-        [&] {
-          return fetch<HandleCache::Loaded>(cache, key, compile, info, [&](const Entry& entry) {
-            return loaded_from(entry.payload, entry.metadata);
-          });
+        [&]() -> Expected<HandleCache::Loaded> {
+          if (auto got = core.obtain(key, compile, use, info, detail::CacheCore::Memory::skip);
+              !got)
+            return std::move(got).error();
+          return HandleCache::Loaded{module, info};
         },
         ran);
     if (!stale || !remembered)
@@ -301,7 +232,8 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     return std::move(loaded).error();
   handles.alias(request, *loaded, std::move(keyed.guards));
   if (!ran)
-    return module_of(*loaded, memory_hit(*loaded, total));
+    return module_of(*loaded, memory_hit(core, *loaded, total));
+  BuildInfo info = loaded->info;
   info.total_ms = total.ms();
   return module_of(*loaded, std::move(info));
 }
@@ -321,21 +253,31 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
 
   BuildInfo info;
   info.device = target->arch;
-  auto binary = fetch<Binary>(
-      cache, key, [&] { return compile_entry(compiler, *target, program); }, info,
-      [](const Entry& entry) -> Expected<Binary> {
+  std::optional<Binary> binary;
+  auto got = detail::core_of(cache).obtain(
+      key,
+      [&]() -> Expected<detail::Compiled> {
+        auto entry = compile_entry(compiler, *target, program);
+        if (!entry)
+          return std::move(entry).error();
+        return detail::Compiled{std::move(*entry), {}, {}};
+      },
+      [&](const EntryView& entry) -> Expected<void> {
         auto metadata = read_metadata(entry.metadata);
         if (!metadata)
           return std::move(metadata).error();
-        if (entry.payload.compare(0, k_elf_magic.size(), k_elf_magic) != 0)
+        if (entry.payload.substr(0, k_elf_magic.size()) != k_elf_magic)
           return Error(ErrorCode::corrupt, "the stored CUDA binary is not a cubin (ELF)");
-        return Binary{entry.payload, metadata->target, std::move(metadata->lowered_names), {}};
-      });
-  if (!binary)
-    return std::move(binary).error();
+        binary = Binary{std::string(entry.payload), metadata->target,
+                        std::move(metadata->lowered_names), {}};
+        return {};
+      },
+      info);
+  if (!got)
+    return std::move(got).error();
   info.total_ms = total.ms();
   binary->info = std::move(info);
-  return binary;
+  return std::move(*binary);
 }
 
 Expected<Key> make_key(const Config& config, const Program& program, std::string_view arch) {

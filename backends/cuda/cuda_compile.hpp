@@ -1,7 +1,7 @@
 #pragma once
 
 #include "backends/cuda/cuda_api.hpp"
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 
 #include <jitcache/cuda.hpp>
 #include <jitcache/entry.hpp>

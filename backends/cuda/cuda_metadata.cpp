@@ -1,31 +1,17 @@
 #include "backends/cuda/cuda_metadata.hpp"
 
+#include "core/byte_io.hpp"
+
 #include <charconv>
 
 namespace jitcache::cuda {
 
+using detail::append_counted;
+using detail::take_counted;
+
 namespace {
 
 constexpr std::string_view k_magic = "jitcache-cuda-metadata 1";
-
-void append_counted(std::string& out, std::string_view text) {
-  out += std::to_string(text.size());
-  out += ':';
-  out += text;
-}
-
-// Reads "<n>:<n bytes>" from the front of `text`, advancing it.
-std::optional<std::string> take_counted(std::string_view& text) {
-  std::size_t size = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
-  const std::size_t digits = static_cast<std::size_t>(end - text.data());
-  if (ec != std::errc() || digits == 0 || digits >= text.size() || text[digits] != ':' ||
-      text.size() - digits - 1 < size)
-    return std::nullopt;
-  std::string value(text.substr(digits + 1, size));
-  text.remove_prefix(digits + 1 + size);
-  return value;
-}
 
 // Splits off the first line of `text` (without its newline); nullopt when no newline is left.
 std::optional<std::string_view> take_line(std::string_view& text) {

@@ -2,9 +2,7 @@
 // without one), its key, and facts for `jitcache info`.
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_error.hpp"
-#include "backends/hip/hip_probe.hpp"
 #include "core/backend.hpp"
-#include "core/dir_size.hpp"
 #include "core/includes.hpp"
 
 #include <jitcache/hip.hpp>
@@ -121,8 +119,8 @@ public:
         list += (list.empty() ? "" : " ") + t;
       out.emplace_back("targets", targets ? list : targets.error().message);
     }
-    // comgr's own compile cache (newer comgr only): AMD_COMGR_CACHE=0 turns it off,
-    // AMD_COMGR_CACHE_DIR moves it from $XDG_CACHE_HOME/comgr (~/.cache/comgr).
+    // comgr's own compile cache (newer comgr only): AMD_COMGR_CACHE=0 turns it off; its
+    // directory is listed with the other runtime caches (core/runtime_caches).
     const auto var = [&](const char* name) {
       auto it = config.variables.find(name);
       return it == config.variables.end() ? std::string() : it->second;
@@ -133,12 +131,6 @@ public:
     out.emplace_back("AMD_COMGR_CACHE",
                      setting + (reads ? " (comgr's cache is on unless it is 0)"
                                       : "; the installed comgr has no cache and ignores it"));
-    std::string dir = var("AMD_COMGR_CACHE_DIR");
-    if (dir.empty() && !var("XDG_CACHE_HOME").empty())
-      dir = var("XDG_CACHE_HOME") + "/comgr";
-    if (dir.empty() && !var("HOME").empty())
-      dir = var("HOME") + "/.cache/comgr";
-    out.emplace_back("AMD_COMGR_CACHE_DIR", dir + " (" + describe_dir_size(dir) + ")");
     return out;
   }
 };

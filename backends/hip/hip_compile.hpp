@@ -16,7 +16,7 @@ namespace jitcache::hip {
 /// Errors: compile_failed (Error::log holds hipRTC's log), invalid_argument (a name expression
 /// hipRTC refuses), runtime_error (any other hipRTC failure, or output that is not a code object
 /// for `target`, e.g. bitcode from -fgpu-rdc), and runtime_ready()'s errors.
-Expected<Entry> compile_program(const RuntimeApi& api, std::string_view target,
+Expected<Entry> compile_entry(const RuntimeApi& api, std::string_view target,
                                 const Program& program);
 
 } // namespace jitcache::hip

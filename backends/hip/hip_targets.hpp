@@ -15,6 +15,9 @@ namespace jitcache::hip {
 struct TargetTable {
   std::map<std::string, std::set<std::string>> processors; ///< ordered by name
   std::string comgr_version;
+  friend bool operator==(const TargetTable& a, const TargetTable& b) {
+    return a.processors == b.processors && a.comgr_version == b.comgr_version;
+  }
 
   /// "gfx1030", "gfx90a[:sramecc+|-][:xnack+|-]", ... in gfx number order.
   std::vector<std::string> describe() const;

@@ -1,8 +1,7 @@
 // The OpenCL backend as the command-line tool sees it: device enumeration, one build, facts.
 #include "backends/opencl/opencl_error.hpp"
-#include "backends/opencl/opencl_identity.hpp"
+#include "backends/opencl/opencl_key.hpp"
 #include "core/backend.hpp"
-#include "core/dir_size.hpp"
 
 #include <jitcache/opencl.hpp>
 
@@ -92,21 +91,11 @@ public:
         out.emplace_back("device " + std::to_string(i), text);
       }
     }
-    // PoCL's own kernel cache: POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache, else
-    // ~/.cache/pocl/kcache.
-    const auto var = [&](const char* name) {
-      auto it = config.variables.find(name);
-      return it == config.variables.end() ? std::string() : it->second;
-    };
-    std::string pocl_dir = var("POCL_CACHE_DIR");
-    if (pocl_dir.empty() && !var("XDG_CACHE_HOME").empty())
-      pocl_dir = var("XDG_CACHE_HOME") + "/pocl/kcache";
-    if (pocl_dir.empty() && !var("HOME").empty())
-      pocl_dir = var("HOME") + "/.cache/pocl/kcache";
-    out.emplace_back("POCL_KERNEL_CACHE",
-                     var("POCL_KERNEL_CACHE").empty() ? "unset (PoCL caches by default)"
-                                                      : var("POCL_KERNEL_CACHE"));
-    out.emplace_back("POCL_CACHE_DIR", pocl_dir + " (" + describe_dir_size(pocl_dir) + ")");
+    // PoCL's own kernel cache is listed with the other runtime caches (core/runtime_caches).
+    auto setting = config.variables.find("POCL_KERNEL_CACHE");
+    out.emplace_back("POCL_KERNEL_CACHE", setting == config.variables.end()
+                                              ? "unset (PoCL caches by default)"
+                                              : setting->second);
     return out;
   }
 };

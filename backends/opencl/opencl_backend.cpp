@@ -1,7 +1,8 @@
 #include <jitcache/opencl.hpp>
 
+#include "backends/opencl/opencl_compile.hpp"
 #include "backends/opencl/opencl_error.hpp"
-#include "backends/opencl/opencl_identity.hpp"
+#include "backends/opencl/opencl_key.hpp"
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
@@ -15,75 +16,6 @@ namespace jitcache::opencl {
 namespace {
 
 constexpr const char* k_backend = "opencl";
-
-std::string build_log(cl_program program, cl_device_id device) {
-  std::size_t size = 0;
-  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
-    return {};
-  std::string log(size, '\0');
-  clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
-    log.pop_back();
-  return log;
-}
-
-// Builds `program` for `device`; on failure releases it and returns the error.
-Expected<cl_program> build(cl_program program, cl_device_id device, const std::string& options,
-                           ErrorCode failure) {
-  const cl_int rc = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
-  if (rc == CL_SUCCESS)
-    return program;
-  std::string log = build_log(program, device);
-  clReleaseProgram(program);
-  auto error = cl_error("clBuildProgram", rc, failure, log);
-  if (failure == ErrorCode::compile_failed && !log.empty())
-    error.message += "; build log:\n" + log;
-  return error;
-}
-
-Expected<cl_program> from_source(cl_context context, cl_device_id device, std::string_view source,
-                                 const std::string& options) {
-  const char* text = source.data();
-  const std::size_t length = source.size();
-  cl_int rc = CL_SUCCESS;
-  cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &rc);
-  if (rc != CL_SUCCESS)
-    return cl_error("clCreateProgramWithSource", rc);
-  return build(program, device, options, ErrorCode::compile_failed);
-}
-
-Expected<cl_program> from_binary(cl_context context, cl_device_id device,
-                                 const std::string& binary, const std::string& options) {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
-  const std::size_t length = binary.size();
-  cl_int status = CL_SUCCESS, rc = CL_SUCCESS;
-  cl_program program =
-      clCreateProgramWithBinary(context, 1, &device, &length, &bytes, &status, &rc);
-  if (rc != CL_SUCCESS || status != CL_SUCCESS) {
-    if (program)
-      clReleaseProgram(program);
-    return cl_error("clCreateProgramWithBinary", rc != CL_SUCCESS ? rc : status,
-                    ErrorCode::load_failed);
-  }
-  return build(program, device, options, ErrorCode::load_failed);
-}
-
-// Reads the program's binary for its single device. On PoCL this is where every kernel of the
-// program gets compiled, which is why it runs off the caller's critical path.
-Expected<std::string> read_binary(cl_program program) {
-  std::size_t size = 0;
-  if (cl_int rc = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
-      rc != CL_SUCCESS)
-    return cl_error("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", rc);
-  if (size == 0)
-    return Error(ErrorCode::runtime_error, "the OpenCL runtime returned an empty program binary");
-  std::string binary(size, '\0');
-  unsigned char* where = reinterpret_cast<unsigned char*>(binary.data());
-  if (cl_int rc = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof where, &where, nullptr);
-      rc != CL_SUCCESS)
-    return cl_error("clGetProgramInfo(CL_PROGRAM_BINARIES)", rc);
-  return binary;
-}
 
 // Whether `id` is a PoCL device whose own kernel cache is on (POCL_KERNEL_CACHE unset or true).
 bool pocl_cache_on(const Identity& id, const Config& config) {
@@ -105,6 +37,41 @@ Program hand_out(const detail::HandleCache::Loaded& loaded, BuildInfo info) {
   return Program{program, std::move(info)};
 }
 
+// How a program compiled from source gets its entry: read and stored in the background, since
+// reading it makes PoCL compile every kernel of the program, which the caller should not wait
+// for. On PoCL (with its own cache on) it is read from a private program built again from the
+// source (a cheap hit in PoCL's cache): PoCL holds a program's lock while it compiles the
+// kernels for its binary, and reading the caller's program would block the caller's
+// clCreateKernel behind it. The same private build runs again at flush, when PoCL's program
+// directory also holds the kernels it specialised for the launches made, so a later process
+// launches without compiling. (PoCL serialises a program's binary once, so re-reading the
+// caller's program would not see them.) Other runtimes: the caller's program is read, once.
+void store_later(detail::Compiled& compiled, const detail::HandleCache::Handle& handle,
+                 cl_context context, cl_device_id device, std::string_view source,
+                 const std::string& options, bool pocl_cache) {
+  if (pocl_cache) {
+    compiled.later = [handle, context, device, source = std::string(source),
+                      options]() -> Expected<Entry> {
+      auto again = from_source(context, device, source, options);
+      if (!again)
+        return std::move(again).error();
+      auto binary = read_binary(*again);
+      clReleaseProgram(*again);
+      if (!binary)
+        return std::move(binary).error();
+      return Entry{k_backend, std::move(*binary)};
+    };
+    compiled.refresh = compiled.later;
+    return;
+  }
+  compiled.later = [handle]() -> Expected<Entry> {
+    auto binary = read_binary(static_cast<cl_program>(handle.get()));
+    if (!binary)
+      return std::move(binary).error();
+    return Entry{k_backend, std::move(*binary)};
+  };
+}
+
 } // namespace
 
 Expected<Key> make_key(const Config& config, cl_device_id device, std::string_view source,
@@ -122,16 +89,11 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
     return Error(ErrorCode::invalid_argument, "build_program: null context or device");
   if (source.empty())
     return Error(ErrorCode::invalid_argument, "build_program: empty source");
-  auto& handles = cache.core().handles();
-
+  detail::CacheCore& core = detail::core_of(cache);
+  auto& handles = core.handles();
   const auto memory_hit = [&](const detail::HandleCache::Loaded& loaded) {
-    BuildInfo info = loaded.info;
-    info.outcome = Outcome::hit;
-    info.tier = "memory";
-    info.compile_ms = info.load_ms = 0;
-    info.note.clear();
+    BuildInfo info = core.memory_hit(k_backend, loaded.info);
     info.total_ms = total.ms();
-    cache.count(k_backend, std::string(counter::hits_prefix) + "memory");
     return hand_out(loaded, std::move(info));
   };
 
@@ -146,86 +108,39 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
   auto id = identity(device);
   if (!id)
     return std::move(id).error();
-  const detail::GuardedKey keyed = remembered_key(cache.core(), *id, source, options_view);
-  const Key* key = &keyed.key;
+  const detail::GuardedKey keyed = remembered_key(core, *id, source, options_view);
+  const Key& key = keyed.key;
   const std::string options(options_view);
 
   bool ran = false;
   auto loaded = handles.get_or_load(
-      {key->digest, context, device},
+      {key.digest, context, device},
       [&]() -> Expected<detail::HandleCache::Loaded> {
         BuildInfo info;
-        info.key = key->digest;
         info.device = id->device_name;
-        // On a miss, waits while another process compiles the same key (CacheCore::claim).
-        auto claim = cache.core().claim(*key);
-        if (auto& found = claim.found) {
-          Stopwatch load;
-          auto program = from_binary(context, device, found->entry.payload, options);
-          if (program) {
-            info.outcome = Outcome::hit;
-            info.tier = found->tier;
-            info.load_ms = load.ms();
-            info.bytes = found->entry.payload.size();
-            cache.count(k_backend, counter::hits_prefix + found->tier);
-            cache.count(k_backend, counter::saved_ns, found->entry.compile_ns);
-            return detail::HandleCache::Loaded{hold(*program), info};
-          }
-          cache.count(k_backend, counter::rejected);
-          cache.evict(*key);
-          info.note = "stored binary rejected (" + program.error().message + "); rebuilt";
-          log::warn("OpenCL runtime rejected the stored binary for key " + key->digest.hex() +
-                    " (" + program.error().message + "); evicted it and rebuilding from source");
-        }
-        Stopwatch compile;
-        auto program = from_source(context, device, source, options);
-        if (!program) {
-          cache.count(k_backend, counter::compile_errors);
-          return std::move(program).error();
-        }
-        const std::uint64_t compile_ns = compile.ns();
-        cache.count(k_backend, counter::misses);
-        // Holds the lease until the binary is stored, and counts the compile with it.
-        auto compiled = cache.core().compiled(*key, std::move(claim.lease));
-        info.outcome = Outcome::miss;
-        info.tier = "compile";
-        info.compile_ms = compile_ns / 1e6;
-        auto handle = hold(*program);
-        // The binary goes to the persistent tiers in the background: reading it makes PoCL
-        // compile every kernel of the program, which the caller should not wait for. On PoCL
-        // (with its own cache on) it is read from a private program built again from the source
-        // (a cheap hit in PoCL's cache): PoCL holds a program's lock while it compiles the
-        // kernels for its binary, and reading the caller's program would block the caller's
-        // clCreateKernel behind it. The same private build runs again at flush, when PoCL's
-        // program directory also holds the kernels it specialised for the launches made, so a
-        // later process launches without compiling. (PoCL serialises a program's binary once,
-        // so re-reading the caller's program would not see them.) Other runtimes: the caller's
-        // program is read, once.
-        if (cache.persistent(k_backend) && !cache.config().read_only) {
-          std::function<Expected<Entry>()> produce, refresh;
-          if (pocl_cache_on(*id, cache.config())) {
-            produce = [handle, context, device, source = std::string(source), options,
-                       compile_ns]() -> Expected<Entry> {
-              auto again = from_source(context, device, source, options);
-              if (!again)
-                return std::move(again).error();
-              auto binary = read_binary(*again);
-              clReleaseProgram(*again);
-              if (!binary)
-                return std::move(binary).error();
-              return Entry{k_backend, std::move(*binary), {}, compile_ns};
-            };
-            refresh = produce;
-          } else {
-            produce = [handle, compile_ns]() -> Expected<Entry> {
-              auto binary = read_binary(static_cast<cl_program>(handle.get()));
-              if (!binary)
-                return std::move(binary).error();
-              return Entry{k_backend, std::move(*binary), {}, compile_ns};
-            };
-          }
-          cache.core().store_later(*key, produce, refresh, compiled);
-        }
+        detail::HandleCache::Handle handle;
+        const detail::EntryReceiver use = [&](const EntryView& entry) -> Expected<void> {
+          const Stopwatch load;
+          auto program = from_binary(context, device, entry.payload, options);
+          if (!program)
+            return std::move(program).error();
+          info.load_ms = load.ms();
+          handle = hold(*program);
+          return {};
+        };
+        const detail::Compiler compile = [&]() -> Expected<detail::Compiled> {
+          auto program = from_source(context, device, source, options);
+          if (!program)
+            return std::move(program).error();
+          handle = hold(*program);
+          detail::Compiled compiled;
+          if (cache.persistent(k_backend) && !cache.config().read_only)
+            store_later(compiled, handle, context, device, source, options,
+                        pocl_cache_on(*id, cache.config()));
+          return compiled;
+        };
+        if (auto got = core.obtain(key, compile, use, info, detail::CacheCore::Memory::skip); !got)
+          return std::move(got).error();
         return detail::HandleCache::Loaded{handle, info};
       },
       ran);

@@ -15,7 +15,7 @@
 //   bench_cuda include-dirs
 //       the toolkit include directories jitcache gives NVRTC, one per line (for CuPy's options).
 #include "backends/cuda/cuda_api.hpp"
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 #include "core/clock.hpp"
 
 #include <jitcache/cuda.hpp>

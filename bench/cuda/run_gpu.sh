@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the CUDA backend on a machine with an NVIDIA GPU, runs its tests and the benchmark, and
+# Builds the CUDA backend on a machine with an NVIDIA GPU, runs its tests (and the Python module's
+# CUDA tests, with CuPy, when pybind11 is there) and the benchmark, and
 # writes everything to $OUT (default ./out): run_gpu.log, ctest.txt, test_cuda.txt, info.txt,
 # bench.md (the Markdown table), bench_raw.jsonl.
 #
@@ -51,9 +52,12 @@ fi
 echo "all found (tests: $tests, cupy: $cupy)"
 
 section configure and build
+# pybind11 for the Python module: installed, or its headers and CMake files in build-deps.
+[ -d "$deps" ] && export CMAKE_PREFIX_PATH="$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DJITCACHE_WITH_CUDA=ON \
   -DJITCACHE_WITH_OPENCL=OFF -DJITCACHE_WITH_HIP=OFF -DJITCACHE_BUILD_TESTS=$tests \
-  -DJITCACHE_BUILD_BENCH=ON >"$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
+  -DJITCACHE_BUILD_BENCH=ON -DPython3_EXECUTABLE="$(command -v python3)" \
+  >"$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
 targets=(jitcache_cli bench_cuda)
 [ "$tests" = ON ] && targets+=(test_cuda)
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$OUT/build.txt" 2>&1 ||
@@ -69,6 +73,20 @@ if [ "$tests" = ON ]; then
   tail -15 "$OUT/ctest.txt"
   "$BUILD/tests/cuda/test_cuda" >"$OUT/test_cuda.txt" 2>&1
   grep -E '^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test|tests? from .* ran' "$OUT/test_cuda.txt"
+fi
+
+section python module with cupy
+# jitcache.cuda.load_module used through CuPy's raw driver calls (python/tests/test_cuda_gpu.py).
+# pytest: installed, or its packages in build-deps/python.
+if [ "$cupy" = yes ] && grep -q "Python module  : ON" "$OUT/configure.txt"; then
+  if cmake --build "$BUILD" -j"$(nproc)" --target jitcache_python >>"$OUT/build.txt" 2>&1; then
+    PYTHONPATH="$PWD/$BUILD/python:$deps/python" timeout 600 python3 -m pytest -q -rs \
+      -p no:cacheprovider python/tests/test_cuda_gpu.py python/tests/test_cuda.py 2>&1 | tail -15
+  else
+    grep -E 'error|Error' "$OUT/build.txt" | tail -20
+  fi
+else
+  echo "skipped: needs CuPy and pybind11 (pybind11-dev, or its files in build-deps)"
 fi
 
 section benchmark

@@ -6,7 +6,7 @@
 //       cache (hipRTC compiles), warm a filled one (lookup, read, verify). warm-loaded opens
 //       libamdhip64 and comgr before the clock starts, as a HIP application already has them.
 #include "backends/hip/hip_api.hpp"
-#include "backends/hip/hip_identity.hpp"
+#include "backends/hip/hip_key.hpp"
 #include "core/clock.hpp"
 
 #include <jitcache/hip.hpp>

@@ -3,8 +3,9 @@
 Markdown table of medians:
 
   cold: hipRTC compile + store, empty jitcache user tier
-  warm: hit from the user tier in a fresh process (Cache open, libraries opened, key, read,
-        verify of the entry and of the code object); no GPU load
+  warm: hit from the user tier in a fresh process (Cache open, the remembered hipRTC/comgr
+        identity and key, read, verify of the entry and of the code object; neither library
+        is opened); no GPU load
   warm, libs loaded: the same with libamdhip64 and comgr opened before the clock, as in an
         application that already uses HIP
 

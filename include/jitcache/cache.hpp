@@ -15,9 +15,11 @@
 
 namespace jitcache {
 
+class Cache;
 namespace detail {
 class CacheCore;
-}
+CacheCore& core_of(Cache& cache);
+} // namespace detail
 
 /// Whether a request was answered from a tier or had to be compiled.
 enum class Outcome { hit, miss };
@@ -102,9 +104,6 @@ public:
   /// Removes `key` from every writable tier (a binary the runtime rejected).
   void evict(const Key& key);
 
-  /// Adds to a counter of this process (persisted to the user tier on flush).
-  void count(const std::string& backend, const std::string& counter, std::uint64_t amount = 1);
-
   /// Counters of this process since the Cache was created.
   Stats session_stats() const;
 
@@ -114,10 +113,8 @@ public:
   /// Whether `backend` uses persistent tiers in this cache.
   bool persistent(const std::string& backend) const;
 
-  /// Internal state shared with the backends. Not part of the stable API.
-  detail::CacheCore& core();
-
 private:
+  friend detail::CacheCore& detail::core_of(Cache& cache);
   std::unique_ptr<detail::CacheCore> m_core;
 };
 

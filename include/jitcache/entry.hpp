@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace jitcache {
@@ -21,6 +22,24 @@ struct Entry {
   /// The key's fields as stored (encode_key_fields): lets a lookup confirm that an entry answers
   /// the same request, and `jitcache explain` say which field differs. Filled by the Cache.
   std::string key_fields;
+};
+
+/// An entry read in place: views into bytes that its provider owns (a tier's memory map, a
+/// package's bytes, an Entry). Valid only during the call it is handed to; copy what must
+/// outlive it.
+struct EntryView {
+  EntryView() = default;
+  /// Views into `entry`'s parts (valid while `entry` is unchanged).
+  explicit EntryView(const Entry& entry)
+      : backend(entry.backend), metadata(entry.metadata), key_fields(entry.key_fields),
+        payload(entry.payload), compile_ns(entry.compile_ns) {}
+  EntryView(std::string_view backend_name, std::string_view meta, std::string_view fields,
+            std::string_view binary, std::uint64_t compile_time_ns)
+      : backend(backend_name), metadata(meta), key_fields(fields), payload(binary),
+        compile_ns(compile_time_ns) {}
+
+  std::string_view backend, metadata, key_fields, payload;
+  std::uint64_t compile_ns = 0;
 };
 
 } // namespace jitcache

@@ -6,31 +6,43 @@
 
 namespace jitcache {
 
-/// Counter names used in Stats (per backend). "hits.<tier>" counts hits per tier.
-namespace counter {
-inline constexpr const char* misses = "misses";          ///< lookups no tier could answer
-inline constexpr const char* compiles = "compiles";      ///< successful compiles
-inline constexpr const char* compile_errors = "compile_errors"; ///< compiles that failed
-inline constexpr const char* rejected = "rejected";      ///< stored binaries the runtime refused
-inline constexpr const char* corrupt = "corrupt";        ///< stored entries failing verification
-inline constexpr const char* bytes_stored = "bytes_stored"; ///< payload bytes written
-inline constexpr const char* saved_ns = "saved_ns";      ///< compile time avoided by hits
-inline constexpr const char* store_errors = "store_errors"; ///< failed writes to a tier
-inline constexpr const char* evicted = "evicted";           ///< entries evicted by the size limit
-inline constexpr const char* evicted_bytes = "evicted_bytes"; ///< their stored bytes
-inline constexpr const char* hits_prefix = "hits.";      ///< + tier name
-} // namespace counter
+/// The counters kept per backend (besides hits, which are kept per tier: see Stats::hits).
+/// Their names (to_string) are what `jitcache stats` prints and the user tier stores: you MUST
+/// keep each name when adding or reordering values.
+enum class Counter {
+  misses,         ///< requests no tier could answer (each compiled once)
+  compiles,       ///< successful compiles
+  compile_errors, ///< compiles that failed
+  rejected,       ///< stored binaries the runtime (or the backend's checks) refused
+  corrupt,        ///< stored entries failing verification, or stored for another request
+  bytes_stored,   ///< payload bytes written to the persistent tiers
+  saved_ns,       ///< compile time avoided by hits
+  store_errors,   ///< failed writes to a tier
+  evicted,        ///< entries evicted by the size limit (backend "all")
+  evicted_bytes,  ///< their stored bytes (backend "all")
+  dead_tiers,     ///< tiers that failed and were skipped for the rest of the process ("all")
+};
 
-/// Counters per backend: stats[backend][counter] = value. Missing counters read as 0.
+/// The stored and printed name of `counter` ("misses", "compile_errors", ...).
+const char* to_string(Counter counter) noexcept;
+
+/// The prefix of a per-tier hit counter's name: "hits." + the tier's name ("hits.user").
+inline constexpr const char* k_hits_prefix = "hits.";
+
+/// Counters per backend: by_backend[backend][name] = value. Missing counters read as 0.
 struct Stats {
   std::map<std::string, std::map<std::string, std::uint64_t>> by_backend;
 
-  /// The value of `name` for `backend`, 0 if never counted.
-  std::uint64_t get(const std::string& backend, const std::string& name) const;
-  /// Sum of every "hits.*" counter of `backend`.
+  /// The value of `counter` for `backend`, 0 if never counted.
+  std::uint64_t get(const std::string& backend, Counter counter) const;
+  /// Hits of `backend` served by the tier named `tier` ("memory", "user", ...).
+  std::uint64_t hits(const std::string& backend, const std::string& tier) const;
+  /// Hits of `backend`, every tier.
   std::uint64_t hits(const std::string& backend) const;
-  /// Adds `amount` to `name` of `backend`.
-  void add(const std::string& backend, const std::string& name, std::uint64_t amount = 1);
+  /// Adds `amount` to `counter` of `backend`.
+  void add(const std::string& backend, Counter counter, std::uint64_t amount = 1);
+  /// Adds `amount` to the hits of `backend` served by tier `tier`.
+  void add_hits(const std::string& backend, const std::string& tier, std::uint64_t amount = 1);
   /// Adds every counter of `other` into this.
   void merge(const Stats& other);
 };

@@ -28,6 +28,12 @@ public:
   /// or an Error when the store itself failed.
   virtual Expected<std::optional<Entry>> get(const Digest& key) = 0;
 
+  /// Like get(), without a copy where the store can avoid one: runs `use` on the entry in place
+  /// (the view lives only during the call) and says whether there was one to run it on. An entry
+  /// failing verification is not handed to `use` (a miss, as in get()). `use` must not call this
+  /// store. The default reads with get() and hands over a view of the copy.
+  virtual Expected<bool> visit(const Digest& key, const std::function<void(const EntryView&)>& use);
+
   /// Stores `entry` under `key`, replacing any entry there. Errors: read_only, store_full,
   /// io_error.
   virtual Expected<void> put(const Digest& key, const Entry& entry) = 0;

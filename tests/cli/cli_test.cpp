@@ -117,7 +117,12 @@ TEST_F(CliTest, InfoReportsConfigurationAndRuntimeCaches) {
   EXPECT_EQ(info["backends"]["opencl"]["persistent"], false);
   EXPECT_NE(info["backends"]["opencl"]["reason"].get<std::string>().find("POCL_KERNEL_CACHE=0"),
             std::string::npos);
-  EXPECT_TRUE(info["backends"]["opencl"]["facts"].contains("POCL_CACHE_DIR"));
+  EXPECT_TRUE(info["backends"]["opencl"]["facts"].contains("POCL_KERNEL_CACHE"));
+  std::set<std::string> caches;
+  for (const auto& cache : info["runtime_caches"])
+    caches.insert(cache["name"].get<std::string>());
+  EXPECT_EQ(caches, (std::set<std::string>{"pocl", "pyopencl", "pytools", "cuda-driver", "cupy",
+                                           "comgr"}));
 
   auto text = run_cli({"info"}, env());
   EXPECT_NE(text.out.find("cache directory: " + (dir.path() / "v1").string()), std::string::npos);

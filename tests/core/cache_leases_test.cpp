@@ -4,7 +4,7 @@
 
 #include "core/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
-#include "tests/support/faulty_store.hpp"
+#include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -85,8 +85,8 @@ TEST_F(CacheLeasesTest, FourProcessesMissingTogetherCompileOnce) {
     EXPECT_EQ(child->wait(), 0) << child->err();
   EXPECT_EQ(compiles_logged(), 1u);
   const Stats stats = persisted();
-  EXPECT_EQ(stats.get("opencl", counter::compiles), 1u);
-  EXPECT_EQ(stats.get("opencl", "hits.user"), 3u) << "the others waited, then read the entry";
+  EXPECT_EQ(stats.get("opencl", Counter::compiles), 1u);
+  EXPECT_EQ(stats.hits("opencl", "user"), 3u) << "the others waited, then read the entry";
 }
 
 TEST_F(CacheLeasesTest, AWaiterTakesOverFromAKilledCompilerWhichCountsNothing) {
@@ -105,7 +105,7 @@ TEST_F(CacheLeasesTest, AWaiterTakesOverFromAKilledCompilerWhichCountsNothing) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count(),
             5.0);
   EXPECT_EQ(compiles_logged(), 1u);
-  EXPECT_EQ(persisted().get("opencl", counter::compiles), 1u)
+  EXPECT_EQ(persisted().get("opencl", Counter::compiles), 1u)
       << "a compile killed before its store is not counted";
 }
 
@@ -120,10 +120,10 @@ TEST_F(CacheLeasesTest, MissesOnOtherKeysDoNotWait) {
 class FaultyTierTest : public ::testing::Test {
 protected:
   Config config() const { return Config::from_variables({{"JITCACHE_DIR", dir.path().string()}}); }
-  std::shared_ptr<test::FaultyStore> faulty() {
+  std::shared_ptr<test::FaultyUserTier> faulty() {
     auto user = LmdbStore::open(dir.path() / "v1", false).value();
     m_user = user;
-    return std::make_shared<test::FaultyStore>(user);
+    return std::make_shared<test::FaultyUserTier>(user);
   }
   std::shared_ptr<LmdbStore> m_user;
   test::TempDir dir;
@@ -135,7 +135,7 @@ std::function<Expected<Entry>()> returns(const std::string& binary) {
 
 TEST_F(FaultyTierTest, AnIOErrorOnOneWriteStillReturnsTheKernelAndWarnsOnce) {
   auto store = faulty();
-  store->fail_put_number(2, ErrorCode::io_error);
+  store->fail_number(test::FaultyUserTier::Op::put_counted, 2, ErrorCode::io_error);
   Cache cache(config(), {store});
   testing::internal::CaptureStderr();
   for (const char* name : {"a", "b", "c"}) {
@@ -144,11 +144,11 @@ TEST_F(FaultyTierTest, AnIOErrorOnOneWriteStillReturnsTheKernelAndWarnsOnce) {
     EXPECT_EQ(got->entry.payload, name);
   }
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(cache.session_stats().get("opencl", counter::store_errors), 1u);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::store_errors), 1u);
   EXPECT_TRUE(m_user->get(key_for("a").digest).value());
   EXPECT_FALSE(m_user->get(key_for("b").digest).value());
   EXPECT_TRUE(m_user->get(key_for("c").digest).value()) << "the tier is not given up on";
-  EXPECT_NE(err.find("injected write failure on put 2; the kernel is still used, but not kept"),
+  EXPECT_NE(err.find("injected failure of call 2 of put_counted; the kernel is still used, but not kept"),
             std::string::npos)
       << err;
 }
@@ -159,15 +159,15 @@ TEST_F(FaultyTierTest, BytesOfAnotherRequestAreAMissAndAreReplaced) {
     Cache cache(config(), {store});
     ASSERT_TRUE(cache.get_or_compile(key_for("k"), returns("GOOD")));
   }
-  store->corrupt_gets(true);
+  store->corrupt_reads(true);
   Cache cache(config(), {store});
   BuildInfo info;
   auto got = cache.get_or_compile(key_for("k"), returns("REBUILT"), &info);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->entry.payload, "REBUILT");
   EXPECT_EQ(info.outcome, Outcome::miss);
-  EXPECT_EQ(cache.session_stats().get("opencl", counter::corrupt), 1u);
-  store->corrupt_gets(false);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::corrupt), 1u);
+  store->corrupt_reads(false);
   EXPECT_EQ(m_user->get(key_for("k").digest).value()->payload, "REBUILT");
 }
 
@@ -182,7 +182,7 @@ TEST_F(FaultyTierTest, ASlowTierHoldsUpNoOtherKeysDeferredStore) {
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(took, 1.5) << "four 0.5 s stores ran one after another";
-  EXPECT_EQ(store->puts(), 4);
+  EXPECT_EQ(store->writes(), 4);
 }
 
 } // namespace

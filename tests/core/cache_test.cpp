@@ -2,7 +2,7 @@
 #include <jitcache/cache.hpp>
 
 #include "core/lmdb_store.hpp"
-#include "tests/support/faulty_store.hpp"
+#include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -63,9 +63,9 @@ TEST_F(CacheTest, MissThenMemoryHitThenUserHitInANewCache) {
     EXPECT_EQ(info.tier, "memory");
     EXPECT_EQ(second->entry.payload, "BIN");
     const Stats s = cache.session_stats();
-    EXPECT_EQ(s.get("opencl", counter::misses), 1u);
-    EXPECT_EQ(s.get("opencl", counter::compiles), 1u);
-    EXPECT_EQ(s.get("opencl", "hits.memory"), 1u);
+    EXPECT_EQ(s.get("opencl", Counter::misses), 1u);
+    EXPECT_EQ(s.get("opencl", Counter::compiles), 1u);
+    EXPECT_EQ(s.hits("opencl", "memory"), 1u);
   }
   Cache cache(config());
   BuildInfo info;
@@ -84,10 +84,10 @@ TEST_F(CacheTest, CountersPersistInTheUserTier) {
     ASSERT_TRUE(cache.get_or_compile(key_for("k"), compiler(calls, "B")));
   }
   auto stats = LmdbStore::open(dir.path() / "v1", true).value()->counters().value();
-  EXPECT_EQ(stats.get("opencl", counter::compiles), 1u);
-  EXPECT_EQ(stats.get("opencl", counter::misses), 1u);
-  EXPECT_EQ(stats.get("opencl", "hits.user"), 1u);
-  EXPECT_EQ(stats.get("opencl", counter::bytes_stored), 1u);
+  EXPECT_EQ(stats.get("opencl", Counter::compiles), 1u);
+  EXPECT_EQ(stats.get("opencl", Counter::misses), 1u);
+  EXPECT_EQ(stats.hits("opencl", "user"), 1u);
+  EXPECT_EQ(stats.get("opencl", Counter::bytes_stored), 1u);
 }
 
 TEST_F(CacheTest, EightThreadsOneCompile) {
@@ -107,8 +107,8 @@ TEST_F(CacheTest, EightThreadsOneCompile) {
   for (const auto& r : results)
     EXPECT_EQ(r, "ONE");
   const Stats s = cache.session_stats();
-  EXPECT_EQ(s.get("opencl", counter::compiles), 1u);
-  EXPECT_EQ(s.get("opencl", counter::misses), 1u);
+  EXPECT_EQ(s.get("opencl", Counter::compiles), 1u);
+  EXPECT_EQ(s.get("opencl", Counter::misses), 1u);
   EXPECT_EQ(s.hits("opencl"), 7u);
 }
 
@@ -121,7 +121,7 @@ TEST_F(CacheTest, CompileErrorStoresNothing) {
   EXPECT_EQ(r.error().code, ErrorCode::compile_failed);
   EXPECT_EQ(r.error().log, "line 1: error");
   EXPECT_FALSE(cache.lookup(key_for("bad")));
-  EXPECT_EQ(cache.session_stats().get("opencl", counter::compile_errors), 1u);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::compile_errors), 1u);
   cache.flush();
   EXPECT_EQ(stored_entries(), 0u);
 }
@@ -168,27 +168,29 @@ TEST_F(CacheTest, ReadOnlyReadsButNeverWrites) {
 
 TEST_F(CacheTest, AFailingWriteStillReturnsTheCompiledEntry) {
   auto user = LmdbStore::open(dir.path() / "v1", false).value();
-  auto faulty = std::make_shared<test::FaultyStore>(user);
-  faulty->fail_puts_from(1, ErrorCode::store_full);
+  auto faulty = std::make_shared<test::FaultyUserTier>(user);
+  faulty->fail_from(test::FaultyUserTier::Op::put, 1, ErrorCode::store_full);
+  faulty->fail_from(test::FaultyUserTier::Op::put_counted, 1, ErrorCode::store_full);
   Cache cache(config(), {faulty});
   std::atomic<int> calls{0};
   auto r = cache.get_or_compile(key_for("k"), compiler(calls, "B"));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->entry.payload, "B");
-  EXPECT_EQ(faulty->puts(), 1);
-  EXPECT_EQ(cache.session_stats().get("opencl", counter::store_errors), 1u);
+  EXPECT_EQ(faulty->writes(), 1);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::store_errors), 1u);
   EXPECT_FALSE(user->get(key_for("k").digest).value());
 }
 
 TEST_F(CacheTest, AFailingTierIsSkippedForTheRestOfTheProcess) {
   auto user = LmdbStore::open(dir.path() / "v1", false).value();
-  auto faulty = std::make_shared<test::FaultyStore>(user);
-  faulty->fail_gets(true);
+  auto faulty = std::make_shared<test::FaultyUserTier>(user);
+  faulty->fail_from(test::FaultyUserTier::Op::get, 1);
+  faulty->fail_from(test::FaultyUserTier::Op::visit, 1);
   Cache cache(config(), {faulty});
   std::atomic<int> calls{0};
   ASSERT_TRUE(cache.get_or_compile(key_for("a"), compiler(calls, "A")));
   ASSERT_TRUE(cache.get_or_compile(key_for("b"), compiler(calls, "B")));
-  EXPECT_EQ(faulty->gets(), 1) << "a dead tier must not be asked again";
+  EXPECT_EQ(faulty->reads(), 1) << "a dead tier must not be asked again";
   EXPECT_EQ(calls, 2);
 }
 

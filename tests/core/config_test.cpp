@@ -1,6 +1,11 @@
-#include <jitcache/config.hpp>
+#include "core/config_table.hpp"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
 
 namespace jitcache {
 namespace {
@@ -92,6 +97,220 @@ TEST(ConfigTest, RuntimeCacheControlsAreHonouredUnlessOverridden) {
   c = Config::from_variables({{"JITCACHE_DIR", "/c"}, {"JITCACHE_DISABLE", "1"}});
   for (const char* b : k_backends)
     EXPECT_FALSE(c.persistence(b).enabled);
+}
+
+// The settings jitcache's own variables give, without the raw variables and warnings.
+void expect_same_settings(const Config& a, const Config& b, const std::string& context) {
+  EXPECT_EQ(a.cache_dir, b.cache_dir) << context;
+  EXPECT_EQ(a.disable_all, b.disable_all) << context;
+  EXPECT_EQ(a.disabled_backends, b.disabled_backends) << context;
+  EXPECT_EQ(a.disable_explicitly_off, b.disable_explicitly_off) << context;
+  EXPECT_EQ(a.read_only, b.read_only) << context;
+  EXPECT_EQ(a.max_size, b.max_size) << context;
+  EXPECT_EQ(a.system_path, b.system_path) << context;
+  EXPECT_EQ(a.remote, b.remote) << context;
+  EXPECT_EQ(a.log_level, b.log_level) << context;
+}
+
+// One good and the bad values of a setting, and what the good one must set.
+struct SettingCase {
+  const char* good;
+  std::function<void(const Config&)> check_good;
+  std::vector<const char*> bad; // empty: every value is accepted
+};
+
+const std::map<std::string, SettingCase>& setting_cases() {
+  static const std::map<std::string, SettingCase> cases = {
+      {"JITCACHE_DIR",
+       {"/elsewhere", [](const Config& c) { EXPECT_EQ(c.cache_dir, "/elsewhere/v1"); }, {}}},
+      {"JITCACHE_DISABLE",
+       {"hip",
+        [](const Config& c) {
+          EXPECT_EQ(c.disabled_backends, std::set<std::string>{"hip"});
+          EXPECT_FALSE(c.disable_all);
+        },
+        {"metal", "maybe"}}},
+      {"JITCACHE_READONLY",
+       {"yes", [](const Config& c) { EXPECT_TRUE(c.read_only); }, {"maybe", "2"}}},
+      {"JITCACHE_MAX_SIZE",
+       {"512M",
+        [](const Config& c) { EXPECT_EQ(c.max_size, 512ull << 20); },
+        {"banana", "-5G", "0", "99999999999T"}}},
+      {"JITCACHE_SYSTEM_PATH",
+       {"/a::/b",
+        [](const Config& c) {
+          EXPECT_EQ(c.system_path, (std::vector<std::filesystem::path>{"/a", "/b"}));
+        },
+        {}}},
+      {"JITCACHE_REMOTE",
+       {"redis://cache.example:6379",
+        [](const Config& c) { EXPECT_EQ(c.remote, "redis://cache.example:6379"); },
+        {"http://x", "redis://h:99999", "redis://:6379", "redis://h:", "redis://"}}},
+      {"JITCACHE_LOG",
+       {"info", [](const Config& c) { EXPECT_EQ(c.log_level, LogLevel::info); }, {"loud"}}},
+  };
+  return cases;
+}
+
+TEST(ConfigTableTest, EveryVariableIsListedOnceWithItsDocumentation) {
+  std::set<std::string> names;
+  for (const EnvVariable& v : env_table()) {
+    EXPECT_TRUE(names.insert(v.name).second) << v.name << " is listed twice";
+    EXPECT_NE(std::string(v.doc), "") << v.name;
+    EXPECT_EQ(v.parse != nullptr, v.role == EnvRole::setting) << v.name;
+    EXPECT_EQ(v.off != nullptr, v.role == EnvRole::runtime_switch) << v.name;
+    const bool has_backend = v.backend && std::string(v.backend) != "";
+    EXPECT_EQ(has_backend, v.role == EnvRole::runtime_switch || v.role == EnvRole::compile)
+        << v.name;
+  }
+  const std::vector<std::string> known = Config::known_variables();
+  EXPECT_EQ(std::set<std::string>(known.begin(), known.end()), names);
+  EXPECT_EQ(known.size(), names.size());
+}
+
+TEST(ConfigTableTest, EverySettingTakesItsGoodValueAndFallsBackOnEachBadOne) {
+  const Config defaults = Config::from_variables({{"HOME", "/home/u"}});
+  for (const EnvVariable& v : env_table()) {
+    if (v.role != EnvRole::setting)
+      continue;
+    auto it = setting_cases().find(v.name);
+    ASSERT_NE(it, setting_cases().end()) << v.name << " has no case in this test";
+    const SettingCase& test = it->second;
+
+    Config good = Config::from_variables({{"HOME", "/home/u"}, {v.name, test.good}});
+    EXPECT_TRUE(good.warnings.empty()) << v.name << "=" << test.good;
+    EXPECT_EQ(good.variables.at(v.name), test.good);
+    test.check_good(good);
+
+    // Empty is the same as unset (and is still reported as set).
+    Config empty = Config::from_variables({{"HOME", "/home/u"}, {v.name, ""}});
+    EXPECT_TRUE(empty.warnings.empty()) << v.name;
+    EXPECT_EQ(empty.variables.count(v.name), 1u);
+    expect_same_settings(empty, defaults, std::string(v.name) + " empty");
+
+    for (const char* bad : test.bad) {
+      const std::string context = std::string(v.name) + "=" + bad;
+      Config c = Config::from_variables({{"HOME", "/home/u"}, {v.name, bad}});
+      ASSERT_EQ(c.warnings.size(), 1u) << context;
+      EXPECT_EQ(c.warnings[0].rfind(context + ": ", 0), 0u) << c.warnings[0];
+      expect_same_settings(c, defaults, context);
+    }
+  }
+}
+
+TEST(ConfigTableTest, LocationsGiveTheDefaultDirectoryAndAreRecorded) {
+  for (const EnvVariable& v : env_table()) {
+    if (v.role != EnvRole::location)
+      continue;
+    Config c = Config::from_variables({{v.name, "/loc"}});
+    EXPECT_TRUE(c.warnings.empty()) << v.name;
+    EXPECT_EQ(c.variables.at(v.name), "/loc");
+    const std::string name = v.name;
+    if (name == "HOME")
+      EXPECT_EQ(c.cache_dir, "/loc/.cache/jitcache/v1");
+    else if (name == "XDG_CACHE_HOME")
+      EXPECT_EQ(c.cache_dir, "/loc/jitcache/v1");
+    else
+      EXPECT_TRUE(c.cache_dir.empty()) << v.name;
+  }
+}
+
+TEST(ConfigTableTest, EachRuntimeSwitchTurnsOffItsOwnBackendOnly) {
+  for (const EnvVariable& v : env_table()) {
+    if (v.role != EnvRole::runtime_switch)
+      continue;
+    Config off = Config::from_variables({{"JITCACHE_DIR", "/c"}, {v.name, v.off}});
+    EXPECT_TRUE(off.warnings.empty()) << v.name;
+    for (const char* backend : k_backends) {
+      const PersistencePolicy policy = off.persistence(backend);
+      if (std::string(backend) == v.backend) {
+        EXPECT_FALSE(policy.enabled) << v.name;
+        EXPECT_NE(policy.reason.find(std::string(v.name) + "=" + v.off), std::string::npos)
+            << policy.reason;
+      } else {
+        EXPECT_TRUE(policy.enabled) << v.name << " and " << backend;
+      }
+    }
+    Config kept = Config::from_variables(
+        {{"JITCACHE_DIR", "/c"}, {v.name, v.off}, {"JITCACHE_DISABLE", "0"}});
+    EXPECT_TRUE(kept.persistence(v.backend).enabled) << v.name;
+    EXPECT_NE(kept.persistence(v.backend).reason.find("overridden"), std::string::npos);
+    Config other = Config::from_variables({{"JITCACHE_DIR", "/c"}, {v.name, "something"}});
+    EXPECT_TRUE(other.persistence(v.backend).enabled) << v.name << "=something";
+  }
+}
+
+TEST(ConfigTableTest, RuntimeCacheVariablesAreOnlyRecorded) {
+  const Config plain = Config::from_variables({{"JITCACHE_DIR", "/c"}});
+  for (const EnvVariable& v : env_table()) {
+    if (v.role != EnvRole::runtime_cache)
+      continue;
+    Config c = Config::from_variables({{"JITCACHE_DIR", "/c"}, {v.name, "0"}});
+    EXPECT_TRUE(c.warnings.empty()) << v.name;
+    EXPECT_EQ(c.variables.at(v.name), "0");
+    expect_same_settings(c, plain, v.name);
+    for (const char* backend : k_backends) {
+      EXPECT_TRUE(c.persistence(backend).enabled) << v.name;
+      EXPECT_TRUE(c.compile_environment(backend).empty()) << v.name;
+    }
+  }
+}
+
+TEST(ConfigTableTest, CompileVariablesEnterTheirBackendsKeyInTableOrder) {
+  std::map<std::string, std::string> all;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> expected;
+  for (const EnvVariable& v : env_table()) {
+    if (v.role != EnvRole::compile)
+      continue;
+    const std::string value = std::string("value of ") + v.name;
+    all.emplace(v.name, value);
+    expected[v.backend].emplace_back(v.name, value);
+    Config one = Config::from_variables({{v.name, value}});
+    EXPECT_TRUE(one.warnings.empty()) << v.name;
+    for (const char* backend : k_backends) {
+      const auto env = one.compile_environment(backend);
+      if (std::string(backend) == v.backend)
+        EXPECT_EQ(env, (std::vector<std::pair<std::string, std::string>>{{v.name, value}}));
+      else
+        EXPECT_TRUE(env.empty()) << v.name << " in " << backend;
+    }
+  }
+  const Config c = Config::from_variables(all);
+  for (const char* backend : k_backends)
+    EXPECT_EQ(c.compile_environment(backend), expected[backend]) << backend;
+}
+
+// The README's environment table says, word for word, what the table's documentation lines say.
+TEST(ConfigTableTest, ReadmeEnvironmentTableMatchesTheDocumentation) {
+  std::ifstream in(JITCACHE_README);
+  ASSERT_TRUE(in) << JITCACHE_README;
+  std::vector<std::string> rows;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0)
+      inside = line == "## Environment";
+    else if (inside && line.rfind("| `", 0) == 0)
+      rows.push_back(line);
+  }
+  ASSERT_FALSE(rows.empty()) << "no environment table in the README";
+  std::set<std::string> used;
+  for (const EnvVariable& v : env_table()) {
+    const std::string quoted = std::string("`") + v.name;
+    const std::string* found = nullptr;
+    for (const std::string& row : rows) {
+      const std::string names = row.substr(0, row.find(" | "));
+      for (std::size_t at = names.find(quoted); at != std::string::npos;
+           at = names.find(quoted, at + 1)) {
+        const char next = names[at + quoted.size()];
+        if (next == '`' || next == '=')
+          found = &row;
+      }
+    }
+    ASSERT_TRUE(found) << v.name << " is not in the README's environment table";
+    EXPECT_EQ(found->substr(found->find(" | ") + 3), std::string(v.doc) + " |") << v.name;
+    used.insert(*found);
+  }
+  EXPECT_EQ(used.size(), rows.size()) << "a README row names no variable jitcache reads";
 }
 
 TEST(ConfigTest, KnownVariablesAreRecorded) {

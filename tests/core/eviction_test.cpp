@@ -70,8 +70,8 @@ TEST_F(EvictionTest, StaysUnderTheLimitAndTheMostRecentlyUsedSurvive) {
   for (int i = 5; i < 30; ++i)
     EXPECT_FALSE(store->get(key(i)).value()) << "old, unused entry " << i << " survived";
   auto counters = store->counters().value();
-  EXPECT_GT(counters.get("all", counter::evicted), 30u);
-  EXPECT_EQ(counters.get("all", counter::evicted_bytes), counters.get("all", counter::evicted) *
+  EXPECT_GT(counters.get("all", Counter::evicted), 30u);
+  EXPECT_EQ(counters.get("all", Counter::evicted_bytes), counters.get("all", Counter::evicted) *
                                                              store->usage().value().value_bytes /
                                                              store->usage().value().entries);
 }
@@ -127,7 +127,7 @@ TEST_F(EvictionTest, TheCacheAppliesJitcacheMaxSize) {
   cache.flush();
   auto store = LmdbStore::open(dir.path() / "v1", true).value();
   EXPECT_LE(store->usage().value().value_bytes, 100u << 10);
-  EXPECT_GT(store->counters().value().get("all", counter::evicted), 0u);
+  EXPECT_GT(store->counters().value().get("all", Counter::evicted), 0u);
 }
 
 } // namespace

@@ -41,7 +41,7 @@ protected:
   // key builds.
   detail::GuardedKey key(const std::string& source, const Config& with) {
     Cache cache(with);
-    return *detail::manifest_key(cache.core(), "opencl", detail::record_name("test key", {source}),
+    return *detail::manifest_key(detail::core_of(cache), "opencl", detail::record_name("test key", {source}),
                                  build(source));
   }
   // Builds the key of `source` from the files, counted in `builds`.
@@ -118,7 +118,7 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
   std::optional<Digest> guessed;
   const auto settle = [&] {
     Cache cache(config()); // as a new process: the record comes from the user tier
-    detail::PendingKey pending(cache.core(), "opencl", name, build(source), true);
+    detail::PendingKey pending(detail::core_of(cache), "opencl", name, build(source), true);
     guessed.reset();
     if (const Key* guess = pending.guess())
       guessed = guess->digest;
@@ -139,7 +139,7 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
 
   {
     Cache cache(config());
-    detail::PendingKey unsettled(cache.core(), "opencl", name, build(source), true);
+    detail::PendingKey unsettled(detail::core_of(cache), "opencl", name, build(source), true);
     EXPECT_TRUE(unsettled.guess()) << "destroyed without settle(): waits for its check";
   }
   write(dir.path() / "second/h77.h", "int x77;\n"); // same size

@@ -186,15 +186,15 @@ TEST_F(LmdbStoreTest, FlippedByteOnDiskIsAMissThenReplaced) {
 TEST_F(LmdbStoreTest, CountersAccumulateAcrossWrites) {
   auto store = LmdbStore::open(dir.path(), false).value();
   Stats delta;
-  delta.add("opencl", counter::compiles, 2);
-  delta.add("opencl", "hits.user", 5);
+  delta.add("opencl", Counter::compiles, 2);
+  delta.add_hits("opencl", "user", 5);
   ASSERT_TRUE(store->add_counters(delta));
   ASSERT_TRUE(store->add_counters(delta));
   auto stats = store->counters().value();
-  EXPECT_EQ(stats.get("opencl", counter::compiles), 4u);
+  EXPECT_EQ(stats.get("opencl", Counter::compiles), 4u);
   EXPECT_EQ(stats.hits("opencl"), 10u);
   ASSERT_TRUE(store->clear());
-  EXPECT_EQ(store->counters().value().get("opencl", counter::compiles), 0u);
+  EXPECT_EQ(store->counters().value().get("opencl", Counter::compiles), 0u);
 }
 
 } // namespace

@@ -385,7 +385,7 @@ TEST_F(UserTierFaults, AFullDiskStillReturnsEveryKernelAndWarnsOnce) {
         if (!got || got->entry.payload.size() != (800u << 10))
           return 2;
       }
-      if (cache.session_stats().get("opencl", counter::store_errors) != 2)
+      if (cache.session_stats().get("opencl", Counter::store_errors) != 2)
         return 3;
     }
     // What was stored before the disk filled up is intact and served.

@@ -103,7 +103,7 @@ TEST_F(CudaGpu, MissThenHitInANewProcessThenRunFromTheHit) {
   EXPECT_EQ(module->info.tier, "user");
   EXPECT_GT(module->info.load_ms, 0);
   expect_saxpy_works(*module);
-  EXPECT_EQ(cache.session_stats().get("cuda", "hits.user"), 1u);
+  EXPECT_EQ(cache.session_stats().hits("cuda", "user"), 1u);
 }
 
 // A remembered key's module is loaded while its stamps are checked on another thread: it must
@@ -132,8 +132,8 @@ TEST_F(CudaGpu, AHeaderEditedBetweenProcessesIsNotServedByTheModuleLoadedEarly) 
     ASSERT_TRUE(module) << module.error().message << "\n" << module.error().log;
     EXPECT_EQ(module->info.outcome, outcome);
     const Stats stats = cache.session_stats();
-    EXPECT_EQ(stats.get("cuda", "hits.user"), outcome == Outcome::hit ? 1u : 0u);
-    EXPECT_EQ(stats.get("cuda", counter::misses), outcome == Outcome::miss ? 1u : 0u);
+    EXPECT_EQ(stats.hits("cuda", "user"), outcome == Outcome::hit ? 1u : 0u);
+    EXPECT_EQ(stats.get("cuda", Counter::misses), outcome == Outcome::miss ? 1u : 0u);
     auto f = module->function("fill");
     ASSERT_TRUE(f) << f.error().message;
     CUdeviceptr out = upload(std::vector<float>(32, 0.0f));
@@ -169,7 +169,7 @@ TEST_F(CudaGpu, ARememberedKeyWhoseEntryWasEvictedIsCompiledAgain) {
   ASSERT_TRUE(module) << module.error().message;
   EXPECT_EQ(module->info.outcome, Outcome::miss);
   EXPECT_EQ(module->info.key, key);
-  EXPECT_EQ(cache.session_stats().get("cuda", counter::compiles), 1u);
+  EXPECT_EQ(cache.session_stats().get("cuda", Counter::compiles), 1u);
   expect_saxpy_works(*module);
 }
 
@@ -282,8 +282,8 @@ TEST_F(CudaGpu, ACorruptedStoredCubinIsRejectedRebuiltAndRuns) {
   EXPECT_EQ(module->info.outcome, Outcome::miss);
   EXPECT_NE(module->info.note.find("refused"), std::string::npos) << module->info.note;
   const Stats stats = cache.session_stats();
-  EXPECT_EQ(stats.get("cuda", counter::rejected), 1u);
-  EXPECT_EQ(stats.get("cuda", counter::compiles), 1u);
+  EXPECT_EQ(stats.get("cuda", Counter::rejected), 1u);
+  EXPECT_EQ(stats.get("cuda", Counter::compiles), 1u);
   expect_saxpy_works(*module);
   cache.flush();
   // The rebuilt binary replaced the refused one.
@@ -291,7 +291,7 @@ TEST_F(CudaGpu, ACorruptedStoredCubinIsRejectedRebuiltAndRuns) {
   auto reloaded = cuda::load_module(again, program);
   ASSERT_TRUE(reloaded);
   EXPECT_EQ(reloaded->info.outcome, Outcome::hit);
-  EXPECT_EQ(again.session_stats().get("cuda", counter::rejected), 0u);
+  EXPECT_EQ(again.session_stats().get("cuda", Counter::rejected), 0u);
 }
 
 TEST_F(CudaGpu, AnOfflinePrecompileForTheDevicesArchIsAHit) {
@@ -337,7 +337,7 @@ TEST_F(CudaGpu, ConcurrentLoadsCompileAndLoadOnce) {
   EXPECT_EQ(failures, 0);
   for (CUmodule m : modules)
     EXPECT_EQ(m, modules[0]);
-  EXPECT_EQ(cache.session_stats().get("cuda", counter::compiles), 1u);
+  EXPECT_EQ(cache.session_stats().get("cuda", Counter::compiles), 1u);
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 // `jitcache build --backend hip` in fresh processes: the CLI contract of DESIGN.md.
 #include "tests/hip/hip_test_support.hpp"
 
-#include "backends/hip/hip_probe.hpp"
+#include "backends/hip/hip_api.hpp"
 #include "tests/support/process.hpp"
 
 #include <nlohmann/json.hpp>

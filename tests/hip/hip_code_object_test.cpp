@@ -1,7 +1,7 @@
 // Reading the target out of a code object: what decides whether a stored one is usable.
 #include "tests/hip/hip_test_support.hpp"
 
-#include "backends/hip/hip_code_object.hpp"
+#include "backends/hip/hip_metadata.hpp"
 
 namespace jitcache {
 namespace {

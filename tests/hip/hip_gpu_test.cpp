@@ -2,7 +2,6 @@
 #include "tests/hip/hip_test_support.hpp"
 
 #include "backends/hip/hip_api.hpp"
-#include "backends/hip/hip_probe.hpp"
 
 #include <vector>
 
@@ -114,7 +113,7 @@ TEST_F(HipGpu, AStoredCodeObjectForAnotherTargetIsRejectedAndReplaced) {
   auto module = hip::load_module(reopened, saxpy);
   ASSERT_TRUE(module) << module.error().message;
   EXPECT_NE(module->info.note.find("rejected"), std::string::npos);
-  EXPECT_EQ(reopened.session_stats().get("hip", counter::rejected), 1u);
+  EXPECT_EQ(reopened.session_stats().get("hip", Counter::rejected), 1u);
   auto function = module->function("saxpy");
   ASSERT_TRUE(function) << function.error().message;
   expect_axpy_works(*function);

@@ -2,7 +2,6 @@
 #include "tests/hip/hip_test_support.hpp"
 
 #include "backends/hip/hip_api.hpp"
-#include "backends/hip/hip_probe.hpp"
 #include "core/clock.hpp"
 
 #include <elf.h>
@@ -80,7 +79,7 @@ TEST(HipRuntime, LoadingWithoutAGpuIsANamedErrorSoon) {
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().message, module.error().message);
   EXPECT_EQ(fresh.hip_entries(), 0);
-  EXPECT_EQ(fresh.cache->session_stats().get("hip", counter::compiles), 0u);
+  EXPECT_EQ(fresh.cache->session_stats().get("hip", Counter::compiles), 0u);
 }
 
 TEST(HipRuntime, ACallThatNeverReturnsIsAbandonedAtTheLimit) {

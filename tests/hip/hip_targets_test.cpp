@@ -69,7 +69,7 @@ TEST(HipTargets, UnknownTargetsAndFeaturesAreCleanErrorsNamingTheSupportedOnes) 
     EXPECT_NE(code.error().message.find("gfx1030"), std::string::npos);
   }
   EXPECT_EQ(fresh.hip_entries(), 0);
-  EXPECT_EQ(fresh.cache->session_stats().get("hip", counter::compile_errors), 0u);
+  EXPECT_EQ(fresh.cache->session_stats().get("hip", Counter::compile_errors), 0u);
 }
 
 // The other half of the promise: whatever the validation lets through, hipRTC compiles (every

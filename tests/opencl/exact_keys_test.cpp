@@ -1,7 +1,7 @@
 // Exact keys on PoCL: header dependencies, options, toolchain identity, and `jitcache explain`.
 #include <jitcache/opencl.hpp>
 
-#include "backends/opencl/opencl_identity.hpp"
+#include "backends/opencl/opencl_key.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 

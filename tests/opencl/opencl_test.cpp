@@ -135,7 +135,7 @@ TEST_F(OpenclTest, MissThenHitInANewProcessAndTheHitComputesCorrectly) {
   EXPECT_EQ(program->info.key.hex(), hit["key"]);
   expect_saxpy_works(pocl.context, device, program->program);
   clReleaseProgram(program->program);
-  EXPECT_EQ(cache.session_stats().get("opencl", counter::compiles), 0u);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::compiles), 0u);
 }
 
 TEST_F(OpenclTest, RepeatedRequestReturnsTheSameProgramFromMemory) {
@@ -168,8 +168,8 @@ TEST_F(OpenclTest, EightThreadsOneCompile) {
   for (auto& t : threads)
     t.join();
   const Stats s = cache.session_stats();
-  EXPECT_EQ(s.get("opencl", counter::compiles), 1u);
-  EXPECT_EQ(s.get("opencl", counter::misses), 1u);
+  EXPECT_EQ(s.get("opencl", Counter::compiles), 1u);
+  EXPECT_EQ(s.get("opencl", Counter::misses), 1u);
   EXPECT_EQ(s.hits("opencl"), 7u);
   for (cl_program p : programs) {
     ASSERT_NE(p, nullptr);
@@ -188,7 +188,7 @@ TEST_F(OpenclTest, CompileErrorCarriesTheBuildLogAndStoresNothing) {
   EXPECT_NE(p.error().log.find("undeclared identifier 'y'"), std::string::npos) << p.error().log;
   cache.flush();
   EXPECT_EQ(stored_entries(), 0u);
-  EXPECT_EQ(cache.session_stats().get("opencl", counter::compile_errors), 1u);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::compile_errors), 1u);
 }
 
 TEST_F(OpenclTest, EmptySourceAndNullHandlesAreClearErrors) {
@@ -216,7 +216,7 @@ TEST_F(OpenclTest, ARejectedStoredBinaryIsEvictedRebuiltAndCounted) {
   ASSERT_TRUE(p) << p.error().message;
   EXPECT_EQ(p->info.outcome, Outcome::miss);
   EXPECT_NE(p->info.note.find("rejected"), std::string::npos);
-  EXPECT_EQ(cache.session_stats().get("opencl", counter::rejected), 1u);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::rejected), 1u);
   expect_saxpy_works(pocl.context, device, p->program);
   clReleaseProgram(p->program);
   cache.flush();

@@ -1,6 +1,9 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 
+#include "core/dir_size.hpp"
+#include "core/runtime_caches.hpp"
+
 #include <jitcache/version.hpp>
 
 #include <sstream>
@@ -60,6 +63,20 @@ int run_info(const Config& config, const Output& out) {
     backends[name] = b;
   }
   info["backends"] = backends;
+  nlohmann::json caches = nlohmann::json::array();
+  text << "runtime caches:\n";
+  for (const RuntimeCache& cache : runtime_caches(config)) {
+    const std::string size = describe_dir_size(cache.dir.string());
+    caches.push_back({{"name", cache.name},
+                      {"backend", cache.backend},
+                      {"variable", cache.variable},
+                      {"dir", cache.dir.string()},
+                      {"size", size}});
+    text << "  " << cache.name << " (" << cache.variable << "): "
+         << (cache.dir.empty() ? "unknown (HOME unset)" : cache.dir.string() + " (" + size + ")")
+         << "\n";
+  }
+  info["runtime_caches"] = caches;
   std::string t = text.str();
   t.pop_back();
   out.emit(info, t);

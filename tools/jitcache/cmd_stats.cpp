@@ -39,34 +39,34 @@ int run_stats(const Config& config, const Output& out) {
     nlohmann::json hits_by_tier = nlohmann::json::object();
     if (auto it = counters.by_backend.find(backend); it != counters.by_backend.end())
       for (const auto& [name, value] : it->second)
-        if (name.rfind(counter::hits_prefix, 0) == 0)
-          hits_by_tier[name.substr(std::strlen(counter::hits_prefix))] = value;
-    const auto get = [&](const char* name) { return counters.get(backend, name); };
+        if (name.rfind(k_hits_prefix, 0) == 0)
+          hits_by_tier[name.substr(std::strlen(k_hits_prefix))] = value;
+    const auto get = [&](Counter counter) { return counters.get(backend, counter); };
     nlohmann::json line = {
         {"backend", backend},
         {"hits", counters.hits(backend)},
         {"hits_by_tier", hits_by_tier},
-        {"misses", get(counter::misses)},
-        {"compiles", get(counter::compiles)},
-        {"compile_errors", get(counter::compile_errors)},
-        {"rejected", get(counter::rejected)},
-        {"corrupt", get(counter::corrupt)},
-        {"store_errors", get(counter::store_errors)},
-        {"bytes_stored", get(counter::bytes_stored)},
-        {"saved_ms", get(counter::saved_ns) / 1000000},
+        {"misses", get(Counter::misses)},
+        {"compiles", get(Counter::compiles)},
+        {"compile_errors", get(Counter::compile_errors)},
+        {"rejected", get(Counter::rejected)},
+        {"corrupt", get(Counter::corrupt)},
+        {"store_errors", get(Counter::store_errors)},
+        {"bytes_stored", get(Counter::bytes_stored)},
+        {"saved_ms", get(Counter::saved_ns) / 1000000},
         {"entries", entries},
         {"bytes", bytes},
     };
     std::ostringstream text;
-    text << backend << ": " << counters.hits(backend) << " hits, " << get(counter::misses)
-         << " misses, " << get(counter::compiles) << " compiles, " << entries << " entries ("
-         << format_size(bytes) << "), " << get(counter::saved_ns) / 1000000
+    text << backend << ": " << counters.hits(backend) << " hits, " << get(Counter::misses)
+         << " misses, " << get(Counter::compiles) << " compiles, " << entries << " entries ("
+         << format_size(bytes) << "), " << get(Counter::saved_ns) / 1000000
          << " ms of compiling saved";
     out.emit(line, text.str());
   }
   const std::string dir = (*store ? (*store)->dir() : user_store_dir(config)).string();
-  const std::uint64_t evicted = counters.get("all", counter::evicted);
-  const std::uint64_t evicted_bytes = counters.get("all", counter::evicted_bytes);
+  const std::uint64_t evicted = counters.get("all", Counter::evicted);
+  const std::uint64_t evicted_bytes = counters.get("all", Counter::evicted_bytes);
   nlohmann::json total = {
       {"backend", "total"},
       {"entries", total_entries},

@@ -26,6 +26,11 @@ int run_list(const Config& config, const Output& out);
 int run_info(const Config& config, const Output& out);
 int run_verify(const Config& config, const Output& out);
 int run_clear(const Config& config, const Output& out);
+/// `jitcache clear --runtime-caches`: one line per runtime or binding cache of
+/// core/runtime_caches (its directory, size, whether it is there) and, unless `dry_run`, removes
+/// each directory present. Symlinks are removed, never followed. A directory that is a root, HOME,
+/// XDG_CACHE_HOME or holds jitcache's own cache is refused (exit 1), as is a failed removal.
+int run_clear_runtime_caches(const Config& config, bool dry_run, const Output& out);
 /// `jitcache prune`: evicts least recently used entries until the user tier holds at most
 /// `max_size` (a size as parse_size reads it; empty = JITCACHE_MAX_SIZE, and no eviction when
 /// that is unset too), removes compile leases left by killed processes, and compacts the data

@@ -41,6 +41,13 @@ int main(int argc, char** argv) {
   CLI::App* info_cmd = add("info", "the resolved configuration and the runtimes' own caches");
   CLI::App* verify_cmd = add("verify", "check every stored entry; exit 1 if any is corrupt");
   CLI::App* clear_cmd = add("clear", "remove every entry and counter from the user tier");
+  bool runtime_caches = false;
+  bool dry_run = false;
+  clear_cmd->add_flag("--runtime-caches", runtime_caches,
+                      "instead, remove the runtimes' and bindings' own caches (PoCL, CUDA "
+                      "driver, comgr, PyOpenCL, pytools, CuPy), as `jitcache info` lists them");
+  clear_cmd->add_flag("--dry-run", dry_run, "with --runtime-caches: list them, remove nothing")
+      ->needs("--runtime-caches");
   std::string prune_size;
   CLI::App* prune_cmd = add("prune", "evict least recently used entries down to a size, remove "
                                      "leftover compile leases, and compact the data file");
@@ -90,7 +97,8 @@ int main(int argc, char** argv) {
   if (verify_cmd->parsed())
     return cli::run_verify(config, out);
   if (clear_cmd->parsed())
-    return cli::run_clear(config, out);
+    return runtime_caches ? cli::run_clear_runtime_caches(config, dry_run, out)
+                          : cli::run_clear(config, out);
   if (prune_cmd->parsed())
     return cli::run_prune(config, prune_size, out);
   return 2;

@@ -1,9 +1,10 @@
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 
 #include "backends/cuda/cuda_error.hpp"
 #include "core/byte_io.hpp"
 #include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
+#include "core/library_identity.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -39,22 +40,6 @@ Expected<Toolchain> probe(const NvrtcApi& api) {
     return nvrtc_error(api, "nvrtcGetSupportedArchs", rc, {});
   std::sort(toolchain.archs.begin(), toolchain.archs.end());
   return toolchain;
-}
-
-std::string supported_list(const Toolchain& toolchain) {
-  std::string out;
-  for (int arch : toolchain.archs)
-    out += (out.empty() ? "sm_" : ", sm_") + std::to_string(arch);
-  return out;
-}
-
-// "8.0" for 80, "12.1" for 121.
-std::string capability_of(int arch) {
-  return std::to_string(arch / 10) + "." + std::to_string(arch % 10);
-}
-
-bool supports(const Toolchain& toolchain, int arch) {
-  return std::binary_search(toolchain.archs.begin(), toolchain.archs.end(), arch);
 }
 
 } // namespace
@@ -96,90 +81,17 @@ std::optional<Toolchain> decode_toolchain(std::string_view in) {
 } // namespace
 
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
-  const auto& variables = core.config().variables;
-  const auto path = variables.find("LD_LIBRARY_PATH");
-  const std::string search = path != variables.end() ? path->second : "";
-  const Digest name = detail::record_name(
-      "nvrtc identity", {search, JITCACHE_NVRTC_SONAME, JITCACHE_CUDA_LIBRARY_DIR});
-  *remembered = false;
-  if (auto record = core.recall(k_backend, name))
-    if (auto known = decode_toolchain(record->payload)) {
-      *remembered = true;
-      return *known;
-    }
-  auto probed = toolchain();
-  if (!probed)
-    return probed.error();
-  const NvrtcApi& api = **nvrtc(); // opened: toolchain() succeeded
-  Dependencies deps;
-  deps.read = {detail::stamp_of(api.file), detail::stamp_of("/etc/ld.so.cache")};
-  deps.listed = {fs::path(api.file).parent_path().string(), JITCACHE_CUDA_LIBRARY_DIR};
-  for (std::string_view rest = search; !rest.empty();) {
-    const auto colon = rest.find(':');
-    if (std::string_view dir = rest.substr(0, colon); !dir.empty())
-      deps.listed.emplace_back(dir);
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-  }
-  if (auto guards = guards_of(deps))
-    core.remember(k_backend, name, detail::Record{*guards, encode_toolchain(**probed)});
-  return **probed;
-}
-
-Expected<Target> device_target(const Toolchain& toolchain, int major, int minor) {
-  const int arch = major * 10 + minor;
-  if (supports(toolchain, arch))
-    return Target{capability_of(arch), "sm_" + std::to_string(arch), false};
-  if (!toolchain.archs.empty() && arch > toolchain.archs.back())
-    return Target{capability_of(arch), "compute_" + std::to_string(toolchain.archs.back()), true};
-  return Error(ErrorCode::unsupported,
-               "NVRTC " + toolchain.version + " cannot target this device (compute capability " +
-                   capability_of(arch) + "); it can target " + supported_list(toolchain));
-}
-
-Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch) {
-  std::string_view digits = arch.substr(0, 3) == "sm_" ? arch.substr(3) : std::string_view();
-  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f'))
-    digits.remove_suffix(1); // arch-specific and family-specific variants of sm_XY
-  unsigned number = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
-  if (digits.size() < 2 || ec != std::errc() || end != digits.data() + digits.size() ||
-      number > 999)
-    return Error(ErrorCode::invalid_argument,
-                 "CUDA architecture '" + std::string(arch) + "' is not of the form sm_80");
-  if (!supports(toolchain, static_cast<int>(number)))
-    return Error(ErrorCode::unsupported, "NVRTC " + toolchain.version + " cannot target " +
-                                             std::string(arch) + "; it can target " +
-                                             supported_list(toolchain));
-  return Target{capability_of(static_cast<int>(number)), std::string(arch), false};
-}
-
-Expected<CUcontext> current_context(const DriverApi& api) {
-  CUcontext context = nullptr;
-  if (CUresult rc = api.cuCtxGetCurrent(&context); rc != CUDA_SUCCESS)
-    return driver_error(api, "cuCtxGetCurrent", rc);
-  if (!context)
-    return Error(ErrorCode::invalid_argument,
-                 "no current CUDA context: make one current first (for example "
-                 "cuDevicePrimaryCtxRetain + cuCtxSetCurrent)");
-  return context;
-}
-
-Expected<Target> context_target(const DriverApi& api, const Toolchain& toolchain) {
-  if (auto context = current_context(api); !context)
-    return std::move(context).error();
-  CUdevice device = 0;
-  if (CUresult rc = api.cuCtxGetDevice(&device); rc != CUDA_SUCCESS)
-    return driver_error(api, "cuCtxGetDevice", rc);
-  int major = 0, minor = 0;
-  if (CUresult rc =
-          api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-      rc != CUDA_SUCCESS)
-    return driver_error(api, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", rc);
-  if (CUresult rc =
-          api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-      rc != CUDA_SUCCESS)
-    return driver_error(api, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", rc);
-  return device_target(toolchain, major, minor);
+  return detail::remembered_identity<Toolchain>(
+      core, k_backend,
+      detail::LibrarySearch{"nvrtc identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
+      encode_toolchain, decode_toolchain,
+      []() -> Expected<detail::ProbedLibraries<Toolchain>> {
+        auto probed = toolchain();
+        if (!probed)
+          return probed.error();
+        return detail::ProbedLibraries<Toolchain>{**probed, {(**nvrtc()).file}};
+      },
+      remembered);
 }
 
 const std::vector<fs::path>& toolkit_include_dirs() {
@@ -215,18 +127,7 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
   std::vector<fs::path> dirs;
   if (fs::path dir = fs::path(program.name).parent_path(); !dir.empty())
     dirs.push_back(dir);
-  for (const std::string& option : program.options) {
-    std::string_view dir;
-    for (std::string_view flag : {"--include-path=", "-I"})
-      if (dir.empty() && option.size() > flag.size() && option.compare(0, flag.size(), flag) == 0)
-        dir = std::string_view(option).substr(flag.size());
-    if (dir.empty()) {
-      builder.options(option);
-      continue;
-    }
-    dirs.emplace_back(dir);
-    builder.options("-I<include dir " + std::to_string(dirs.size()) + ">");
-  }
+  add_option_list(builder, program.options, {{"--include-path=", "-I"}, {"-I", "-I"}}, dirs);
   const auto& toolkit = toolkit_include_dirs();
   dirs.insert(dirs.end(), toolkit.begin(), toolkit.end());
   std::map<std::string, std::string> in_memory;

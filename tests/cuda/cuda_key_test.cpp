@@ -1,6 +1,6 @@
 // Target selection from a compute capability or an arch name, against NVRTC's list of targets;
 // NVRTC's identity and keys remembered in the user tier.
-#include "backends/cuda/cuda_identity.hpp"
+#include "backends/cuda/cuda_key.hpp"
 #include "core/cache_core.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -70,7 +70,7 @@ TEST(CudaRemembered, NvrtcsIdentityIsRememberedForTheLibrarySearchThatFoundIt) {
   const auto ask = [&](const Config& config) {
     Cache cache(config); // a fresh Cache reads the record from the user tier, as a new process
     bool remembered = false;
-    auto tools = toolchain_for_keys(cache.core(), &remembered);
+    auto tools = toolchain_for_keys(detail::core_of(cache), &remembered);
     EXPECT_TRUE(tools) << tools.error().message;
     EXPECT_TRUE(tools && *tools == **real);
     return remembered;
@@ -94,7 +94,7 @@ TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
   std::optional<Digest> guessed; // what the pending key offered before its stamps were checked
   const auto remembered = [&](std::string_view request) {
     Cache cache(in(dir));
-    auto pending = remembered_key(cache.core(), **tools, target, program, request);
+    auto pending = remembered_key(detail::core_of(cache), **tools, target, program, request);
     guessed.reset();
     if (const Key* guess = pending.guess())
       guessed = guess->digest;

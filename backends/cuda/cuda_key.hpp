@@ -1,6 +1,7 @@
 #pragma once
 
 #include "backends/cuda/cuda_api.hpp"
+#include "backends/cuda/cuda_targets.hpp"
 #include "core/dependencies.hpp"
 #include "core/manifest.hpp"
 
@@ -28,13 +29,6 @@ struct Toolchain {
   }
 };
 
-/// What NVRTC compiles for, and the device fields of a key.
-struct Target {
-  std::string compute_capability; ///< of the device (or implied by the arch asked for): "8.0"
-  std::string arch;               ///< -arch value: "sm_80", or "compute_121" for PTX
-  bool ptx = false;               ///< true: PTX for the driver to JIT (device newer than NVRTC)
-};
-
 /// The loaded NVRTC's identity, queried once per process. Errors: as nvrtc(), or runtime_error
 /// naming the failing NVRTC call.
 Expected<const Toolchain*> toolchain();
@@ -47,23 +41,6 @@ Expected<const Toolchain*> toolchain();
 /// opened. Otherwise this is toolchain(), remembered for the next process. Errors: as
 /// toolchain().
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered);
-
-/// The target for a device of compute capability major.minor: sm_XY when NVRTC supports it; PTX
-/// for NVRTC's newest arch when the device is newer than that. Errors: unsupported (an older or
-/// unknown device; the message lists the archs NVRTC supports).
-Expected<Target> device_target(const Toolchain& toolchain, int major, int minor);
-
-/// The target `arch` names ("sm_80", "sm_90a"). Errors: invalid_argument (not sm_XY[a|f]),
-/// unsupported (NVRTC cannot target it; the message lists the archs it can).
-Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch);
-
-/// The current context. Errors: invalid_argument (none is current), runtime_error naming the
-/// driver call.
-Expected<CUcontext> current_context(const DriverApi& api);
-
-/// The target of the current context's device. Errors: invalid_argument (no current context),
-/// runtime_error naming the driver call, unsupported as device_target.
-Expected<Target> context_target(const DriverApi& api, const Toolchain& toolchain);
 
 /// The toolkit's include directories that exist on this machine: the CCCL folder (CUDA 13 keeps
 /// CUB, Thrust and libcu++ in include/cccl) before include/ itself.

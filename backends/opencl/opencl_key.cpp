@@ -1,4 +1,4 @@
-#include "backends/opencl/opencl_identity.hpp"
+#include "backends/opencl/opencl_key.hpp"
 
 #include "backends/opencl/opencl_error.hpp"
 #include "core/cache_core.hpp"

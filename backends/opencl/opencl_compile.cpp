@@ -1,0 +1,73 @@
+#include "backends/opencl/opencl_compile.hpp"
+
+#include "backends/opencl/opencl_error.hpp"
+
+namespace jitcache::opencl {
+
+std::string build_log(cl_program program, cl_device_id device) {
+  std::size_t size = 0;
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
+    return {};
+  std::string log(size, '\0');
+  clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
+    log.pop_back();
+  return log;
+}
+
+Expected<cl_program> build(cl_program program, cl_device_id device, const std::string& options,
+                           ErrorCode failure) {
+  const cl_int rc = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  if (rc == CL_SUCCESS)
+    return program;
+  std::string log = build_log(program, device);
+  clReleaseProgram(program);
+  auto error = cl_error("clBuildProgram", rc, failure, log);
+  if (failure == ErrorCode::compile_failed && !log.empty())
+    error.message += "; build log:\n" + log;
+  return error;
+}
+
+Expected<cl_program> from_source(cl_context context, cl_device_id device, std::string_view source,
+                                 const std::string& options) {
+  const char* text = source.data();
+  const std::size_t length = source.size();
+  cl_int rc = CL_SUCCESS;
+  cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &rc);
+  if (rc != CL_SUCCESS)
+    return cl_error("clCreateProgramWithSource", rc);
+  return build(program, device, options, ErrorCode::compile_failed);
+}
+
+Expected<cl_program> from_binary(cl_context context, cl_device_id device,
+                                 std::string_view binary, const std::string& options) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+  const std::size_t length = binary.size();
+  cl_int status = CL_SUCCESS, rc = CL_SUCCESS;
+  cl_program program =
+      clCreateProgramWithBinary(context, 1, &device, &length, &bytes, &status, &rc);
+  if (rc != CL_SUCCESS || status != CL_SUCCESS) {
+    if (program)
+      clReleaseProgram(program);
+    return cl_error("clCreateProgramWithBinary", rc != CL_SUCCESS ? rc : status,
+                    ErrorCode::load_failed);
+  }
+  return build(program, device, options, ErrorCode::load_failed);
+}
+
+Expected<std::string> read_binary(cl_program program) {
+  std::size_t size = 0;
+  if (cl_int rc = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
+      rc != CL_SUCCESS)
+    return cl_error("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", rc);
+  if (size == 0)
+    return Error(ErrorCode::runtime_error, "the OpenCL runtime returned an empty program binary");
+  std::string binary(size, '\0');
+  unsigned char* where = reinterpret_cast<unsigned char*>(binary.data());
+  if (cl_int rc = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof where, &where, nullptr);
+      rc != CL_SUCCESS)
+    return cl_error("clGetProgramInfo(CL_PROGRAM_BINARIES)", rc);
+  return binary;
+}
+
+} // namespace jitcache::opencl

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <jitcache/config.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace jitcache {
+
+/// What jitcache does with an environment variable.
+enum class EnvRole {
+  setting,        ///< one of jitcache's own: parsed into Config (EnvVariable::parse)
+  location,       ///< where a default location or a runtime library comes from: recorded only
+  runtime_switch, ///< a runtime's own "keep binaries on disk" control: honoured by persistence()
+  runtime_cache,  ///< where or how a runtime keeps its own cache: reported, never changed
+  compile,        ///< changes the code a backend's compiler generates: part of its key when set
+};
+
+/// Reads a setting's non-empty value into `config`. A bad value leaves `config` as it was and
+/// adds one complaint (what was wrong and what is used instead) per thing that was wrong.
+using EnvParse = void (*)(const std::string& value, Config& config,
+                          std::vector<std::string>& complaints);
+
+/// One row of the environment table: a variable, what jitcache does with it, and its line in
+/// the README's environment table.
+struct EnvVariable {
+  const char* name;
+  EnvRole role;
+  EnvParse parse;      ///< setting: what it sets in Config and how; null otherwise
+  const char* backend; ///< runtime_switch, compile: the backend it concerns
+  const char* off;     ///< runtime_switch: the value that turns that runtime's cache off
+  const char* doc;     ///< the README's description, word for word
+};
+
+/// The table, in the order its rows are read (compile rows: in the order they enter the key).
+/// C++17 has no std::span.
+struct EnvTable {
+  const EnvVariable* rows;
+  std::size_t size;
+  const EnvVariable* begin() const { return rows; }
+  const EnvVariable* end() const { return rows + size; }
+};
+
+/// Every environment variable jitcache reads (core/config.cpp); Config::from_variables reads
+/// them all. Static storage: valid for the life of the process.
+EnvTable env_table();
+
+} // namespace jitcache

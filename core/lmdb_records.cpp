@@ -1,0 +1,55 @@
+// LmdbStore's records: small values kept beside the entries (manifests, runtime identities).
+#include "core/lmdb_txn.hpp"
+
+namespace jitcache {
+
+Expected<std::optional<std::string>> LmdbStore::get_record(const Digest& name) {
+  std::optional<std::string> found;
+  auto seen = visit_record(name, [&](std::string_view bytes) { found.emplace(bytes); });
+  if (!seen)
+    return std::move(seen).error();
+  return found;
+}
+
+Expected<bool> LmdbStore::visit_record(const Digest& name,
+                                       const std::function<void(std::string_view)>& use) {
+  auto e = env();
+  if (!e->has_records)
+    return false;
+  bool found = false;
+  const int rc = e->read([&](MDB_txn* txn) {
+    MDB_val k = as_val(name), v;
+    const int r = mdb_get(txn, e->records, &k, &v);
+    if (r == MDB_SUCCESS) {
+      use({static_cast<const char*>(v.mv_data), v.mv_size});
+      found = true;
+    }
+    return r;
+  });
+  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+    return lmdb_error("read", rc, e->dir);
+  return found;
+}
+
+Expected<void> LmdbStore::put_record(const Digest& name, std::string_view bytes) {
+  auto e = env();
+  if (!writes(*e) || !e->has_records)
+    return read_only_error(e->dir);
+  const int rc = write_transaction(
+      *e,
+      [&](MDB_txn* txn) {
+        // Records only speed lookups up: when there are too many, all of them go.
+        MDB_stat st{};
+        int r = mdb_stat(txn, e->records, &st);
+        if (r == MDB_SUCCESS && st.ms_entries >= k_max_records)
+          r = mdb_drop(txn, e->records, 0);
+        MDB_val k = as_val(name), v{bytes.size(), const_cast<char*>(bytes.data())};
+        return r == MDB_SUCCESS ? mdb_put(txn, e->records, &k, &v, 0) : r;
+      },
+      bytes.size());
+  if (rc != MDB_SUCCESS)
+    return lmdb_error("write", rc, e->dir);
+  return {};
+}
+
+} // namespace jitcache

@@ -1,0 +1,41 @@
+#include "core/lmdb_txn.hpp"
+
+namespace jitcache {
+
+namespace {
+
+constexpr char k_total_key[] = "bytes";
+
+} // namespace
+
+Error read_only_error(const std::filesystem::path& dir) {
+  return Error(ErrorCode::read_only, "user tier " + dir.string() + " is read-only");
+}
+
+int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch) {
+  for (auto [key, when] : batch) {
+    MDB_val k = as_val(key), v;
+    if (mdb_get(txn, e.entries, &k, &v) != MDB_SUCCESS)
+      continue;
+    MDB_val t = as_val(when);
+    if (int r = mdb_put(txn, e.access, &k, &t, 0); r != MDB_SUCCESS)
+      return r;
+  }
+  return MDB_SUCCESS;
+}
+
+std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn) {
+  MDB_val k{sizeof k_total_key - 1, const_cast<char*>(k_total_key)}, v;
+  if (mdb_get(txn, e.meta, &k, &v) == MDB_SUCCESS)
+    return as_u64(v);
+  std::uint64_t total = 0;
+  scan(txn, e.entries, [&](const MDB_val&, const MDB_val& value) { total += value.mv_size; });
+  return total;
+}
+
+int set_total(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t total) {
+  MDB_val k{sizeof k_total_key - 1, const_cast<char*>(k_total_key)}, v = as_val(total);
+  return mdb_put(txn, e.meta, &k, &v, 0);
+}
+
+} // namespace jitcache

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <jitcache/stats.hpp>
+#include <jitcache/store.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string_view>
+
+namespace jitcache {
+
+/// Everything the core needs of the user tier, beyond a Store's entries: entries stored with
+/// the counters of the compile that made them, records (manifests, remembered identities),
+/// persistent counters, and where compile leases live. LmdbStore is the implementation; a test
+/// wraps it (tests/support/faulty_user_tier.hpp) to fail any one operation, so every step of
+/// the hit and miss paths can be made to fail. Implementations are thread-safe.
+class UserTier : public Store {
+public:
+  /// Like put(), and adds `counters` in the same write: the entry and its counters are stored
+  /// together or not at all. Errors as put().
+  virtual Expected<void> put(const Digest& key, const Entry& entry, const Stats& counters) = 0;
+  using Store::put;
+
+  /// Runs `use` on the record `name`'s bytes in place and says whether there was one. Records
+  /// are small values beside the entries that speed up finding them; they are not entries (not
+  /// listed, counted or size-limited). `use` must not call this tier.
+  virtual Expected<bool> visit_record(const Digest& name,
+                                      const std::function<void(std::string_view)>& use) = 0;
+  /// Stores `bytes` as the record `name`, replacing it. Errors as put().
+  virtual Expected<void> put_record(const Digest& name, std::string_view bytes) = 0;
+
+  /// Adds `delta` to the counters kept in the tier (and writes the uses recorded since the last
+  /// write). Errors as put().
+  virtual Expected<void> add_counters(const Stats& delta) = 0;
+  /// The counters kept in the tier.
+  virtual Expected<Stats> counters() = 0;
+
+  /// The directory compile leases are taken in (see CompileLease).
+  virtual std::filesystem::path lease_dir() const = 0;
+  /// Damaged entries this tier has found since the process started (each counted once by the
+  /// core as `corrupt`).
+  virtual std::uint64_t corrupt_seen() const = 0;
+};
+
+} // namespace jitcache

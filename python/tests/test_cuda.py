@@ -1,0 +1,57 @@
+"""jitcache.cuda: offline compile with NVRTC (no GPU needed); load_module's errors."""
+import pytest
+
+import jitcache
+
+cuda = pytest.importorskip("jitcache.cuda", reason="jitcache built without its CUDA backend")
+
+SCALE = """
+template <typename T, int N>
+__global__ void scale(T* x) { x[threadIdx.x] *= N; }
+"""
+
+
+def test_compile_returns_an_elf_cubin_and_the_lowered_names(cache):
+    binary = cuda.compile(SCALE, "sm_80", options=["-DUNUSED=1"],
+                          name_expressions=["scale<float, 4>"], name="scale.cu", cache=cache)
+    assert binary.cubin[:4] == b"\x7fELF"
+    assert binary.target == "sm_80"
+    assert binary.info.outcome == "miss"
+    assert binary.lowered_names["scale<float, 4>"].startswith("_Z")
+    again = cuda.compile(SCALE, "sm_80", options=["-DUNUSED=1"],
+                         name_expressions=["scale<float, 4>"], name="scale.cu", cache=cache)
+    assert again.info.outcome == "hit"
+    assert again.cubin == binary.cubin
+
+
+def test_in_memory_headers(cache):
+    source = '#include "n.h"\nextern "C" __global__ void k(int* x) { x[0] = N; }\n'
+    binary = cuda.compile(source, "sm_80", headers={"n.h": "#define N 7\n"}, cache=cache)
+    assert binary.cubin[:4] == b"\x7fELF"
+
+
+def test_compile_error_raises_with_nvrtc_log(cache):
+    with pytest.raises(jitcache.Error) as caught:
+        cuda.compile('extern "C" __global__ void k() { undeclared_thing = 1; }', "sm_80",
+                     cache=cache)
+    assert caught.value.code == "compile_failed"
+    assert "undeclared_thing" in caught.value.log
+
+
+def test_bad_input(cache):
+    with pytest.raises(TypeError):
+        cuda.compile(SCALE, "sm_80", options="-DN=1", cache=cache)  # one option per element
+    with pytest.raises(TypeError):
+        cuda.compile(SCALE, 80, cache=cache)
+    with pytest.raises(jitcache.ArgumentError):
+        cuda.compile("", "sm_80", cache=cache)
+    with pytest.raises(jitcache.ArgumentError):
+        cuda.compile(SCALE, "banana", cache=cache)
+
+
+def test_load_module_without_a_context_raises_jitcache_error(cache):
+    # No GPU in CI: no driver (runtime_missing) or no current context (invalid_argument); on a
+    # GPU machine with no context made current, the latter.
+    with pytest.raises(jitcache.Error) as caught:
+        cuda.load_module('extern "C" __global__ void k() {}', cache=cache)
+    assert caught.value.code in ("runtime_missing", "invalid_argument", "no_device")
