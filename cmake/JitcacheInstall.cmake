@@ -1,0 +1,52 @@
+# `cmake --install`: the public headers, libjitcache.so, the CLI, the CMake package (installed
+# and, for consumers of the build tree, exported into the build directory) and jitcache.pc.
+# Components: "runtime" (library and CLI) and "dev" (headers, CMake files, jitcache.pc, the
+# libjitcache.so link), which CPack turns into the packages jitcache and libjitcache-dev.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(JITCACHE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/jitcache)
+set_target_properties(jitcache_cli PROPERTIES EXPORT_NAME cli)
+
+install(TARGETS jitcache jitcache_cli EXPORT jitcacheTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(DIRECTORY include/jitcache DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+# Read-only kernel packages installed system-wide (issue 13) go here.
+install(DIRECTORY DESTINATION ${CMAKE_INSTALL_DATADIR}/jitcache/packages COMPONENT runtime)
+
+install(EXPORT jitcacheTargets NAMESPACE jitcache:: DESTINATION ${JITCACHE_CMAKE_DIR}
+        COMPONENT dev)
+export(EXPORT jitcacheTargets NAMESPACE jitcache::
+       FILE ${PROJECT_BINARY_DIR}/jitcacheTargets.cmake)
+
+# One config file serves the install tree and the build tree: it finds everything relative to
+# its own folder.
+configure_file(cmake/jitcacheConfig.cmake.in ${PROJECT_BINARY_DIR}/jitcacheConfig.cmake @ONLY)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/jitcacheConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+configure_file(cmake/FindJitcacheHip.cmake ${PROJECT_BINARY_DIR}/FindJitcacheHip.cmake COPYONLY)
+install(FILES ${PROJECT_BINARY_DIR}/jitcacheConfig.cmake
+              ${PROJECT_BINARY_DIR}/jitcacheConfigVersion.cmake
+              cmake/FindJitcacheHip.cmake
+        DESTINATION ${JITCACHE_CMAKE_DIR} COMPONENT dev)
+
+# pkg-config: relative to the .pc file, so a package unpacked anywhere (dpkg -x) still works.
+set(JITCACHE_PC_REQUIRES "")
+set(JITCACHE_PC_CFLAGS "")
+if(JITCACHE_HAVE_OPENCL)
+  set(JITCACHE_PC_REQUIRES "OpenCL")
+endif()
+if(JITCACHE_HAVE_CUDA)
+  foreach(dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
+    string(APPEND JITCACHE_PC_CFLAGS " -I${dir}")
+  endforeach()
+endif()
+if(JITCACHE_HAVE_HIP)
+  string(APPEND JITCACHE_PC_CFLAGS " -D__HIP_PLATFORM_AMD__")
+endif()
+file(RELATIVE_PATH JITCACHE_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" JITCACHE_PC_TO_PREFIX "${JITCACHE_PC_TO_PREFIX}")
+configure_file(cmake/jitcache.pc.in ${PROJECT_BINARY_DIR}/jitcache.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/jitcache.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+        COMPONENT dev)

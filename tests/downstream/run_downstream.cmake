@@ -1,0 +1,125 @@
+# Builds tests/downstream/project against jitcache as a user would get it, then runs both
+# programs (C++ and C) twice each with a fresh JITCACHE_DIR: a miss, then a hit.
+#
+#   cmake -DMODE=install|build-tree|deb|subdirectory|fetchcontent|missing-component
+#         -DBUILD_DIR=<jitcache build dir>
+#         -DSOURCE_DIR=<jitcache source dir> -DWORK_DIR=<scratch dir> -P run_downstream.cmake
+#
+# install:    `cmake --install` into WORK_DIR/prefix, found through CMAKE_PREFIX_PATH; also
+#             builds the C program with pkg-config's flags for jitcache.pc
+# build-tree: jitcache_DIR is the build directory (export() of the build tree)
+# deb:        `cpack -G DEB`, the packages unpacked with `dpkg -x` into WORK_DIR/root
+# subdirectory: add_subdirectory(<jitcache source>) with the OpenCL backend only; configure and
+#             generate only unless -DBUILD_EMBEDDED=ON (which compiles jitcache again: minutes)
+# fetchcontent: FetchContent of the source folder; likewise
+# missing-component: asking for a backend that is not built must fail configure, naming it
+cmake_minimum_required(VERSION 3.20)
+foreach(var MODE BUILD_DIR SOURCE_DIR WORK_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run_downstream.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(project_dir "${SOURCE_DIR}/tests/downstream/project")
+set(downstream_build "${WORK_DIR}/downstream")
+
+if(MODE STREQUAL "install")
+  run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
+  set(find_args "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
+  set(prefix "${WORK_DIR}/prefix")
+elseif(MODE STREQUAL "subdirectory" OR MODE STREQUAL "fetchcontent")
+  set(find_args "-DDOWNSTREAM_VIA=${MODE}" "-DDOWNSTREAM_JITCACHE_SOURCE=${SOURCE_DIR}"
+                -DJITCACHE_WITH_CUDA=OFF -DJITCACHE_WITH_HIP=OFF)
+  if(LAUNCHER) # the compiler launcher of jitcache's own build (ccache), for the rebuild
+    list(APPEND find_args "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
+  endif()
+elseif(MODE STREQUAL "build-tree" OR MODE STREQUAL "missing-component")
+  set(find_args "-Djitcache_DIR=${BUILD_DIR}")
+elseif(MODE STREQUAL "deb")
+  run(cpack -G DEB --config "${BUILD_DIR}/CPackConfig.cmake" -B "${WORK_DIR}/packages")
+  file(GLOB debs "${WORK_DIR}/packages/*.deb")
+  list(LENGTH debs count)
+  if(NOT count EQUAL 2)
+    message(FATAL_ERROR "expected 2 packages (jitcache, libjitcache-dev), got: ${debs}")
+  endif()
+  foreach(deb IN LISTS debs)
+    run(dpkg-deb --field "${deb}" Package Depends)
+    message(STATUS "${deb}:\n${run_output}")
+    run(dpkg -x "${deb}" "${WORK_DIR}/root")
+  endforeach()
+  set(prefix "${WORK_DIR}/root/usr")
+  set(find_args "-DCMAKE_PREFIX_PATH=${prefix}")
+  if(NOT EXISTS "${prefix}/bin/jitcache")
+    message(FATAL_ERROR "the jitcache package has no bin/jitcache")
+  endif()
+else()
+  message(FATAL_ERROR "unknown MODE '${MODE}'")
+endif()
+
+if(MODE STREQUAL "missing-component")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S "${project_dir}" -B "${downstream_build}"
+                          ${find_args} "-DDOWNSTREAM_COMPONENTS=opencl;nosuchbackend"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "built without the 'nosuchbackend' backend")
+    message(FATAL_ERROR "configure with a missing component: rc ${rc}, expected a failure "
+                        "naming it\n${out}\n${err}")
+  endif()
+  return()
+endif()
+
+run(${CMAKE_COMMAND} -S "${project_dir}" -B "${downstream_build}" ${find_args}
+    -DCMAKE_BUILD_TYPE=Release)
+if(MODE MATCHES "^(subdirectory|fetchcontent)$" AND NOT BUILD_EMBEDDED)
+  file(REMOVE_RECURSE "${WORK_DIR}")
+  return()
+endif()
+run(${CMAKE_COMMAND} --build "${downstream_build}" --parallel 2)
+
+# The installed target must not point into the source tree.
+if(DEFINED prefix)
+  file(GLOB_RECURSE target_files "${prefix}/lib*/cmake/jitcache/*.cmake")
+  foreach(f IN LISTS target_files)
+    file(READ "${f}" text)
+    string(FIND "${text}" "${SOURCE_DIR}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${f} names the source tree ${SOURCE_DIR}")
+    endif()
+  endforeach()
+endif()
+
+set(programs app_cpp app_c)
+if(MODE STREQUAL "install")
+  # pkg-config: the C program built by hand from jitcache.pc's flags.
+  file(GLOB pc_dir "${prefix}/lib*/pkgconfig")
+  set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+  run(pkg-config --cflags --libs jitcache)
+  string(STRIP "${run_output}" flags)
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  file(GLOB lib_dir "${prefix}/lib*")
+  run(cc -std=c99 -o "${downstream_build}/app_pc" "${project_dir}/app.c" ${flags}
+      "-Wl,-rpath,${lib_dir}")
+  list(APPEND programs app_pc)
+endif()
+
+foreach(program IN LISTS programs)
+  set(ENV{JITCACHE_DIR} "${WORK_DIR}/cache-${program}")
+  foreach(expected "outcome=miss tier=compile" "outcome=hit tier=user")
+    run("${downstream_build}/${program}" "${SOURCE_DIR}/kernels/vector_ops.cl"
+        "${SOURCE_DIR}/kernels")
+    if(NOT run_output MATCHES "${expected}")
+      message(FATAL_ERROR "${program}: expected '${expected}', got '${run_output}'")
+    endif()
+    message(STATUS "${MODE} ${program}: ${run_output}")
+  endforeach()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
