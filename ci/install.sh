@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ make pkg-config
+  cmake g++ make pkg-config clang-format
   liblmdb-dev libxxhash-dev libssl-dev
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo

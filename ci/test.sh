@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs every test through ctest.
+# Installs dependencies, checks formatting, builds, and runs every test through ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/install.sh
+ci/format.sh
 ci/build.sh
 cd build
 ctest --output-on-failure -j "$(nproc)" --timeout 600

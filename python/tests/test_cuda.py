@@ -1,4 +1,8 @@
 """jitcache.cuda: offline compile with NVRTC (no GPU needed); load_module's errors."""
+import os
+import subprocess
+import sys
+
 import pytest
 
 import jitcache
@@ -49,9 +53,18 @@ def test_bad_input(cache):
         cuda.compile(SCALE, "banana", cache=cache)
 
 
-def test_load_module_without_a_context_raises_jitcache_error(cache):
-    # No GPU in CI: no driver (runtime_missing) or no current context (invalid_argument); on a
-    # GPU machine with no context made current, the latter.
-    with pytest.raises(jitcache.Error) as caught:
-        cuda.load_module('extern "C" __global__ void k() {}', cache=cache)
-    assert caught.value.code in ("runtime_missing", "invalid_argument", "no_device")
+def test_load_module_without_a_context_raises_jitcache_error(tmp_path):
+    # In a new process, where nothing has made a CUDA context current (another test may have, in
+    # this one): no driver (runtime_missing) or no current context (invalid_argument).
+    script = (
+        "import jitcache, jitcache.cuda as cuda\n"
+        "try:\n"
+        "    cuda.load_module('extern \"C\" __global__ void k() {}',"
+        " cache=jitcache.Cache(dir=%r))\n"
+        "    print('loaded')\n"
+        "except jitcache.Error as e:\n"
+        "    print(e.code)\n" % str(tmp_path / "cache")
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env=os.environ.copy()).stdout.strip()
+    assert out in ("runtime_missing", "invalid_argument", "no_device"), out
