@@ -1,6 +1,7 @@
 // The OpenCL backend end to end on PoCL: real compiles, real binaries, real launches.
 #include <jitcache/opencl.hpp>
 
+#include "core/key_fields.hpp"
 #include "core/lmdb_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,3 +1,4 @@
+#include "core/key_fields.hpp"
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
