@@ -101,13 +101,14 @@ JITCACHE_EXPORT Expected<Module> load_module(Cache& cache, const Program& progra
 /// unsupported (an arch the installed NVRTC cannot target; the message lists those it can),
 /// runtime_missing (no NVRTC), compile_failed (with NVRTC's log; nothing is stored),
 /// runtime_error (naming the NVRTC call). Thread-safe.
-JITCACHE_EXPORT Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& program);
+JITCACHE_EXPORT Expected<Binary> compile(Cache& cache, std::string_view arch,
+                                         const Program& program);
 
 /// The key compile(arch) would use with a Cache configured by `config` (which supplies the
 /// compiler-affecting environment); with `arch` empty, the key load_module() would use in the
 /// current context. Reads the header files; compiles nothing. For `jitcache explain` and tests.
 /// Errors: as compile() and load_module() give them before compiling.
 JITCACHE_EXPORT Expected<Key> make_key(const Config& config, const Program& program,
-                                      std::string_view arch = {});
+                                       std::string_view arch = {});
 
 } // namespace jitcache::cuda

@@ -105,14 +105,15 @@ JITCACHE_EXPORT Expected<Module> load_module(Cache& cache, const Program& progra
 /// unsupported (a target or feature the installed toolchain does not know; the message lists
 /// those it does), runtime_missing, compile_failed (with hipRTC's log; nothing is stored),
 /// runtime_error (naming the hipRTC call). Thread-safe.
-JITCACHE_EXPORT Expected<CodeObject> compile(Cache& cache, std::string_view target, const Program& program);
+JITCACHE_EXPORT Expected<CodeObject> compile(Cache& cache, std::string_view target,
+                                             const Program& program);
 
 /// The key compile(target) would use with a Cache configured by `config` (which supplies the
 /// compiler-affecting environment); with `target` empty, the key load_module() would use on the
 /// current device. Reads the header files; compiles nothing. For `jitcache explain` and tests.
 /// Errors: as compile() and load_module() give them before compiling.
 JITCACHE_EXPORT Expected<Key> make_key(const Config& config, const Program& program,
-                                      std::string_view target = {});
+                                       std::string_view target = {});
 
 /// The canonical full target id of HIP device `device` (an ordinal, as for hipSetDevice).
 /// Errors: runtime_missing, no_device (no GPU, or `device` out of range; naming the HIP error),
