@@ -3,6 +3,7 @@
 #include <jitcache/config.hpp>
 #include <jitcache/entry.hpp>
 #include <jitcache/expected.hpp>
+#include <jitcache/export.hpp>
 #include <jitcache/key.hpp>
 #include <jitcache/stats.hpp>
 #include <jitcache/store.hpp>
@@ -25,7 +26,7 @@ CacheCore& core_of(Cache& cache);
 enum class Outcome { hit, miss };
 
 /// Returns "hit" or "miss".
-const char* to_string(Outcome outcome) noexcept;
+JITCACHE_EXPORT const char* to_string(Outcome outcome) noexcept;
 
 /// How a build request was served; every backend's result carries one.
 struct BuildInfo {
@@ -49,7 +50,7 @@ struct Found {
 /// The cache: the tiers of DESIGN.md behind one object. Thread-safe: any number of threads may
 /// share one Cache. Create one per process per configuration; it is neither copyable nor
 /// movable. The destructor waits for deferred stores (see store_later) to finish.
-class Cache {
+class JITCACHE_EXPORT Cache {
 public:
   /// A cache configured from the environment (Config::from_environment()).
   Cache();

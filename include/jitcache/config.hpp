@@ -1,5 +1,7 @@
 #pragma once
 
+#include <jitcache/export.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -27,7 +29,7 @@ struct PersistencePolicy {
 /// The resolved configuration. Immutable once built; passed down by const reference.
 /// Built from the environment by Config::from_environment() - the only place jitcache reads
 /// the environment - or from an explicit variable map (tests, embedding applications).
-struct Config {
+struct JITCACHE_EXPORT Config {
   /// User-tier directory, format version included (e.g. ~/.cache/jitcache/v1).
   /// Empty when no persistent cache is possible (no HOME, or a build with an empty default).
   std::filesystem::path cache_dir;
@@ -77,9 +79,9 @@ struct Config {
 
 /// Parses a size such as "10G", "512M", "1.5GiB", "4096" (bytes; K/M/G/T are powers of 1024).
 /// Returns std::nullopt on anything else (negative, empty, garbage, overflow).
-std::optional<std::uint64_t> parse_size(std::string_view text);
+JITCACHE_EXPORT std::optional<std::uint64_t> parse_size(std::string_view text);
 
 /// Formats bytes for people: "1.5 GiB", "312 KiB", "12 B".
-std::string format_size(std::uint64_t bytes);
+JITCACHE_EXPORT std::string format_size(std::uint64_t bytes);
 
 } // namespace jitcache

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <jitcache/cache.hpp>
+#include <jitcache/export.hpp>
 
 #include <cuda.h>
 
@@ -40,7 +41,7 @@ struct Program {
 };
 
 /// A module loaded into the current context, and how it was obtained.
-struct Module {
+struct JITCACHE_EXPORT Module {
   /// The loaded module. It stays loaded while this Module (or a copy) or the Cache lives,
   /// whichever is longer, and the context lives; never cuModuleUnload it.
   CUmodule module = nullptr;
@@ -90,7 +91,7 @@ struct Binary {
 /// (no driver, or no NVRTC), unsupported (a device older than NVRTC's oldest target),
 /// compile_failed (with NVRTC's log; nothing is stored), load_failed (the driver refused a fresh
 /// binary), runtime_error (naming the driver or NVRTC call). Thread-safe.
-Expected<Module> load_module(Cache& cache, const Program& program);
+JITCACHE_EXPORT Expected<Module> load_module(Cache& cache, const Program& program);
 
 /// Compiles (or finds) `program` for `arch` ("sm_80", also "sm_90a") without a driver or device,
 /// and stores it: a later load_module() on a device of that architecture, with the same program,
@@ -100,12 +101,14 @@ Expected<Module> load_module(Cache& cache, const Program& program);
 /// unsupported (an arch the installed NVRTC cannot target; the message lists those it can),
 /// runtime_missing (no NVRTC), compile_failed (with NVRTC's log; nothing is stored),
 /// runtime_error (naming the NVRTC call). Thread-safe.
-Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& program);
+JITCACHE_EXPORT Expected<Binary> compile(Cache& cache, std::string_view arch,
+                                         const Program& program);
 
 /// The key compile(arch) would use with a Cache configured by `config` (which supplies the
 /// compiler-affecting environment); with `arch` empty, the key load_module() would use in the
 /// current context. Reads the header files; compiles nothing. For `jitcache explain` and tests.
 /// Errors: as compile() and load_module() give them before compiling.
-Expected<Key> make_key(const Config& config, const Program& program, std::string_view arch = {});
+JITCACHE_EXPORT Expected<Key> make_key(const Config& config, const Program& program,
+                                       std::string_view arch = {});
 
 } // namespace jitcache::cuda

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <jitcache/export.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +13,7 @@
 namespace jitcache {
 
 /// A SHA-256 digest: the identity of a cache entry. Value type, totally ordered, hashable.
-struct Digest {
+struct JITCACHE_EXPORT Digest {
   std::array<std::uint8_t, 32> bytes{};
 
   /// Lowercase hex form, 64 characters.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <jitcache/export.hpp>
+
 #include <string>
 #include <utility>
 
@@ -21,7 +23,7 @@ enum class ErrorCode {
 };
 
 /// Returns a short lowercase name for `code` ("compile_failed", ...). Never fails.
-const char* to_string(ErrorCode code) noexcept;
+JITCACHE_EXPORT const char* to_string(ErrorCode code) noexcept;
 
 /// A failure: a code, a one-line message naming what failed, and for compile errors the
 /// compiler's full build log. Plain value type; copying is cheap enough for error paths.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <jitcache/cache.hpp>
+#include <jitcache/export.hpp>
 
 #include <hip/hip_runtime_api.h>
 
@@ -39,7 +40,7 @@ struct Program {
 };
 
 /// A module loaded on one device, and how it was obtained.
-struct Module {
+struct JITCACHE_EXPORT Module {
   /// The loaded module. It stays loaded while this Module (or a copy) or the Cache lives,
   /// whichever is longer; never hipModuleUnload it.
   hipModule_t module = nullptr;
@@ -91,7 +92,7 @@ struct CodeObject {
 /// hipErrorNoDevice (100)"), unsupported (a device whose target the installed toolchain does not
 /// know), compile_failed (with hipRTC's log; nothing is stored), load_failed (the runtime refused
 /// a fresh code object), runtime_error (naming the HIP or hipRTC call). Thread-safe.
-Expected<Module> load_module(Cache& cache, const Program& program);
+JITCACHE_EXPORT Expected<Module> load_module(Cache& cache, const Program& program);
 
 /// Compiles (or finds) `program` for `target` ("gfx90a", "gfx90a:xnack+") without a GPU, and
 /// stores it: a later load_module() on a device of that target id, with the same program, is a
@@ -104,21 +105,23 @@ Expected<Module> load_module(Cache& cache, const Program& program);
 /// unsupported (a target or feature the installed toolchain does not know; the message lists
 /// those it does), runtime_missing, compile_failed (with hipRTC's log; nothing is stored),
 /// runtime_error (naming the hipRTC call). Thread-safe.
-Expected<CodeObject> compile(Cache& cache, std::string_view target, const Program& program);
+JITCACHE_EXPORT Expected<CodeObject> compile(Cache& cache, std::string_view target,
+                                             const Program& program);
 
 /// The key compile(target) would use with a Cache configured by `config` (which supplies the
 /// compiler-affecting environment); with `target` empty, the key load_module() would use on the
 /// current device. Reads the header files; compiles nothing. For `jitcache explain` and tests.
 /// Errors: as compile() and load_module() give them before compiling.
-Expected<Key> make_key(const Config& config, const Program& program, std::string_view target = {});
+JITCACHE_EXPORT Expected<Key> make_key(const Config& config, const Program& program,
+                                       std::string_view target = {});
 
 /// The canonical full target id of HIP device `device` (an ordinal, as for hipSetDevice).
 /// Errors: runtime_missing, no_device (no GPU, or `device` out of range; naming the HIP error),
 /// unsupported (a target the installed toolchain does not know), runtime_error.
-Expected<std::string> device_target(int device);
+JITCACHE_EXPORT Expected<std::string> device_target(int device);
 
 /// Every target the installed toolchain compiles, from comgr's ISA list, with the features each
 /// takes, e.g. "gfx1030", "gfx90a[:sramecc+|-][:xnack+|-]". Errors: runtime_missing.
-Expected<std::vector<std::string>> supported_targets();
+JITCACHE_EXPORT Expected<std::vector<std::string>> supported_targets();
 
 } // namespace jitcache::hip

@@ -1,8 +1,8 @@
 #pragma once
 
 #include <jitcache/digest.hpp>
+#include <jitcache/export.hpp>
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +25,7 @@ enum class KeySection : std::uint8_t {
 };
 
 /// Returns "schema", "backend", "device", ... Never fails.
-const char* to_string(KeySection section) noexcept;
+JITCACHE_EXPORT const char* to_string(KeySection section) noexcept;
 
 /// One named field of a key, kept for `jitcache explain`.
 struct KeyField {
@@ -40,23 +40,15 @@ struct Key {
   Digest digest;
   std::string backend;
   std::vector<KeyField> fields; ///< in hashing order
-  std::string stored_fields;    ///< encode_key_fields(fields), computed once by finish()
+  std::string stored_fields;    ///< the fields in their stored form, computed once by finish()
 };
-
-/// Encodes `fields` compactly for storing with an entry: values up to 128 bytes as they are,
-/// longer ones as "sha256:<hex>" (sources and headers), so two encodings are equal exactly when
-/// the fields are.
-std::string encode_key_fields(const std::vector<KeyField>& fields);
-
-/// Decodes encode_key_fields() output; std::nullopt when `bytes` is malformed.
-std::optional<std::vector<KeyField>> decode_key_fields(std::string_view bytes);
 
 /// Builds a Key: SHA-256 over tagged, length-delimited fields, so that no two different
 /// field lists hash alike ("-I -O2" vs "-I-O2", a byte moved across a field boundary).
 /// Each field contributes: section byte, u64le name length, name, u64le value length, value.
 /// Fields are hashed in section order, and within a section in the order added.
 /// Not thread-safe; cheap to construct.
-class KeyBuilder {
+class JITCACHE_EXPORT KeyBuilder {
 public:
   /// Starts a key for `backend` ("opencl", "cuda", "hip"); adds the schema version and
   /// the backend name.

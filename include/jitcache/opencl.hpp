@@ -1,6 +1,7 @@
 #pragma once
 
 #include <jitcache/cache.hpp>
+#include <jitcache/export.hpp>
 
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
@@ -34,14 +35,15 @@ struct Program {
 /// Errors: invalid_argument (empty source, null context/device), compile_failed (with the build
 /// log; nothing is stored), runtime_error (naming the OpenCL call). Thread-safe: concurrent
 /// calls for the same key, context and device compile once.
-Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id device,
-                                std::string_view source, std::string_view options = {});
+JITCACHE_EXPORT Expected<Program> build_program(Cache& cache, cl_context context,
+                                                cl_device_id device, std::string_view source,
+                                                std::string_view options = {});
 
 /// The key build_program uses for this request under `config` (which supplies the environment
 /// variables that change PoCL's code generation): device and toolchain identity, options,
 /// source and headers; for `jitcache explain` and tests. Errors: runtime_error naming the
 /// failing clGetDeviceInfo/clGetPlatformInfo.
-Expected<Key> make_key(const Config& config, cl_device_id device, std::string_view source,
-                       std::string_view options);
+JITCACHE_EXPORT Expected<Key> make_key(const Config& config, cl_device_id device,
+                                       std::string_view source, std::string_view options);
 
 } // namespace jitcache::opencl

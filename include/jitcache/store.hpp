@@ -3,6 +3,7 @@
 #include <jitcache/digest.hpp>
 #include <jitcache/entry.hpp>
 #include <jitcache/expected.hpp>
+#include <jitcache/export.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -13,7 +14,7 @@ namespace jitcache {
 
 /// A place entries are kept (one tier). A miss is an empty optional; a failure is an Error;
 /// the two never mix. Implementations are thread-safe.
-class Store {
+class JITCACHE_EXPORT Store {
 public:
   virtual ~Store() = default;
 

@@ -40,7 +40,8 @@ protected:
     if (!store)
       return 0;
     std::uint64_t n = 0;
-    (*store)->for_each([&](const Store::Item&) { ++n; });
+    auto listed = (*store)->for_each([&](const Store::Item&) { ++n; });
+    EXPECT_TRUE(listed) << listed.error().message;
     return n;
   }
   test::TempDir dir;

@@ -1,4 +1,5 @@
 #include "core/entry_codec.hpp"
+#include "core/key_fields.hpp"
 
 #include <jitcache/key.hpp>
 

@@ -174,7 +174,7 @@ TEST_F(LmdbStoreTest, FlippedByteOnDiskIsAMissThenReplaced) {
   EXPECT_FALSE(*got) << "a corrupt entry must read as a miss";
   EXPECT_EQ(store->corrupt_seen(), corrupt_before + 1);
   bool listed_invalid = false;
-  store->for_each([&](const Store::Item& item) { listed_invalid |= !item.valid; });
+  ASSERT_TRUE(store->for_each([&](const Store::Item& item) { listed_invalid |= !item.valid; }));
   EXPECT_TRUE(listed_invalid);
 
   ASSERT_TRUE(store->put(key, entry_of(marker)));

@@ -4,6 +4,8 @@
 
 #include <jitcache/cuda.hpp>
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -35,8 +37,9 @@ inline cuda::Program kernel_program(const std::string& file,
 inline std::size_t user_entries(Cache& cache, const std::string& backend = "cuda") {
   std::size_t n = 0;
   for (const auto& tier : cache.tiers())
-    if (tier->name() == "user")
-      tier->for_each([&](const Store::Item& item) { n += item.backend == backend; });
+    if (tier->name() == "user") {
+      EXPECT_TRUE(tier->for_each([&](const Store::Item& item) { n += item.backend == backend; }));
+    }
   return n;
 }
 

@@ -1,6 +1,7 @@
 // The OpenCL backend end to end on PoCL: real compiles, real binaries, real launches.
 #include <jitcache/opencl.hpp>
 
+#include "core/key_fields.hpp"
 #include "core/lmdb_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -99,8 +100,10 @@ protected:
   std::uint64_t stored_entries() {
     auto store = LmdbStore::open(dir.path() / "v1", true);
     std::uint64_t n = 0;
-    if (store)
-      (*store)->for_each([&](const Store::Item& item) { n += item.valid; });
+    if (store) {
+      auto listed = (*store)->for_each([&](const Store::Item& item) { n += item.valid; });
+      EXPECT_TRUE(listed) << listed.error().message;
+    }
     return n;
   }
   test::TempDir dir;

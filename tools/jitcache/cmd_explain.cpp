@@ -1,3 +1,4 @@
+#include "core/key_fields.hpp"
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
@@ -29,18 +30,22 @@ struct Difference {
 };
 
 // Entries of the user tier stored for the same source, and the fields in which they differ.
-std::vector<Difference> compare_with_stored(LmdbStore& store, const Key& key,
-                                            const std::vector<KeyField>& now, bool& exact) {
+// Errors: the store's, when its entries cannot be listed.
+Expected<std::vector<Difference>> compare_with_stored(LmdbStore& store, const Key& key,
+                                                      const std::vector<KeyField>& now,
+                                                      bool& exact) {
   const auto mine = by_id(now);
   std::string source;
   for (const KeyField& f : now)
     if (f.section == KeySection::source)
       source = f.value;
   std::vector<Digest> keys;
-  store.for_each([&](const Store::Item& item) {
+  auto listed = store.for_each([&](const Store::Item& item) {
     if (item.backend == key.backend)
       keys.push_back(item.key);
   });
+  if (!listed)
+    return listed.error();
   std::vector<Difference> out;
   exact = false;
   for (const Digest& other : keys) {
@@ -115,8 +120,12 @@ int run_explain(const Config& config, const BuildOptions& options, const Output&
     }
     bool exact = false;
     std::vector<Difference> diffs;
-    if (*store)
-      diffs = compare_with_stored(**store, *key, shown, exact);
+    if (*store) {
+      auto compared = compare_with_stored(**store, *key, shown, exact);
+      if (!compared)
+        return fail(compared.error());
+      diffs = std::move(*compared);
+    }
     nlohmann::json differences = nlohmann::json::array();
     text << (exact ? "  stored: yes (a lookup hits)" : "  stored: no (a lookup misses)");
     if (!exact && diffs.empty())

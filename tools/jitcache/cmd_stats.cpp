@@ -25,11 +25,13 @@ int run_stats(const Config& config, const Output& out) {
     if (!usage)
       return fail(usage.error());
     file_bytes = usage->file_bytes;
-    (*store)->for_each([&](const Store::Item& item) {
+    auto listed = (*store)->for_each([&](const Store::Item& item) {
       auto& [entries, bytes] = stored[item.backend.empty() ? "unknown" : item.backend];
       ++entries;
       bytes += item.bytes;
     });
+    if (!listed)
+      return fail(listed.error());
   }
   std::uint64_t total_entries = 0, total_bytes = 0;
   for (const char* backend : k_backends) {
