@@ -1,5 +1,7 @@
 #pragma once
 
+#include <jitcache/export.hpp>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,13 +26,13 @@ enum class Counter {
 };
 
 /// The stored and printed name of `counter` ("misses", "compile_errors", ...).
-const char* to_string(Counter counter) noexcept;
+JITCACHE_EXPORT const char* to_string(Counter counter) noexcept;
 
 /// The prefix of a per-tier hit counter's name: "hits." + the tier's name ("hits.user").
 inline constexpr const char* k_hits_prefix = "hits.";
 
 /// Counters per backend: by_backend[backend][name] = value. Missing counters read as 0.
-struct Stats {
+struct JITCACHE_EXPORT Stats {
   std::map<std::string, std::map<std::string, std::uint64_t>> by_backend;
 
   /// The value of `counter` for `backend`, 0 if never counted.
