@@ -166,12 +166,16 @@ bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
 }
 
 std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
-  if (!open())
-    return std::nullopt;
   const auto stamps = decode_stamps(encoded);
   if (!stamps)
     return std::nullopt;
   Ticket ticket;
+  if (stamps->empty()) {
+    ticket.empty = true;
+    return ticket;
+  }
+  if (!open())
+    return std::nullopt;
   std::string cwd;
   m_added.clear();
   std::set<std::string> done;
@@ -227,6 +231,8 @@ void FileWatch::drain() {
 }
 
 bool FileWatch::unchanged_since(const Ticket& ticket) {
+  if (ticket.empty)
+    return true;
   if (m_fd < 0 || m_fork_generation != fork_generation())
     return false;
   drain();

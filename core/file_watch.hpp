@@ -32,7 +32,8 @@ public:
   /// directory when a stamped path is relative (resolved from it; chdir raises no event).
   struct Ticket {
     std::uint64_t generation = 0;
-    std::string cwd; ///< empty: every path is absolute
+    std::string cwd;    ///< empty: every path is absolute
+    bool empty = false; ///< no stamp at all: nothing can change
   };
 
   /// `probe` tells which filesystem a directory is on (tests pretend a network one).
