@@ -61,6 +61,13 @@ std::optional<std::string> current_directory() {
 
 } // namespace
 
+FileWatch::Interest FileWatch::stamped(bool directory) {
+  Interest interest;
+  interest.self = directory ? k_dir_self : k_file_self;
+  interest.any_entry = directory ? k_dir_entries : 0;
+  return interest;
+}
+
 FileWatch::FileWatch(FilesystemProbe probe) : m_probe(probe) {}
 
 FileWatch::~FileWatch() {
@@ -112,6 +119,11 @@ bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
   std::deque<std::string> rest;
   split_into(path, rest);
   std::string dir = path.front() == '/' ? "/" : cwd;
+  // Where resolution starts has no entry watched above it: a permission change there.
+  Interest start;
+  start.self = IN_ATTRIB;
+  if (!add(dir, IN_ATTRIB, start))
+    return false;
   int links = 0;
   while (!rest.empty()) {
     const std::string name = std::move(rest.front());
@@ -149,19 +161,11 @@ bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
       dir = next;
       continue;
     }
-    Interest self;
-    if (S_ISDIR(st.st_mode)) {
-      self.self = k_dir_self;
-      self.any_entry = k_dir_entries;
-    } else {
-      self.self = k_file_self;
-    }
+    const Interest self = stamped(S_ISDIR(st.st_mode));
     return add(next, self.self | self.any_entry, self);
   }
   // The path named a directory through "." or ".." last: watch it as a stamped directory.
-  Interest self;
-  self.self = k_dir_self;
-  self.any_entry = k_dir_entries;
+  const Interest self = stamped(true);
   return add(dir, self.self | self.any_entry, self);
 }
 

@@ -61,6 +61,9 @@ private:
     std::uint32_t any_entry = 0;         ///< events on any entry of a watched directory
     std::map<std::string, std::uint32_t> entries; ///< events on named entries
   };
+  /// What concerns a path's last object: a file's content and attributes, or a directory's
+  /// entries (a stamped directory changes when one is added, removed or renamed).
+  static Interest stamped(bool directory);
   bool open();
   bool add(const std::string& path, std::uint32_t mask, const Interest& interest);
   bool watch_path(const std::string& path, const std::string& cwd);
