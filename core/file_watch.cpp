@@ -4,6 +4,7 @@
 #include "core/fork_guard.hpp"
 
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -201,6 +202,9 @@ std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
 }
 
 void FileWatch::drain() {
+  int pending = 0; // FIONREAD is the cheaper call when nothing is queued, the usual case
+  if (::ioctl(m_fd, FIONREAD, &pending) == 0 && pending == 0)
+    return;
   alignas(inotify_event) char buf[16 * 1024];
   for (;;) {
     const ssize_t n = ::read(m_fd, buf, sizeof buf);
