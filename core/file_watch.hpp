@@ -15,7 +15,7 @@ namespace jitcache::detail {
 /// have not changed: an inotify instance watches every directory entry that resolving their paths
 /// looks up (each ancestor for the next name, each symlink's target, the file itself, and a
 /// stamped directory for any entry), and every event that concerns one bumps a generation. A
-/// check is then one non-blocking read of the instance, however many files there are.
+/// check is then one ioctl(FIONREAD) on the instance, however many files there are.
 ///
 /// Where inotify cannot see every change, watch() declines and the caller keeps stat-ing: a
 /// network or FUSE filesystem (other machines' writes raise no event), the watch or instance
@@ -49,7 +49,7 @@ public:
   std::optional<Ticket> watch(std::string_view encoded);
 
   /// Whether nothing that concerns a watched path happened since `ticket` was taken (and the
-  /// current directory is the same, for relative paths). Drains pending events: one read(2)
+  /// current directory is the same, for relative paths). Drains pending events: one ioctl(2)
   /// when there are none. False in a forked child, and after the kernel's event queue
   /// overflowed or a watch was removed.
   bool unchanged_since(const Ticket& ticket);

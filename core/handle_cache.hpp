@@ -25,7 +25,7 @@ namespace jitcache::detail {
 /// Requests whose key depends on nothing but their arguments are also remembered by a cheap
 /// request hash (XXH3-128 over the raw arguments), so that a repeated identical request skips
 /// key building entirely. What vouches for such a shortcut, the stamps of the files its key was
-/// built from, is watched (FileWatch): a repeated request costs one read(2) however many
+/// built from, is watched (FileWatch): a repeated request costs one ioctl(2) however many
 /// headers there are, and stats its files only after something they depend on raised an event,
 /// or where they cannot be watched.
 class HandleCache {
