@@ -40,6 +40,8 @@ std::string parent_of(const std::string& dir) {
   return slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
 }
 
+// Puts the components of `path` in front of those still to resolve (a symlink's target comes
+// before the rest of the path that led to it).
 void split_into(const std::string& path, std::deque<std::string>& out) {
   std::deque<std::string> parts;
   std::size_t start = 0;
