@@ -2,6 +2,11 @@
 
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
+#if defined(__x86_64__) && __has_include(<xxh_x86dispatch.h>)
+// The library's default XXH3 is its SSE2 build; its dispatching entry points pick AVX2 or
+// AVX-512 where the CPU has them: the request hash of a 10 KB source is most of a memory hit.
+#include <xxh_x86dispatch.h>
+#endif
 
 namespace jitcache::detail {
 
@@ -31,9 +36,27 @@ std::optional<HandleCache::Loaded> HandleCache::find(const RequestHash& request)
   auto it = m_requests.find(request);
   if (it == m_requests.end())
     return std::nullopt;
-  if (!unchanged(it->second.guards))
-    return std::nullopt; // a header changed: the caller rebuilds the key (and re-aliases)
+  if (!still_holds(it->second)) {
+    m_requests.erase(it); // a header changed: the caller rebuilds the key (and re-aliases)
+    return std::nullopt;
+  }
   return it->second.loaded;
+}
+
+bool HandleCache::still_holds(Alias& alias) const {
+  if (alias.ticket && m_watch.unchanged_since(*alias.ticket))
+    return true;
+  // Watched first, proven after: a change made between the two is either seen by the stat
+  // check or raises an event that the ticket does not cover.
+  if (!alias.unwatchable) {
+    alias.ticket = m_watch.watch(alias.guards);
+    alias.unwatchable = !alias.ticket;
+  }
+  ++m_stat_checks;
+  if (unchanged(alias.guards))
+    return true;
+  alias.ticket.reset();
+  return false;
 }
 
 void HandleCache::insert(const Slot& slot, const Loaded& loaded) {
@@ -64,7 +87,12 @@ void HandleCache::alias(const RequestHash& request, const Loaded& loaded,
   if (!guards)
     return;
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_requests.insert_or_assign(request, Alias{loaded, std::move(*guards)});
+  m_requests.insert_or_assign(request, Alias{loaded, std::move(*guards), std::nullopt, false});
+}
+
+std::uint64_t HandleCache::stat_checks() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_stat_checks;
 }
 
 void HandleCache::clear() {

@@ -4,6 +4,7 @@
 #include <jitcache/digest.hpp>
 
 #include "core/file_stamp.hpp"
+#include "core/file_watch.hpp"
 #include "core/single_flight.hpp"
 
 #include <cstdint>
@@ -23,10 +24,16 @@ namespace jitcache::detail {
 ///
 /// Requests whose key depends on nothing but their arguments are also remembered by a cheap
 /// request hash (XXH3-128 over the raw arguments), so that a repeated identical request skips
-/// key building entirely.
+/// key building entirely. What vouches for such a shortcut, the stamps of the files its key was
+/// built from, is watched (FileWatch): a repeated request costs one ioctl(2) however many
+/// headers there are, and stats its files only after something they depend on raised an event,
+/// or where they cannot be watched.
 class HandleCache {
 public:
   using Handle = std::shared_ptr<void>;
+
+  /// `probe` tells FileWatch which filesystem a directory is on (tests pretend a network one).
+  explicit HandleCache(FilesystemProbe probe = probe_filesystem) : m_watch(probe) {}
 
   struct Slot {
     Digest key;
@@ -55,6 +62,8 @@ public:
   static RequestHash hash_request(std::initializer_list<std::string_view> parts);
 
   std::optional<Loaded> find(const Slot& slot) const;
+  /// The shortcut remembered for `request` (alias), when the files its key was built from are
+  /// unchanged; nullopt otherwise (the caller builds the key again and aliases it anew).
   std::optional<Loaded> find(const RequestHash& request) const;
   void insert(const Slot& slot, const Loaded& loaded);
   /// Returns the handle for `slot`, or runs `load` once across concurrent callers (the others
@@ -69,6 +78,9 @@ public:
   void alias(const RequestHash& request, const Loaded& loaded, std::optional<std::string> guards);
   /// Forgets every handle (releasing the runtime objects not held elsewhere).
   void clear();
+  /// How many find(RequestHash) calls had to stat the files of a shortcut (it was new, an event
+  /// concerned its files, or they cannot be watched). For tests and benchmarks.
+  std::uint64_t stat_checks() const;
 
 private:
   mutable std::mutex m_mutex;
@@ -76,8 +88,14 @@ private:
   struct Alias {
     Loaded loaded;
     std::string guards; ///< encode_stamps()
+    std::optional<FileWatch::Ticket> ticket; ///< set once the guards are watched and proven
+    bool unwatchable = false;                ///< the guards cannot be watched: stat them
   };
-  std::map<RequestHash, Alias> m_requests;
+  bool still_holds(Alias& alias) const;
+
+  mutable std::map<RequestHash, Alias> m_requests;
+  mutable FileWatch m_watch;
+  mutable std::uint64_t m_stat_checks = 0;
   SingleFlight<Slot, Expected<Loaded>> m_loads;
 };
 

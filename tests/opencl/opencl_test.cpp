@@ -2,6 +2,7 @@
 #include <jitcache/opencl.hpp>
 
 #include "core/key_fields.hpp"
+#include "core/cache_core.hpp"
 #include "core/lmdb_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -242,6 +244,65 @@ TEST_F(OpenclTest, HeaderChangeChangesTheKey) {
   for (const auto& f : b->fields)
     header_field |= f.section == KeySection::header && f.value == "#define K 2\n";
   EXPECT_TRUE(header_field);
+}
+
+// The request shortcut (a repeated identical request skips key building) must not outlive the
+// headers it was built from: an edit, a header that now shadows it, and its removal, each made
+// while the shortcut is in use, give the key of the files as they are.
+TEST_F(OpenclTest, ARepeatedRequestSeesItsHeadersChangeDuringTheProcess) {
+  test::TempDir inc;
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::filesystem::create_directories((inc.path() / name).parent_path());
+    std::ofstream(inc.path() / name) << text;
+  };
+  write("second/k.h", "#define K 1\n");
+  std::filesystem::create_directories(inc.path() / "first");
+  const std::string src = "#include \"k.h\"\n__kernel void f(__global int* x) { x[0] = K; }\n";
+  const std::string options =
+      "-I " + (inc.path() / "first").string() + " -I " + (inc.path() / "second").string();
+  // Files changed within 2 seconds cannot vouch for their content: no shortcut is taken then.
+  const auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2100)); };
+  Cache cache(config());
+  const auto& handles = jitcache::detail::core_of(cache).handles();
+  const auto build = [&] {
+    auto p = opencl::build_program(cache, pocl.context, device, src, options);
+    EXPECT_TRUE(p) << p.error().message;
+    if (p)
+      clReleaseProgram(p->program);
+    return p ? p->info : BuildInfo{};
+  };
+  // Builds once more from the shortcut, which the next change must then drop.
+  const auto through_the_shortcut = [&](const Digest& key) {
+    settle();
+    EXPECT_EQ(build().key, key) << "the key rebuilt from settled files, remembered";
+    const std::uint64_t stats = handles.stat_checks();
+    for (int i = 0; i < 3; ++i) {
+      const BuildInfo info = build();
+      EXPECT_EQ(info.tier, "memory");
+      EXPECT_EQ(info.key, key);
+    }
+    EXPECT_LE(handles.stat_checks(), stats + 1) << "the headers are watched, not stat'ed";
+  };
+
+  const Digest one = build().key;
+  through_the_shortcut(one);
+  write("second/k.h", "#define K 2\n"); // the same size
+  const BuildInfo edited = build();
+  EXPECT_EQ(edited.outcome, Outcome::miss);
+  EXPECT_NE(edited.key, one);
+
+  through_the_shortcut(edited.key);
+  write("first/k.h", "#define K 3\n");
+  const BuildInfo shadowed = build();
+  EXPECT_EQ(shadowed.outcome, Outcome::miss);
+  EXPECT_NE(shadowed.key, edited.key);
+  EXPECT_NE(shadowed.key, one);
+
+  through_the_shortcut(shadowed.key);
+  std::filesystem::remove(inc.path() / "first/k.h");
+  const BuildInfo removed = build();
+  EXPECT_EQ(removed.tier, "memory") << "second/k.h again: the program built for it";
+  EXPECT_EQ(removed.key, edited.key);
 }
 
 TEST_F(OpenclTest, PoclKernelCacheOffMeansNothingOnDisk) {

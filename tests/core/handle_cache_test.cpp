@@ -1,0 +1,180 @@
+// The request shortcut of the memory tier: a repeated request is served while the files its key
+// was built from stay as stamped, checked through inotify watches (stat calls only after an
+// event), or by stat calls where the files cannot be watched.
+#include "core/handle_cache.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+
+namespace jitcache {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::HandleCache;
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+Filesystem pretend_nfs(const fs::path&) {
+  return Filesystem{0x6969, "nfs", true};
+}
+
+// A header found in link/ (a symlink to real/) after first/, where a header would shadow it:
+// the files a key of `#include <a.h>` with -I first -I link is built from.
+void make_tree(const fs::path& root) {
+  write(root / "real/a.h", "int a;\n");
+  fs::create_directories(root / "first");
+  fs::create_directory_symlink(root / "real", root / "link");
+}
+
+// The stamps as a key built now from make_tree's files would have them: the header, and first/
+// (where a shadowing header would appear).
+std::string guards_of_tree(const fs::path& root) {
+  return detail::encode_stamps({detail::stamp_of((root / "link/a.h").string()),
+                                detail::stamp_of((root / "first").string())});
+}
+
+HandleCache::Loaded loaded() {
+  return HandleCache::Loaded{std::make_shared<int>(7), BuildInfo{}};
+}
+
+class HandleCacheTest : public ::testing::Test {
+protected:
+  void SetUp() override { make_tree(dir.path()); }
+  std::string guards() const { return guards_of_tree(dir.path()); }
+  const HandleCache::RequestHash request = HandleCache::hash_request({"options", "source"});
+  test::TempDir dir;
+};
+
+// One case per kind of change, in a tree of its own: each must drop a shortcut that the cache
+// has already checked once (so that, when watched, only the watches can tell). Every change
+// changes a size or an inode: a stat call sees it too.
+void expect_each_change_drops_the_shortcut(
+    const std::function<std::unique_ptr<HandleCache>()>& make) {
+  test::TempDir tree;
+  const fs::path& root = tree.path();
+  make_tree(root);
+  const auto request = HandleCache::hash_request({"options", "source"});
+  const std::vector<std::pair<const char*, std::function<void()>>> changes{
+      {"a header edited", [&] { write(root / "real/a.h", "int abc;\n"); }},
+      {"a header created earlier in the include path", [&] { write(root / "first/a.h", "x\n"); }},
+      {"the shadowing header removed", [&] { fs::remove(root / "first/a.h"); }},
+      {"a header removed", [&] { fs::remove(root / "real/a.h"); }},
+      {"a header put back", [&] { write(root / "real/a.h", "int a;\n"); }},
+      {"a header replaced by a rename", [&] {
+         write(root / "a.h.new", "int renamed;\n");
+         fs::rename(root / "a.h.new", root / "real/a.h");
+       }},
+      {"the symlinked directory retargeted", [&] {
+         write(root / "other/a.h", "int other;\n");
+         fs::remove(root / "link");
+         fs::create_directory_symlink(root / "other", root / "link");
+       }},
+      {"a directory on the path renamed", [&] {
+         fs::rename(root / "other", root / "other.old");
+         write(root / "other/a.h", "int moved;\n");
+       }},
+  };
+  for (const auto& [what, change] : changes) {
+    SCOPED_TRACE(what);
+    auto handles = make();
+    handles->alias(request, loaded(), guards_of_tree(root));
+    ASSERT_TRUE(handles->find(request)) << "unchanged files";
+    ASSERT_TRUE(handles->find(request));
+    change();
+    EXPECT_FALSE(handles->find(request));
+    EXPECT_FALSE(handles->find(request)) << "a dropped shortcut stays dropped until aliased";
+  }
+}
+
+TEST_F(HandleCacheTest, AWatchedShortcutIsServedWithoutStatCallsUntilAFileChanges) {
+  HandleCache handles;
+  handles.alias(request, loaded(), guards());
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(handles.find(request)) << i;
+  EXPECT_EQ(handles.stat_checks(), 1u) << "proven once, when its watches were set";
+  write(dir.path() / "real/unrelated.h", "int u;\n"); // in a watched directory, not stamped
+  EXPECT_TRUE(handles.find(request));
+  EXPECT_EQ(handles.stat_checks(), 1u) << "an event on another name is no reason to stat";
+  write(dir.path() / "real/a.h", "int changed;\n");
+  EXPECT_FALSE(handles.find(request));
+  EXPECT_EQ(handles.stat_checks(), 2u);
+}
+
+TEST_F(HandleCacheTest, AnEventOnOneShortcutsFilesReprovesTheOthersByStatNotByRebuilding) {
+  HandleCache handles;
+  write(dir.path() / "b/b.h", "int b;\n");
+  const auto other = HandleCache::hash_request({"options", "other source"});
+  handles.alias(request, loaded(), guards());
+  handles.alias(other, loaded(),
+                detail::encode_stamps({detail::stamp_of((dir.path() / "b/b.h").string())}));
+  ASSERT_TRUE(handles.find(request));
+  ASSERT_TRUE(handles.find(other));
+  ASSERT_EQ(handles.stat_checks(), 2u);
+  write(dir.path() / "b/b.h", "int bb;\n");
+  EXPECT_FALSE(handles.find(other));
+  EXPECT_TRUE(handles.find(request)) << "its own files are unchanged";
+  EXPECT_EQ(handles.stat_checks(), 4u);
+  EXPECT_TRUE(handles.find(request));
+  EXPECT_EQ(handles.stat_checks(), 4u) << "watched again";
+}
+
+TEST_F(HandleCacheTest, EachChangeDropsAWatchedShortcut) {
+  expect_each_change_drops_the_shortcut([] { return std::make_unique<HandleCache>(); });
+}
+
+TEST_F(HandleCacheTest, WhereFilesCannotBeWatchedEveryFindStatsThem) {
+  {
+    HandleCache handles(pretend_nfs); // another machine's writes raise no event here
+    handles.alias(request, loaded(), guards());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(handles.find(request)) << i;
+    EXPECT_EQ(handles.stat_checks(), 5u);
+  }
+  expect_each_change_drops_the_shortcut([] { return std::make_unique<HandleCache>(pretend_nfs); });
+}
+
+TEST_F(HandleCacheTest, ARelativePathIsResolvedFromTheCurrentDirectory) {
+  write(dir.path() / "one/inc/h.h", "int one;\n");
+  write(dir.path() / "two/inc/h.h", "int two;\n");
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path() / "one");
+  HandleCache handles;
+  handles.alias(request, loaded(), detail::encode_stamps({detail::stamp_of("inc/h.h")}));
+  const bool held = bool(handles.find(request)) && bool(handles.find(request));
+  fs::current_path(dir.path() / "two"); // chdir raises no event
+  const bool elsewhere = bool(handles.find(request));
+  fs::current_path(before);
+  EXPECT_TRUE(held);
+  EXPECT_FALSE(elsewhere) << "inc/h.h is another file from another directory";
+}
+
+TEST_F(HandleCacheTest, AForkedChildStatsAndLeavesTheParentsEventsToTheParent) {
+  HandleCache handles;
+  handles.alias(request, loaded(), guards());
+  ASSERT_TRUE(handles.find(request));
+  test::ChildProcess child([&] {
+    const std::uint64_t before = handles.stat_checks();
+    if (!handles.find(request) || handles.stat_checks() != before + 1)
+      return 1; // the child must not use the parent's watches
+    write(dir.path() / "real/a.h", "int child;\n");
+    return handles.find(request) ? 2 : 0;
+  });
+  ASSERT_EQ(child.wait(), 0) << child.err();
+  EXPECT_FALSE(handles.find(request)) << "the child's edit, seen by the parent's watches";
+}
+
+} // namespace
+} // namespace jitcache
