@@ -22,17 +22,28 @@ thread_local LastError t_last;
 
 jitcache_error to_c(ErrorCode code) {
   switch (code) {
-  case ErrorCode::invalid_argument: return JITCACHE_ERR_INVALID_ARGUMENT;
-  case ErrorCode::compile_failed: return JITCACHE_ERR_COMPILE_FAILED;
-  case ErrorCode::load_failed: return JITCACHE_ERR_LOAD_FAILED;
-  case ErrorCode::runtime_error: return JITCACHE_ERR_RUNTIME_ERROR;
-  case ErrorCode::runtime_missing: return JITCACHE_ERR_RUNTIME_MISSING;
-  case ErrorCode::no_device: return JITCACHE_ERR_NO_DEVICE;
-  case ErrorCode::unsupported: return JITCACHE_ERR_UNSUPPORTED;
-  case ErrorCode::io_error: return JITCACHE_ERR_IO_ERROR;
-  case ErrorCode::store_full: return JITCACHE_ERR_STORE_FULL;
-  case ErrorCode::read_only: return JITCACHE_ERR_READ_ONLY;
-  case ErrorCode::corrupt: return JITCACHE_ERR_CORRUPT;
+  case ErrorCode::invalid_argument:
+    return JITCACHE_ERR_INVALID_ARGUMENT;
+  case ErrorCode::compile_failed:
+    return JITCACHE_ERR_COMPILE_FAILED;
+  case ErrorCode::load_failed:
+    return JITCACHE_ERR_LOAD_FAILED;
+  case ErrorCode::runtime_error:
+    return JITCACHE_ERR_RUNTIME_ERROR;
+  case ErrorCode::runtime_missing:
+    return JITCACHE_ERR_RUNTIME_MISSING;
+  case ErrorCode::no_device:
+    return JITCACHE_ERR_NO_DEVICE;
+  case ErrorCode::unsupported:
+    return JITCACHE_ERR_UNSUPPORTED;
+  case ErrorCode::io_error:
+    return JITCACHE_ERR_IO_ERROR;
+  case ErrorCode::store_full:
+    return JITCACHE_ERR_STORE_FULL;
+  case ErrorCode::read_only:
+    return JITCACHE_ERR_READ_ONLY;
+  case ErrorCode::corrupt:
+    return JITCACHE_ERR_CORRUPT;
   }
   return JITCACHE_ERR_INTERNAL;
 }
@@ -69,7 +80,8 @@ jitcache_error open_with(Config config, jitcache_cache** out) {
   return succeed();
 }
 
-void fill_backend(const Stats& stats, const std::string& backend, jitcache_backend_statistics& out) {
+void fill_backend(const Stats& stats, const std::string& backend,
+                  jitcache_backend_statistics& out) {
   out.hits = stats.hits(backend);
   out.memory_hits = stats.hits(backend, "memory");
   out.misses = stats.get(backend, Counter::misses);
@@ -161,8 +173,7 @@ jitcache_error check_program(const jitcache_program* program) {
     return fail_argument("program source is NULL");
   if (program->source_len == 0)
     return fail_argument("program source is empty (source_len 0)");
-  if ((program->num_options && !program->options) ||
-      (program->num_headers && !program->headers) ||
+  if ((program->num_options && !program->options) || (program->num_headers && !program->headers) ||
       (program->num_name_expressions && !program->name_expressions))
     return fail_argument("a program array is NULL but its count is not 0");
   for (std::size_t i = 0; i < program->num_options; ++i)
@@ -186,31 +197,53 @@ extern "C" {
 
 const char* jitcache_strerror(jitcache_error code) {
   switch (code) {
-  case JITCACHE_OK: return "ok";
-  case JITCACHE_ERR_INVALID_ARGUMENT: return "invalid_argument";
-  case JITCACHE_ERR_COMPILE_FAILED: return "compile_failed";
-  case JITCACHE_ERR_LOAD_FAILED: return "load_failed";
-  case JITCACHE_ERR_RUNTIME_ERROR: return "runtime_error";
-  case JITCACHE_ERR_RUNTIME_MISSING: return "runtime_missing";
-  case JITCACHE_ERR_NO_DEVICE: return "no_device";
-  case JITCACHE_ERR_UNSUPPORTED: return "unsupported";
-  case JITCACHE_ERR_IO_ERROR: return "io_error";
-  case JITCACHE_ERR_STORE_FULL: return "store_full";
-  case JITCACHE_ERR_READ_ONLY: return "read_only";
-  case JITCACHE_ERR_CORRUPT: return "corrupt";
-  case JITCACHE_ERR_NO_MEMORY: return "no_memory";
-  case JITCACHE_ERR_INTERNAL: return "internal";
+  case JITCACHE_OK:
+    return "ok";
+  case JITCACHE_ERR_INVALID_ARGUMENT:
+    return "invalid_argument";
+  case JITCACHE_ERR_COMPILE_FAILED:
+    return "compile_failed";
+  case JITCACHE_ERR_LOAD_FAILED:
+    return "load_failed";
+  case JITCACHE_ERR_RUNTIME_ERROR:
+    return "runtime_error";
+  case JITCACHE_ERR_RUNTIME_MISSING:
+    return "runtime_missing";
+  case JITCACHE_ERR_NO_DEVICE:
+    return "no_device";
+  case JITCACHE_ERR_UNSUPPORTED:
+    return "unsupported";
+  case JITCACHE_ERR_IO_ERROR:
+    return "io_error";
+  case JITCACHE_ERR_STORE_FULL:
+    return "store_full";
+  case JITCACHE_ERR_READ_ONLY:
+    return "read_only";
+  case JITCACHE_ERR_CORRUPT:
+    return "corrupt";
+  case JITCACHE_ERR_NO_MEMORY:
+    return "no_memory";
+  case JITCACHE_ERR_INTERNAL:
+    return "internal";
   }
   return "unknown";
 }
 
-const char* jitcache_last_error(void) { return t_last.message.c_str(); }
+const char* jitcache_last_error(void) {
+  return t_last.message.c_str();
+}
 
-const char* jitcache_last_build_log(void) { return t_last.log.c_str(); }
+const char* jitcache_last_build_log(void) {
+  return t_last.log.c_str();
+}
 
-void jitcache_free(void* memory) { std::free(memory); }
+void jitcache_free(void* memory) {
+  std::free(memory);
+}
 
-const char* jitcache_version(void) { return k_version; }
+const char* jitcache_version(void) {
+  return k_version;
+}
 
 void jitcache_settings_init(jitcache_settings* settings) {
   if (!settings)

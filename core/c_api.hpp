@@ -97,8 +97,8 @@ template <typename Program> Program to_program(const jitcache_program& c) {
 /// keeping it loaded until jitcache_close.
 template <typename Module, typename Handle>
 jitcache_error hand_out_module(jitcache_cache& cache, const jitcache_program& program,
-                               Expected<Module> loaded, Handle* module,
-                               const char** lowered_names, jitcache_info* info) {
+                               Expected<Module> loaded, Handle* module, const char** lowered_names,
+                               jitcache_info* info) {
   if (!loaded)
     return fail(loaded.error());
   keep_module(cache, loaded->module, loaded->owner);
@@ -112,8 +112,8 @@ jitcache_error hand_out_module(jitcache_cache& cache, const jitcache_program& pr
 /// `bytes` member for the caller to jitcache_free, and its names and info.
 template <typename Binary>
 jitcache_error hand_out_binary(jitcache_cache& cache, const jitcache_program& program,
-                               Expected<Binary> compiled, std::string Binary::*bytes,
-                               void** binary, size_t* binary_size, const char** lowered_names,
+                               Expected<Binary> compiled, std::string Binary::*bytes, void** binary,
+                               size_t* binary_size, const char** lowered_names,
                                jitcache_info* info) {
   if (!compiled)
     return fail(compiled.error());

@@ -33,8 +33,8 @@ jitcache_error jitcache_cuda_load_module(jitcache_cache*, const jitcache_program
   return guarded([] { return not_built("CUDA"); });
 }
 
-jitcache_error jitcache_cuda_compile(jitcache_cache*, const char*, const jitcache_program*,
-                                     void**, size_t*, const char**, jitcache_info*) {
+jitcache_error jitcache_cuda_compile(jitcache_cache*, const char*, const jitcache_program*, void**,
+                                     size_t*, const char**, jitcache_info*) {
   return guarded([] { return not_built("CUDA"); });
 }
 #endif

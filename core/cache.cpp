@@ -6,7 +6,9 @@
 
 namespace jitcache {
 
-const char* to_string(Outcome outcome) noexcept { return outcome == Outcome::hit ? "hit" : "miss"; }
+const char* to_string(Outcome outcome) noexcept {
+  return outcome == Outcome::hit ? "hit" : "miss";
+}
 
 Cache::Cache() : Cache(Config::from_environment()) {}
 Cache::Cache(Config config)
@@ -15,7 +17,9 @@ Cache::Cache(Config config, std::vector<std::shared_ptr<Store>> stores)
     : m_core(std::make_unique<detail::CacheCore>(std::move(config), std::move(stores))) {}
 Cache::~Cache() = default;
 
-const Config& Cache::config() const { return m_core->config(); }
+const Config& Cache::config() const {
+  return m_core->config();
+}
 
 Expected<Found> Cache::get_or_compile(const Key& key,
                                       const std::function<Expected<Entry>()>& compile,
@@ -44,20 +48,36 @@ Expected<Found> Cache::get_or_compile(const Key& key,
   return found;
 }
 
-std::optional<Found> Cache::lookup(const Key& key) { return m_core->lookup(key); }
-void Cache::store(const Key& key, const Entry& entry) { m_core->store(key, entry); }
+std::optional<Found> Cache::lookup(const Key& key) {
+  return m_core->lookup(key);
+}
+void Cache::store(const Key& key, const Entry& entry) {
+  m_core->store(key, entry);
+}
 void Cache::store_later(const Key& key, std::function<Expected<Entry>()> produce,
                         std::function<Expected<Entry>()> refresh) {
   m_core->store_later(key, std::move(produce), std::move(refresh));
 }
-void Cache::flush() { m_core->flush(); }
-void Cache::evict(const Key& key) { m_core->evict(key); }
-Stats Cache::session_stats() const { return m_core->session_stats(); }
-std::vector<std::shared_ptr<Store>> Cache::tiers() const { return m_core->tiers(); }
-bool Cache::persistent(const std::string& backend) const { return m_core->persistent(backend); }
+void Cache::flush() {
+  m_core->flush();
+}
+void Cache::evict(const Key& key) {
+  m_core->evict(key);
+}
+Stats Cache::session_stats() const {
+  return m_core->session_stats();
+}
+std::vector<std::shared_ptr<Store>> Cache::tiers() const {
+  return m_core->tiers();
+}
+bool Cache::persistent(const std::string& backend) const {
+  return m_core->persistent(backend);
+}
 
 namespace detail {
-CacheCore& core_of(Cache& cache) { return *cache.m_core; }
+CacheCore& core_of(Cache& cache) {
+  return *cache.m_core;
+}
 } // namespace detail
 
 } // namespace jitcache

@@ -59,8 +59,8 @@ private:
 };
 
 CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores)
-    : m_config(std::move(config)),
-      m_memory(std::make_shared<MemoryStore>(m_config.memory_bytes)), m_queue(k_store_workers) {
+    : m_config(std::move(config)), m_memory(std::make_shared<MemoryStore>(m_config.memory_bytes)),
+      m_queue(k_store_workers) {
   log::set_level(m_config.log_level);
   if (!stores) {
     stores.emplace();
@@ -111,8 +111,7 @@ void CacheCore::mark_dead(Tier& tier, const Error& error) {
 }
 
 Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryReceiver& use,
-                                                BuildInfo& info, Refused& refused,
-                                                Memory memory) {
+                                                BuildInfo& info, Refused& refused, Memory memory) {
   const bool persistent_on = persistent(key.backend);
   for (auto& tier : m_tiers) {
     if (tier->dead || (tier->persistent && !persistent_on) ||
@@ -183,8 +182,8 @@ void CacheCore::refuse_other_request(Tier& tier, const Key& key) {
     static_cast<void>(tier.store->remove(key.digest)); // seen once, then replaced by the compile
 }
 
-Expected<void> CacheCore::obtain(const Key& key, const Compiler& compile,
-                                 const EntryReceiver& use, BuildInfo& info, Memory memory) {
+Expected<void> CacheCore::obtain(const Key& key, const Compiler& compile, const EntryReceiver& use,
+                                 BuildInfo& info, Memory memory) {
   info.key = key.digest;
   Refused refused;
   auto found = walk(key, use, info, refused, memory);
@@ -211,9 +210,8 @@ Expected<void> CacheCore::obtain(const Key& key, const Compiler& compile,
 }
 
 Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const Compiler& compile,
-                                                         const EntryReceiver& use,
-                                                         BuildInfo& info, Refused& refused,
-                                                         Memory memory) {
+                                                         const EntryReceiver& use, BuildInfo& info,
+                                                         Refused& refused, Memory memory) {
   // Another thread may have finished the same key since the walk, or another process may be
   // compiling it: claim() waits for that one and serves from the tiers.
   auto claim = this->claim(key, use, info, refused, memory);
@@ -406,8 +404,7 @@ void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
       }
       if (!ok) {
         count(key.backend, Counter::store_errors);
-        log::write_once(LogLevel::warn,
-                        "put:" + tier->store->name() + to_string(ok.error().code),
+        log::write_once(LogLevel::warn, "put:" + tier->store->name() + to_string(ok.error().code),
                         ok.error().message + "; the kernel is still used, but not kept");
         continue;
       }

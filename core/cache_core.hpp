@@ -89,8 +89,7 @@ public:
   /// without counting a hit or compiling; nullopt when no tier has an entry `use` accepts.
   /// Refusals and damage are handled and counted as in obtain(). Count the hit with
   /// count_hit() once the key is proven.
-  Expected<std::optional<Served>> serve(const Key& key, const EntryReceiver& use,
-                                        BuildInfo& info);
+  Expected<std::optional<Served>> serve(const Key& key, const EntryReceiver& use, BuildInfo& info);
   /// Counts `served` as a hit on `key` and reports it in `info`.
   void count_hit(const Key& key, const Served& served, BuildInfo& info);
   /// A request answered by the memory tier of loaded handles: counted, and reported as
@@ -153,8 +152,8 @@ private:
                                        Refused& refused, Memory memory);
   /// Walks again, then takes the cross-process compile lease for `key`, waiting while another
   /// process compiles it and serving from the tiers once it has stored the entry.
-  Expected<Claim> claim(const Key& key, const EntryReceiver& use, BuildInfo& info,
-                        Refused& refused, Memory memory);
+  Expected<Claim> claim(const Key& key, const EntryReceiver& use, BuildInfo& info, Refused& refused,
+                        Memory memory);
   /// The miss path of obtain() for the thread that leads the key's single flight.
   Expected<Flight> compile_and_store(const Key& key, const Compiler& compile,
                                      const EntryReceiver& use, BuildInfo& info, Refused& refused,
@@ -179,8 +178,8 @@ private:
   const Config m_config;
   std::shared_ptr<MemoryStore> m_memory;
   std::vector<std::unique_ptr<Tier>> m_tiers; ///< lookup order, memory first
-  std::shared_ptr<UserTier> m_user;            ///< also in m_tiers; null when there is none
-  Tier* m_user_tier = nullptr;                 ///< m_user's entry in m_tiers
+  std::shared_ptr<UserTier> m_user;           ///< also in m_tiers; null when there is none
+  Tier* m_user_tier = nullptr;                ///< m_user's entry in m_tiers
   HandleCache m_handles;
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 

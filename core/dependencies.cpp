@@ -18,8 +18,8 @@ std::string strip_quotes(std::string value) {
 }
 
 // Every regular file directly in `dirs`: what an #include MACRO or a -D file could name.
-void add_candidates(KeyBuilder& builder, const std::string& why,
-                    const std::vector<fs::path>& dirs, Dependencies& deps) {
+void add_candidates(KeyBuilder& builder, const std::string& why, const std::vector<fs::path>& dirs,
+                    Dependencies& deps) {
   std::set<fs::path> seen;
   for (const fs::path& dir : dirs) {
     deps.listed.push_back(dir.string());
@@ -56,8 +56,8 @@ void add_option_list(KeyBuilder& builder, const std::vector<std::string>& option
       continue;
     }
     dirs.emplace_back(separate ? options[++i] : option.substr(include->flag.size()));
-    builder.options(std::string(include->written) + "<include dir " +
-                    std::to_string(dirs.size()) + ">");
+    builder.options(std::string(include->written) + "<include dir " + std::to_string(dirs.size()) +
+                    ">");
   }
 }
 

@@ -17,9 +17,9 @@ namespace jitcache {
 /// What a compiler reads besides the source: the inputs every backend describes the same way.
 struct SourceInputs {
   std::string_view source;
-  std::string_view options;                          ///< as given to the compiler
-  std::map<std::string, std::string> in_memory;      ///< headers given by name (NVRTC, hipRTC)
-  std::vector<std::filesystem::path> default_dirs;   ///< the runtime's own include path
+  std::string_view options;                        ///< as given to the compiler
+  std::map<std::string, std::string> in_memory;    ///< headers given by name (NVRTC, hipRTC)
+  std::vector<std::filesystem::path> default_dirs; ///< the runtime's own include path
 };
 
 /// The files a key was built from: what must stay as it was for the key to stay right.

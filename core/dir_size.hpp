@@ -7,10 +7,10 @@ namespace jitcache {
 
 /// What a directory tree holds. Symlinks are neither followed nor counted as files.
 struct DirUsage {
-  bool present = false;  ///< the path exists (as anything, a dangling symlink included)
+  bool present = false;    ///< the path exists (as anything, a dangling symlink included)
   std::uint64_t bytes = 0; ///< total size of the regular files in the tree
   std::uint64_t files = 0; ///< number of regular files
-  std::string error;     ///< why the tree could not be read in full; empty when it could
+  std::string error;       ///< why the tree could not be read in full; empty when it could
 };
 
 /// Sizes the tree at `dir` (empty: absent). Never fails: a read error is in DirUsage::error.

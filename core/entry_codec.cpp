@@ -29,7 +29,9 @@ struct Layout {
   std::uint32_t fields_len;
 };
 
-Error corrupt(const std::string& why) { return Error(ErrorCode::corrupt, "stored entry " + why); }
+Error corrupt(const std::string& why) {
+  return Error(ErrorCode::corrupt, "stored entry " + why);
+}
 
 // Checks everything but the payload copy; on success fills `layout`.
 Expected<Layout> check(const Digest& key, std::string_view bytes) {
@@ -67,8 +69,8 @@ std::string encode_entry(const Digest& key, const Entry& entry) {
   put_le<std::uint64_t>(out, 56, entry.payload.size());
   put_le<std::uint64_t>(out, 64, entry.compile_ns);
   put_le<std::uint32_t>(out, 72, static_cast<std::uint32_t>(entry.key_fields.size()));
-  out.reserve(out.size() + entry.backend.size() + entry.metadata.size() +
-              entry.key_fields.size() + entry.payload.size());
+  out.reserve(out.size() + entry.backend.size() + entry.metadata.size() + entry.key_fields.size() +
+              entry.payload.size());
   out += entry.backend;
   out += entry.metadata;
   out += entry.key_fields;

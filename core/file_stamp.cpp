@@ -103,8 +103,8 @@ void append_fields(std::string& out, const FileStamp& s) {
 bool take_fields(std::string_view& in, FileStamp& s) {
   std::uint8_t exists = 0;
   std::uint64_t mtime = 0, ctime = 0;
-  if (!take_le(in, exists) || !take_le(in, s.ino) || !take_le(in, s.size) ||
-      !take_le(in, mtime) || !take_le(in, ctime))
+  if (!take_le(in, exists) || !take_le(in, s.ino) || !take_le(in, s.size) || !take_le(in, mtime) ||
+      !take_le(in, ctime))
     return false;
   s.exists = exists != 0;
   s.mtime_ns = static_cast<std::int64_t>(mtime);
@@ -114,8 +114,7 @@ bool take_fields(std::string_view& in, FileStamp& s) {
 
 // Walks an encoded list: `dir(index, path)` once per directory, then `stamp(index, name, s)`
 // per stamp (name and path are views into `in`); either returning false stops the walk.
-template <typename Dir, typename Stamp>
-bool walk(std::string_view in, Dir&& dir, Stamp&& stamp) {
+template <typename Dir, typename Stamp> bool walk(std::string_view in, Dir&& dir, Stamp&& stamp) {
   std::uint32_t dirs = 0, count = 0;
   if (!take_le(in, dirs) || dirs > in.size())
     return false;

@@ -57,8 +57,8 @@ public:
 private:
   /// What events on one watch descriptor concern a watched path.
   struct Interest {
-    std::uint32_t self = 0;              ///< events on the watched object itself (no name)
-    std::uint32_t any_entry = 0;         ///< events on any entry of a watched directory
+    std::uint32_t self = 0;                       ///< events on the watched object itself (no name)
+    std::uint32_t any_entry = 0;                  ///< events on any entry of a watched directory
     std::map<std::string, std::uint32_t> entries; ///< events on named entries
   };
   /// What concerns a path's last object: a file's content and attributes, or a directory's

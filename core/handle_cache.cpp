@@ -10,8 +10,7 @@
 
 namespace jitcache::detail {
 
-HandleCache::RequestHash
-HandleCache::hash_request(std::initializer_list<std::string_view> parts) {
+HandleCache::RequestHash HandleCache::hash_request(std::initializer_list<std::string_view> parts) {
   XXH3_state_t state;
   XXH3_128bits_reset(&state);
   for (std::string_view part : parts) {

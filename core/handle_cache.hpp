@@ -87,7 +87,7 @@ private:
   std::map<Slot, Loaded> m_slots;
   struct Alias {
     Loaded loaded;
-    std::string guards; ///< encode_stamps()
+    std::string guards;                      ///< encode_stamps()
     std::optional<FileWatch::Ticket> ticket; ///< set once the guards are watched and proven
     bool unwatchable = false;                ///< the guards cannot be watched: stat them
   };

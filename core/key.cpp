@@ -11,13 +11,20 @@ namespace jitcache {
 
 const char* to_string(KeySection section) noexcept {
   switch (section) {
-  case KeySection::schema: return "schema";
-  case KeySection::backend: return "backend";
-  case KeySection::device: return "device";
-  case KeySection::toolchain: return "toolchain";
-  case KeySection::options: return "options";
-  case KeySection::source: return "source";
-  case KeySection::header: return "header";
+  case KeySection::schema:
+    return "schema";
+  case KeySection::backend:
+    return "backend";
+  case KeySection::device:
+    return "device";
+  case KeySection::toolchain:
+    return "toolchain";
+  case KeySection::options:
+    return "options";
+  case KeySection::source:
+    return "source";
+  case KeySection::header:
+    return "header";
   }
   return "unknown";
 }

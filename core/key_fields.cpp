@@ -13,9 +13,8 @@ std::string encode_key_fields(const std::vector<KeyField>& fields) {
   for (const KeyField& f : fields) {
     out += static_cast<char>(f.section);
     detail::append_sized<std::uint32_t>(out, f.name);
-    const std::string value = f.value.size() <= k_inline_value_limit
-                                  ? f.value
-                                  : "sha256:" + Digest::of(f.value).hex();
+    const std::string value =
+        f.value.size() <= k_inline_value_limit ? f.value : "sha256:" + Digest::of(f.value).hex();
     detail::append_sized<std::uint32_t>(out, value);
   }
   return out;

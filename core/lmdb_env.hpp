@@ -20,12 +20,12 @@ namespace jitcache {
 /// Internal to the user tier (the core/lmdb_*.cpp files).
 struct LmdbStore::Env {
   MDB_env* env = nullptr;
-  MDB_dbi entries = 0;  ///< digest -> encoded entry
-  MDB_dbi counters = 0; ///< "backend\x1fname" -> u64
-  MDB_dbi access = 0;   ///< digest -> u64 last use (AccessLog::now_us())
-  MDB_dbi meta = 0;     ///< "bytes" -> u64 stored size of all entries
-  MDB_dbi records = 0;  ///< digest -> record (LmdbStore::get_record); not entries
-  bool has_dbs = false; // false: a read-only environment nobody has written yet
+  MDB_dbi entries = 0;      ///< digest -> encoded entry
+  MDB_dbi counters = 0;     ///< "backend\x1fname" -> u64
+  MDB_dbi access = 0;       ///< digest -> u64 last use (AccessLog::now_us())
+  MDB_dbi meta = 0;         ///< "bytes" -> u64 stored size of all entries
+  MDB_dbi records = 0;      ///< digest -> record (LmdbStore::get_record); not entries
+  bool has_dbs = false;     // false: a read-only environment nobody has written yet
   bool has_records = false; // false: an environment no writer of this version has opened
   std::filesystem::path dir;
   bool read_only = false;

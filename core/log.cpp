@@ -13,16 +13,22 @@ std::mutex g_mutex;
 
 const char* label(LogLevel level) {
   switch (level) {
-  case LogLevel::error: return "error";
-  case LogLevel::warn: return "warning";
-  case LogLevel::info: return "info";
-  case LogLevel::debug: return "debug";
+  case LogLevel::error:
+    return "error";
+  case LogLevel::warn:
+    return "warning";
+  case LogLevel::info:
+    return "info";
+  case LogLevel::debug:
+    return "debug";
   }
   return "";
 }
 } // namespace
 
-void set_level(LogLevel level) { g_level = static_cast<int>(level); }
+void set_level(LogLevel level) {
+  g_level = static_cast<int>(level);
+}
 
 void write(LogLevel level, std::string_view message) {
   if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed))

@@ -16,9 +16,17 @@ void write(LogLevel level, std::string_view message);
 /// Like write(), but each distinct `once_key` is written at most once per process.
 void write_once(LogLevel level, const std::string& once_key, std::string_view message);
 
-inline void error(std::string_view m) { write(LogLevel::error, m); }
-inline void warn(std::string_view m) { write(LogLevel::warn, m); }
-inline void info(std::string_view m) { write(LogLevel::info, m); }
-inline void debug(std::string_view m) { write(LogLevel::debug, m); }
+inline void error(std::string_view m) {
+  write(LogLevel::error, m);
+}
+inline void warn(std::string_view m) {
+  write(LogLevel::warn, m);
+}
+inline void info(std::string_view m) {
+  write(LogLevel::info, m);
+}
+inline void debug(std::string_view m) {
+  write(LogLevel::debug, m);
+}
 
 } // namespace jitcache::log

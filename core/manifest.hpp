@@ -8,8 +8,8 @@
 #include <jitcache/key.hpp>
 
 #include <functional>
-#include <memory>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,9 +59,9 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
 /// A key, and the stamps that vouch for the files it was built from (nullopt: they changed too
 /// recently to vouch for anything; the key is right but must not be remembered).
 struct GuardedKey {
-  Key key;                          ///< when recalled, `fields` is empty (stored_fields is kept)
+  Key key;                           ///< when recalled, `fields` is empty (stored_fields is kept)
   std::optional<std::string> guards; ///< encode_stamps()
-  bool recalled = false;            ///< taken from a remembered manifest: no file was read
+  bool recalled = false;             ///< taken from a remembered manifest: no file was read
 };
 
 /// manifest_key() in two steps, for a caller with slow work to do with the key it will most

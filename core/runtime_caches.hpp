@@ -10,7 +10,7 @@ namespace jitcache {
 
 /// A cache that a GPU runtime or a Python binding keeps of its own (not jitcache's).
 struct RuntimeCache {
-  std::string name;     ///< short name: "pocl", "cuda-driver", "comgr", "pyopencl", "pytools", "cupy"
+  std::string name; ///< short name: "pocl", "cuda-driver", "comgr", "pyopencl", "pytools", "cupy"
   std::string backend;  ///< the backend whose stack it belongs to: "opencl", "cuda" or "hip"
   std::string variable; ///< the variable that moves it ("POCL_CACHE_DIR"; "XDG_CACHE_HOME" when
                         ///< it has none of its own)

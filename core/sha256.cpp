@@ -11,10 +11,14 @@ struct Sha256::State {
   SHA256_CTX ctx;
 };
 
-Sha256::Sha256() : m_state(std::make_unique<State>()) { SHA256_Init(&m_state->ctx); }
+Sha256::Sha256() : m_state(std::make_unique<State>()) {
+  SHA256_Init(&m_state->ctx);
+}
 Sha256::~Sha256() = default;
 
-void Sha256::update(std::string_view data) { SHA256_Update(&m_state->ctx, data.data(), data.size()); }
+void Sha256::update(std::string_view data) {
+  SHA256_Update(&m_state->ctx, data.data(), data.size());
+}
 
 Digest Sha256::finish() {
   Digest d;

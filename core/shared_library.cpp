@@ -7,7 +7,9 @@
 
 namespace jitcache {
 
-void* SymbolLoader::lookup(const char* name) const { return dlsym(m_library, name); }
+void* SymbolLoader::lookup(const char* name) const {
+  return dlsym(m_library, name);
+}
 
 LibraryFile library_file(const void* symbol) {
   LibraryFile file;

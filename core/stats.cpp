@@ -4,17 +4,28 @@ namespace jitcache {
 
 const char* to_string(Counter counter) noexcept {
   switch (counter) {
-  case Counter::misses: return "misses";
-  case Counter::compiles: return "compiles";
-  case Counter::compile_errors: return "compile_errors";
-  case Counter::rejected: return "rejected";
-  case Counter::corrupt: return "corrupt";
-  case Counter::bytes_stored: return "bytes_stored";
-  case Counter::saved_ns: return "saved_ns";
-  case Counter::store_errors: return "store_errors";
-  case Counter::evicted: return "evicted";
-  case Counter::evicted_bytes: return "evicted_bytes";
-  case Counter::dead_tiers: return "dead_tiers";
+  case Counter::misses:
+    return "misses";
+  case Counter::compiles:
+    return "compiles";
+  case Counter::compile_errors:
+    return "compile_errors";
+  case Counter::rejected:
+    return "rejected";
+  case Counter::corrupt:
+    return "corrupt";
+  case Counter::bytes_stored:
+    return "bytes_stored";
+  case Counter::saved_ns:
+    return "saved_ns";
+  case Counter::store_errors:
+    return "store_errors";
+  case Counter::evicted:
+    return "evicted";
+  case Counter::evicted_bytes:
+    return "evicted_bytes";
+  case Counter::dead_tiers:
+    return "dead_tiers";
   }
   return "unknown";
 }

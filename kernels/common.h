@@ -6,9 +6,13 @@
 #define WG_REDUCE 64
 
 // Index helpers for row-major 2D data.
-inline int idx2(int x, int y, int width) { return y * width + x; }
+inline int idx2(int x, int y, int width) {
+  return y * width + x;
+}
 
-inline int clamp_i(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+inline int clamp_i(int v, int lo, int hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
 
 // A cheap, deterministic hash used to make test data and histograms.
 inline uint hash_u32(uint x) {

@@ -71,13 +71,12 @@ Expected<HandleCache::Handle> load(const DriverApi& api, std::string_view payloa
     return error;
   }
   const DriverApi* driver_api = &api; // the table lives for the whole process
-  return HandleCache::Handle(
-      new LoadedModule{module, std::move(metadata->lowered_names), ptx},
-      [driver_api](void* p) {
-        auto* loaded = static_cast<LoadedModule*>(p);
-        driver_api->cuModuleUnload(loaded->module);
-        delete loaded;
-      });
+  return HandleCache::Handle(new LoadedModule{module, std::move(metadata->lowered_names), ptx},
+                             [driver_api](void* p) {
+                               auto* loaded = static_cast<LoadedModule*>(p);
+                               driver_api->cuModuleUnload(loaded->module);
+                               delete loaded;
+                             });
 }
 
 Module module_of(const HandleCache::Loaded& loaded, BuildInfo info) {
@@ -270,8 +269,8 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
           return std::move(metadata).error();
         if (entry.payload.substr(0, k_elf_magic.size()) != k_elf_magic)
           return Error(ErrorCode::corrupt, "the stored CUDA binary is not a cubin (ELF)");
-        binary = Binary{std::string(entry.payload), metadata->target,
-                        std::move(metadata->lowered_names), {}};
+        binary = Binary{
+            std::string(entry.payload), metadata->target, std::move(metadata->lowered_names), {}};
         return {};
       },
       info);

@@ -3,13 +3,13 @@
 #include "core/shared_library.hpp"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <limits.h>
+#include <link.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include <cstring>
 #include "backends/hip/hip_error.hpp"
+#include <cstring>
 
 namespace jitcache::hip {
 
@@ -44,7 +44,8 @@ std::string loaded_clang() {
 Error clang_conflict(const std::string& clang) {
   return Error(ErrorCode::runtime_missing,
                "HIP's compiler (comgr) cannot be loaded into this process: it already holds " +
-                   clang + " (loaded by PoCL), and the two register the same LLVM options, "
+                   clang +
+                   " (loaded by PoCL), and the two register the same LLVM options, "
                    "which aborts the process; use HIP and PoCL from separate processes");
 }
 

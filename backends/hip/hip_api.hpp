@@ -9,14 +9,14 @@
 #include <hip/hip_version.h>
 #include <hip/hiprtc.h>
 
-#include <cstdint>
-#include <string>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 namespace jitcache::hip {
@@ -26,7 +26,6 @@ namespace jitcache::hip {
 // the header means, and the member takes the same name.
 #define JITCACHE_HIP_STR2(x) #x
 #define JITCACHE_HIP_STR(x) JITCACHE_HIP_STR2(x)
-
 
 /// The libamdhip64 and hipRTC functions jitcache calls (tests and benchmarks use the same table,
 /// so that nothing links libamdhip64). Every pointer is non-null once the table is returned.

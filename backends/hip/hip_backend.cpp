@@ -1,10 +1,10 @@
 #include <jitcache/hip.hpp>
 
 #include "backends/hip/hip_api.hpp"
-#include "backends/hip/hip_metadata.hpp"
 #include "backends/hip/hip_compile.hpp"
 #include "backends/hip/hip_error.hpp"
 #include "backends/hip/hip_key.hpp"
+#include "backends/hip/hip_metadata.hpp"
 #include "backends/hip/hip_targets.hpp"
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"
@@ -12,9 +12,9 @@
 #include "core/request.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
-#include <functional>
 
 namespace jitcache::hip {
 
@@ -106,8 +106,8 @@ Expected<std::string> device_arch(int device) {
 }
 
 // The core path's compile: `compile_checked` as a detail::Compiler.
-detail::Compiler compiler(const Toolchain& tools, const std::string& target,
-                          const Program& program, bool& stale) {
+detail::Compiler compiler(const Toolchain& tools, const std::string& target, const Program& program,
+                          bool& stale) {
   return [&tools, &target, &program, &stale]() -> Expected<detail::Compiled> {
     auto entry = compile_checked(tools, target, program, stale);
     if (!entry)

@@ -1,8 +1,8 @@
 #include "backends/hip/hip_compile.hpp"
 
-#include "backends/hip/hip_metadata.hpp"
-#include "backends/hip/hip_error.hpp"
 #include "backends/hip/hip_api.hpp"
+#include "backends/hip/hip_error.hpp"
+#include "backends/hip/hip_metadata.hpp"
 
 #include <map>
 #include <mutex>
@@ -41,7 +41,7 @@ std::string program_log(const RuntimeApi& api, hiprtcProgram program) {
 } // namespace
 
 Expected<Entry> compile_entry(const RuntimeApi& api, std::string_view target,
-                                const Program& program) {
+                              const Program& program) {
   // hipRTC initialises the HIP runtime on its first call; do that where a hang is bounded.
   if (auto ready = runtime_ready(); !ready)
     return ready.error();

@@ -17,6 +17,6 @@ namespace jitcache::hip {
 /// hipRTC refuses), runtime_error (any other hipRTC failure, or output that is not a code object
 /// for `target`, e.g. bitcode from -fgpu-rdc), and runtime_ready()'s errors.
 Expected<Entry> compile_entry(const RuntimeApi& api, std::string_view target,
-                                const Program& program);
+                              const Program& program);
 
 } // namespace jitcache::hip

@@ -159,7 +159,9 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, std::string_vi
   // hipRTC searches only these: neither the program's directory nor the current one.
   std::vector<fs::path> dirs;
   add_option_list(builder, program.options,
-                  {{"-I", "-I"}, {"-isystem", "-isystem"}, {"-iquote", "-iquote"},
+                  {{"-I", "-I"},
+                   {"-isystem", "-isystem"},
+                   {"-iquote", "-iquote"},
                    {"-idirafter", "-idirafter"}},
                   dirs);
   // hipRTC is given every in-memory header, reached by a plain #include or not (an #include

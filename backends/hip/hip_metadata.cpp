@@ -3,8 +3,8 @@
 #include "core/byte_io.hpp"
 
 #include <charconv>
-#include <elf.h>
 #include <cstring>
+#include <elf.h>
 
 namespace jitcache::hip {
 

@@ -50,8 +50,9 @@ public:
 
   Expected<BuildInfo> build(Cache& cache, const BuildRequest& request) override {
     if (!request.arch.empty())
-      return Error(ErrorCode::unsupported,
-                   "--arch is not supported by the OpenCL backend (it builds for a present device)");
+      return Error(
+          ErrorCode::unsupported,
+          "--arch is not supported by the OpenCL backend (it builds for a present device)");
     auto device = device_at(request.device);
     if (!device)
       return std::move(device).error();
@@ -102,6 +103,8 @@ public:
 
 } // namespace
 
-std::unique_ptr<Backend> make_opencl_backend() { return std::make_unique<OpenclBackend>(); }
+std::unique_ptr<Backend> make_opencl_backend() {
+  return std::make_unique<OpenclBackend>();
+}
 
 } // namespace jitcache

@@ -26,9 +26,8 @@ bool pocl_cache_on(const Identity& id, const Config& config) {
 }
 
 detail::HandleCache::Handle hold(cl_program program) {
-  return detail::HandleCache::Handle(program, [](void* p) {
-    clReleaseProgram(static_cast<cl_program>(p));
-  });
+  return detail::HandleCache::Handle(program,
+                                     [](void* p) { clReleaseProgram(static_cast<cl_program>(p)); });
 }
 
 Program hand_out(const detail::HandleCache::Loaded& loaded, BuildInfo info) {

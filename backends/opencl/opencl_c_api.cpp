@@ -25,14 +25,13 @@ jitcache_error check_device_in_context(jitcache_cache& cache, cl_context context
   if (rc == CL_SUCCESS)
     rc = clGetContextInfo(context, CL_CONTEXT_DEVICES, size, devices.data(), nullptr);
   if (rc != CL_SUCCESS)
-    return fail(Error(ErrorCode::runtime_error,
-                      "clGetContextInfo(CL_CONTEXT_DEVICES) failed (" + std::to_string(rc) +
-                          "): not a valid cl_context"));
+    return fail(Error(ErrorCode::runtime_error, "clGetContextInfo(CL_CONTEXT_DEVICES) failed (" +
+                                                    std::to_string(rc) +
+                                                    "): not a valid cl_context"));
   if (std::find(devices.begin(), devices.end(), device) == devices.end())
     return fail_argument("jitcache_cl_build_program: the device does not belong to the context");
   if (clRetainContext(context) == CL_SUCCESS)
-    remember_checked(cache, context, device,
-                     std::shared_ptr<void>(context, [](void* c) {
+    remember_checked(cache, context, device, std::shared_ptr<void>(context, [](void* c) {
                        clReleaseContext(static_cast<cl_context>(c));
                      }));
   return JITCACHE_OK;
@@ -56,9 +55,9 @@ extern "C" jitcache_error jitcache_cl_build_program(jitcache_cache* cache, cl_co
       return fail_argument("jitcache_cl_build_program: empty source (source_len 0)");
     if (jitcache_error rc = check_device_in_context(*cache, context, device); rc != JITCACHE_OK)
       return rc;
-    auto built = opencl::build_program(cache->cache, context, device,
-                                       std::string_view(source, source_len),
-                                       options ? std::string_view(options) : std::string_view());
+    auto built =
+        opencl::build_program(cache->cache, context, device, std::string_view(source, source_len),
+                              options ? std::string_view(options) : std::string_view());
     if (!built)
       return fail(built.error());
     *program = built->program;

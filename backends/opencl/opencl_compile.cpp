@@ -39,8 +39,8 @@ Expected<cl_program> from_source(cl_context context, cl_device_id device, std::s
   return build(program, device, options, ErrorCode::compile_failed);
 }
 
-Expected<cl_program> from_binary(cl_context context, cl_device_id device,
-                                 std::string_view binary, const std::string& options) {
+Expected<cl_program> from_binary(cl_context context, cl_device_id device, std::string_view binary,
+                                 const std::string& options) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
   const std::size_t length = binary.size();
   cl_int status = CL_SUCCESS, rc = CL_SUCCESS;

@@ -27,8 +27,8 @@ Expected<cl_program> from_source(cl_context context, cl_device_id device, std::s
 
 /// A program built from a stored binary; the caller owns one reference. `binary` is read only
 /// during the call. Errors: load_failed (the runtime refused it), runtime_error.
-Expected<cl_program> from_binary(cl_context context, cl_device_id device,
-                                 std::string_view binary, const std::string& options);
+Expected<cl_program> from_binary(cl_context context, cl_device_id device, std::string_view binary,
+                                 const std::string& options);
 
 /// The binary of a program built for one device. On PoCL this is where every kernel of the
 /// program is compiled (seconds for a large program), which is why it runs off the caller's

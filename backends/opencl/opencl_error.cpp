@@ -4,7 +4,9 @@ namespace jitcache::opencl {
 
 const char* status_name(cl_int status) noexcept {
   switch (status) {
-#define JITCACHE_CL_STATUS(name) case name: return #name;
+#define JITCACHE_CL_STATUS(name)                                                                   \
+  case name:                                                                                       \
+    return #name;
     JITCACHE_CL_STATUS(CL_SUCCESS)
     JITCACHE_CL_STATUS(CL_DEVICE_NOT_FOUND)
     JITCACHE_CL_STATUS(CL_DEVICE_NOT_AVAILABLE)
@@ -24,8 +26,10 @@ const char* status_name(cl_int status) noexcept {
     JITCACHE_CL_STATUS(CL_INVALID_KERNEL_NAME)
     JITCACHE_CL_STATUS(CL_INVALID_OPERATION)
 #undef JITCACHE_CL_STATUS
-  case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-  default: return "CL_ERROR";
+  case -1001:
+    return "CL_PLATFORM_NOT_FOUND_KHR";
+  default:
+    return "CL_ERROR";
   }
 }
 

@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
     c_us.push_back(mean_us(c_call));
     diff_us.push_back(c_us.back() - cpp_us.back());
   }
-  std::printf("memory-tier hit of %s on PoCL, medians of %d rounds x %d calls:\n", path,
-              k_rounds, k_calls);
+  std::printf("memory-tier hit of %s on PoCL, medians of %d rounds x %d calls:\n", path, k_rounds,
+              k_calls);
   std::printf("  C++ API  %.3f us\n  C API    %.3f us\n  C - C++  %+.3f us (paired rounds)\n",
               median(cpp_us), median(c_us), median(diff_us));
   jitcache_close(c_cache);

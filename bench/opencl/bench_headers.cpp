@@ -130,14 +130,14 @@ int main() {
     if (n == 0)
       base = hit.wall_us;
     const double key = median_us(2000, [&] {
-      (void)jitcache::opencl::make_key(cache.config(), device, source, options);
-    }).wall_us;
+                         (void)jitcache::opencl::make_key(cache.config(), device, source, options);
+                       }).wall_us;
     const std::string cpp =
         "cpp -P " + options + " " + (dir / "k.cl").string() + " > /dev/null 2>&1";
     const double preprocess = median_us(10, [&] {
-      if (std::system(cpp.c_str()) != 0)
-        std::fprintf(stderr, "bench_headers: cpp failed\n");
-    }).wall_us;
+                                if (std::system(cpp.c_str()) != 0)
+                                  std::fprintf(stderr, "bench_headers: cpp failed\n");
+                              }).wall_us;
     std::printf("| %d | %.1f | %.1f | %.1f | %.1f | %.0f | %llu of %ld |\n", n, hit.wall_us,
                 hit.cpu_us, hit.wall_us - base, key, preprocess,
                 static_cast<unsigned long long>(stat_hits), calls);

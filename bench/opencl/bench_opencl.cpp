@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -129,8 +129,9 @@ int main(int argc, char** argv) {
   nlohmann::json out = {{"mode", mode}, {"file", name}};
   if (mode == "repeat") {
     // A 10 KB source: the sample padded with a comment.
-    std::string big = source + "\n//" + std::string(std::max<std::size_t>(10240, source.size()) -
-                                                        source.size(), 'x') + "\n";
+    std::string big =
+        source + "\n//" +
+        std::string(std::max<std::size_t>(10240, source.size()) - source.size(), 'x') + "\n";
     big.resize(10240);
     big.back() = '\n';
     jitcache::Cache cache;

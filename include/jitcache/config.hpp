@@ -61,7 +61,8 @@ struct JITCACHE_EXPORT Config {
 
   /// The variables set in the environment that `backend`'s compiler reads and that change the
   /// code it generates (name, value), in a fixed order. They are part of the key.
-  std::vector<std::pair<std::string, std::string>> compile_environment(std::string_view backend) const;
+  std::vector<std::pair<std::string, std::string>>
+  compile_environment(std::string_view backend) const;
 
   /// Whether `backend`'s persistent tiers are on, and why.
   PersistencePolicy persistence(std::string_view backend) const;

@@ -53,9 +53,7 @@ public:
   Error&& error() && { return std::move(*checked_error()); }
 
 private:
-  T* checked_value() {
-    return const_cast<T*>(static_cast<const Expected&>(*this).checked_value());
-  }
+  T* checked_value() { return const_cast<T*>(static_cast<const Expected&>(*this).checked_value()); }
   const T* checked_value() const {
     if (const T* v = std::get_if<0>(&m_v))
       return v;

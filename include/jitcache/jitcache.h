@@ -174,13 +174,10 @@ struct _cl_program;
  *  to `context`; the message names the call), UNSUPPORTED (the library was built without
  *  OpenCL), NO_MEMORY, INTERNAL. Thread-safe: concurrent calls for the same source, options,
  *  context and device compile once. */
-JITCACHE_EXPORT jitcache_error jitcache_cl_build_program(jitcache_cache* cache,
-                                                         struct _cl_context* context,
-                                                         struct _cl_device_id* device,
-                                                         const char* source, size_t source_len,
-                                                         const char* options,
-                                                         struct _cl_program** program,
-                                                         jitcache_info* info);
+JITCACHE_EXPORT jitcache_error
+jitcache_cl_build_program(jitcache_cache* cache, struct _cl_context* context,
+                          struct _cl_device_id* device, const char* source, size_t source_len,
+                          const char* options, struct _cl_program** program, jitcache_info* info);
 
 /* ---- CUDA and HIP ---------------------------------------------------------------------- */
 
@@ -194,10 +191,10 @@ typedef struct jitcache_header {
 /** What to compile with NVRTC or hipRTC (jitcache::cuda::Program, jitcache::hip::Program). Only
  *  read during the call. Arrays may be NULL when their count is 0. */
 typedef struct jitcache_program {
-  const char* source;            /**< the CUDA or HIP C++ source; not NULL */
-  size_t source_len;             /**< its length in bytes; not 0 */
-  const char* name;              /**< the compiler's program name; NULL: "program.cu"/".hip" */
-  const char* const* options;    /**< one option per element, e.g. "-I", "kernels", "-DN=4" */
+  const char* source;         /**< the CUDA or HIP C++ source; not NULL */
+  size_t source_len;          /**< its length in bytes; not 0 */
+  const char* name;           /**< the compiler's program name; NULL: "program.cu"/".hip" */
+  const char* const* options; /**< one option per element, e.g. "-I", "kernels", "-DN=4" */
   size_t num_options;
   const jitcache_header* headers; /**< headers given in memory */
   size_t num_headers;
@@ -233,8 +230,8 @@ JITCACHE_EXPORT jitcache_error jitcache_cuda_load_module(jitcache_cache* cache,
  *  can; or the library was built without CUDA), RUNTIME_MISSING (no NVRTC), COMPILE_FAILED (with
  *  the build log; nothing is stored), RUNTIME_ERROR, NO_MEMORY, INTERNAL. Thread-safe. */
 JITCACHE_EXPORT jitcache_error jitcache_cuda_compile(jitcache_cache* cache, const char* arch,
-                                                     const jitcache_program* program,
-                                                     void** binary, size_t* binary_size,
+                                                     const jitcache_program* program, void** binary,
+                                                     size_t* binary_size,
                                                      const char** lowered_names,
                                                      jitcache_info* info);
 
@@ -260,9 +257,8 @@ JITCACHE_EXPORT jitcache_error jitcache_hip_load_module(jitcache_cache* cache,
  *  RUNTIME_MISSING, COMPILE_FAILED (with the build log), RUNTIME_ERROR, NO_MEMORY, INTERNAL.
  *  Thread-safe. */
 JITCACHE_EXPORT jitcache_error jitcache_hip_compile(jitcache_cache* cache, const char* target,
-                                                    const jitcache_program* program,
-                                                    void** binary, size_t* binary_size,
-                                                    const char** lowered_names,
+                                                    const jitcache_program* program, void** binary,
+                                                    size_t* binary_size, const char** lowered_names,
                                                     jitcache_info* info);
 
 /* ---- Statistics ------------------------------------------------------------------------ */

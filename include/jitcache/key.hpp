@@ -30,8 +30,8 @@ JITCACHE_EXPORT const char* to_string(KeySection section) noexcept;
 /// One named field of a key, kept for `jitcache explain`.
 struct KeyField {
   KeySection section;
-  std::string name;  ///< e.g. "device_name", "nvrtc_version", a header's resolved path
-  std::string value; ///< the exact bytes hashed
+  std::string name;   ///< e.g. "device_name", "nvrtc_version", a header's resolved path
+  std::string value;  ///< the exact bytes hashed
   std::string detail; ///< not hashed: shown by `jitcache explain` (e.g. a header's resolved path)
 };
 

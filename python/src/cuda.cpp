@@ -50,7 +50,8 @@ void bind_cuda(py::module_& m) {
                            "cuda-python's CUmodule(handle)); it stays loaded while this object "
                            "or its Cache lives: never unload it.")
       .def_property_readonly(
-          "handle", [](const cuda::Module& m) { return reinterpret_cast<std::uintptr_t>(m.module); })
+          "handle",
+          [](const cuda::Module& m) { return reinterpret_cast<std::uintptr_t>(m.module); })
       .def_readonly("lowered_names", &cuda::Module::lowered_names,
                     "{name expression: lowered (mangled) name}")
       .def_readonly("info", &cuda::Module::info)
@@ -66,8 +67,8 @@ void bind_cuda(py::module_& m) {
           "The CUfunction (as an int) of a name expression or a symbol of the module.");
 
   py::class_<cuda::Binary>(m, "CudaBinary", "A cubin compiled for an architecture (offline).")
-      .def_property_readonly("cubin", [](const cuda::Binary& b) { return py::bytes(b.cubin); },
-                             "the ELF cubin")
+      .def_property_readonly(
+          "cubin", [](const cuda::Binary& b) { return py::bytes(b.cubin); }, "the ELF cubin")
       .def_readonly("target", &cuda::Binary::target)
       .def_readonly("lowered_names", &cuda::Binary::lowered_names)
       .def_readonly("info", &cuda::Binary::info);
@@ -93,8 +94,7 @@ void bind_cuda(py::module_& m) {
         const cuda::Program program =
             program_of(std::move(source), std::move(options), std::move(name_expressions),
                        std::move(name), headers);
-        return call<cuda::Binary>(cache,
-                                  [&](Cache& c) { return cuda::compile(c, arch, program); });
+        return call<cuda::Binary>(cache, [&](Cache& c) { return cuda::compile(c, arch, program); });
       },
       py::arg("cache"), py::arg("source"), py::arg("arch"), py::arg("options"),
       py::arg("name_expressions"), py::arg("name"), py::arg("headers"));

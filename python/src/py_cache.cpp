@@ -36,12 +36,14 @@ namespace {
 // same code as the environment (Config::from_variables). A bad explicit value is an error here,
 // not a warning: the caller, not the environment, gave it.
 Config config_of(const std::optional<std::string>& dir, std::optional<bool> read_only,
-                 const std::optional<std::string>& max_size, const std::optional<std::string>& log) {
+                 const std::optional<std::string>& max_size,
+                 const std::optional<std::string>& log) {
   std::map<std::string, std::string> vars = Config::from_environment().variables;
   std::map<std::string, std::string> given;
   if (dir) {
     if (dir->empty())
-      raise_error({ErrorCode::invalid_argument, "dir must not be empty (None: from the environment)"});
+      raise_error(
+          {ErrorCode::invalid_argument, "dir must not be empty (None: from the environment)"});
     given["JITCACHE_DIR"] = *dir;
   }
   if (read_only)
@@ -78,8 +80,8 @@ py::dict info_of(const Cache& cache) {
   py::dict persistent;
   for (const char* backend : k_backends) {
     const PersistencePolicy policy = config.persistence(backend);
-    persistent[backend] = py::dict(py::arg("enabled") = policy.enabled,
-                                   py::arg("reason") = policy.reason);
+    persistent[backend] =
+        py::dict(py::arg("enabled") = policy.enabled, py::arg("reason") = policy.reason);
   }
   py::list system_path;
   for (const auto& path : config.system_path)
@@ -89,7 +91,8 @@ py::dict info_of(const Cache& cache) {
   info["format_version"] = k_format_version;
   info["cache_dir"] = config.cache_dir.string();
   info["read_only"] = config.read_only;
-  info["max_size"] = config.max_size ? py::object(py::int_(*config.max_size)) : py::object(py::none());
+  info["max_size"] =
+      config.max_size ? py::object(py::int_(*config.max_size)) : py::object(py::none());
   info["system_path"] = system_path;
   info["remote"] = config.remote;
   info["log"] = k_levels[static_cast<int>(config.log_level)];

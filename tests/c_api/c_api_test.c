@@ -23,13 +23,13 @@
 
 static int g_failures = 0;
 
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              jitcache_last_error());                                                          \
-      ++g_failures;                                                                            \
-    }                                                                                          \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond,     \
+              jitcache_last_error());                                                              \
+      ++g_failures;                                                                                \
+    }                                                                                              \
   } while (0)
 
 #define CHECK_RC(expr, expected) CHECK((expr) == (expected))
@@ -149,8 +149,8 @@ static void* run_request(void* arg) {
   int i;
   for (i = 0; i < 5; ++i) {
     cl_program program = NULL;
-    r->rc = jitcache_cl_build_program(r->cache, r->context, r->device, r->source,
-                                      strlen(r->source), r->options, &program, NULL);
+    r->rc = jitcache_cl_build_program(r->cache, r->context, r->device, r->source, strlen(r->source),
+                                      r->options, &program, NULL);
     r->saw_error_message = strlen(jitcache_last_error()) > 0;
     r->saw_build_log = strstr(jitcache_last_build_log(), "error") != NULL;
     if (program)
@@ -182,9 +182,9 @@ static void test_opencl(void) {
 
   /* A miss compiles; after jitcache_close stored it, a new handle hits the user tier. */
   cache = open_cache();
-  CHECK_RC(jitcache_cl_build_program(cache, context, device, source, size, options, &program,
-                                     &info),
-           JITCACHE_OK);
+  CHECK_RC(
+      jitcache_cl_build_program(cache, context, device, source, size, options, &program, &info),
+      JITCACHE_OK);
   CHECK(program != NULL);
   CHECK(info.outcome == JITCACHE_MISS);
   CHECK(strcmp(info.tier, "compile") == 0);
@@ -197,9 +197,9 @@ static void test_opencl(void) {
 
   cache = open_cache();
   program = NULL;
-  CHECK_RC(jitcache_cl_build_program(cache, context, device, source, size, options, &program,
-                                     &info),
-           JITCACHE_OK);
+  CHECK_RC(
+      jitcache_cl_build_program(cache, context, device, source, size, options, &program, &info),
+      JITCACHE_OK);
   CHECK(info.outcome == JITCACHE_HIT);
   CHECK(strcmp(info.tier, "user") == 0);
   CHECK(program != NULL);
@@ -210,8 +210,7 @@ static void test_opencl(void) {
       clReleaseKernel(kernel);
   }
   clReleaseProgram(program);
-  CHECK_RC(jitcache_cl_build_program(cache, context, device, source, size, options, &program,
-                                     NULL),
+  CHECK_RC(jitcache_cl_build_program(cache, context, device, source, size, options, &program, NULL),
            JITCACHE_OK);
   clReleaseProgram(program);
   CHECK_RC(jitcache_stats(cache, &stats), JITCACHE_OK);
@@ -290,9 +289,9 @@ static void test_opencl(void) {
     for (round = 0; round < 2; ++round) {
       settings.read_only = round == 0;
       CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_OK);
-      CHECK_RC(jitcache_cl_build_program(cache, context, device, source, size, options, &program,
-                                         &info),
-               JITCACHE_OK);
+      CHECK_RC(
+          jitcache_cl_build_program(cache, context, device, source, size, options, &program, &info),
+          JITCACHE_OK);
       CHECK(info.outcome == JITCACHE_MISS); /* the read-only round stored nothing */
       clReleaseProgram(program);
       jitcache_close(cache);
@@ -311,8 +310,8 @@ static int is_elf(const void* binary, size_t size) {
   return size > 4 && memcmp(binary, "\177ELF", 4) == 0;
 }
 
-typedef jitcache_error (*compile_fn)(jitcache_cache*, const char*, const jitcache_program*,
-                                     void**, size_t*, const char**, jitcache_info*);
+typedef jitcache_error (*compile_fn)(jitcache_cache*, const char*, const jitcache_program*, void**,
+                                     size_t*, const char**, jitcache_info*);
 
 /* Compiles `file`'s template instance `expression` for `target` twice (miss then hit), then a
  * compile error and bad inputs. */

@@ -79,10 +79,8 @@ TEST_F(ClearRuntimeCachesTest, DryRunListsEveryCacheWithItsSizeAndDeletesNothing
   EXPECT_EQ(status, 0);
   ASSERT_EQ(lines.size(), 6u);
   const std::map<std::string, std::pair<fs::path, std::uint64_t>> expected = {
-      {"pocl", {home() / "pocl", 1000}},
-      {"cuda-driver", {home() / "nv", 200}},
-      {"cupy", {home() / "cupy", 300}},
-      {"pyopencl", {xdg() / "pyopencl", 400}},
+      {"pocl", {home() / "pocl", 1000}},    {"cuda-driver", {home() / "nv", 200}},
+      {"cupy", {home() / "cupy", 300}},     {"pyopencl", {xdg() / "pyopencl", 400}},
       {"pytools", {xdg() / "pytools", 50}},
   };
   for (const auto& [name, where] : expected) {

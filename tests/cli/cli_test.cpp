@@ -55,9 +55,8 @@ TEST_F(CliTest, BuildReportsExactlyTheContractFieldsPerFile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 2u);
-  const std::set<std::string> contract{"file",       "backend", "device",   "key",
-                                       "outcome",    "tier",    "compile_ms", "load_ms",
-                                       "total_ms",   "bytes"};
+  const std::set<std::string> contract{"file", "backend",    "device",  "key",      "outcome",
+                                       "tier", "compile_ms", "load_ms", "total_ms", "bytes"};
   for (const auto& line : lines) {
     std::set<std::string> fields;
     for (auto it = line.begin(); it != line.end(); ++it)
@@ -107,7 +106,8 @@ TEST_F(CliTest, StatsListVerifyClear) {
 }
 
 TEST_F(CliTest, InfoReportsConfigurationAndRuntimeCaches) {
-  auto r = run_cli({"info", "--json"}, env({{"POCL_KERNEL_CACHE", "0"}, {"JITCACHE_MAX_SIZE", "1G"}}));
+  auto r =
+      run_cli({"info", "--json"}, env({{"POCL_KERNEL_CACHE", "0"}, {"JITCACHE_MAX_SIZE", "1G"}}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto info = nlohmann::json::parse(r.out);
   EXPECT_EQ(info["cache_dir"], (dir.path() / "v1").string());
@@ -121,8 +121,8 @@ TEST_F(CliTest, InfoReportsConfigurationAndRuntimeCaches) {
   std::set<std::string> caches;
   for (const auto& cache : info["runtime_caches"])
     caches.insert(cache["name"].get<std::string>());
-  EXPECT_EQ(caches, (std::set<std::string>{"pocl", "pyopencl", "pytools", "cuda-driver", "cupy",
-                                           "comgr"}));
+  EXPECT_EQ(caches,
+            (std::set<std::string>{"pocl", "pyopencl", "pytools", "cuda-driver", "cupy", "comgr"}));
 
   auto text = run_cli({"info"}, env());
   EXPECT_NE(text.out.find("cache directory: " + (dir.path() / "v1").string()), std::string::npos);
@@ -180,9 +180,9 @@ TEST_F(CliTest, GarbageEnvironmentWarnsOnceAndUsesDefaults) {
 TEST_F(CliTest, CacheDirThatIsAFileStillBuildsAndLeavesTheFileAlone) {
   const auto file = dir.path() / "cachefile";
   std::ofstream(file) << "precious";
-  auto r = run_cli({"build", "--backend", "opencl", "--options", k_options, "--json",
-                    k_kernels + "/nbody.cl"},
-                   {{"JITCACHE_DIR", file.string()}});
+  auto r = run_cli(
+      {"build", "--backend", "opencl", "--options", k_options, "--json", k_kernels + "/nbody.cl"},
+      {{"JITCACHE_DIR", file.string()}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
   std::ifstream in(file);
@@ -190,9 +190,9 @@ TEST_F(CliTest, CacheDirThatIsAFileStillBuildsAndLeavesTheFileAlone) {
 }
 
 TEST_F(CliTest, MissingDirectoryIsCreatedWithParents) {
-  auto r = run_cli({"build", "--backend", "opencl", "--options", k_options,
-                    k_kernels + "/nbody.cl"},
-                   {{"JITCACHE_DIR", (dir.path() / "a" / "b").string()}});
+  auto r =
+      run_cli({"build", "--backend", "opencl", "--options", k_options, k_kernels + "/nbody.cl"},
+              {{"JITCACHE_DIR", (dir.path() / "a" / "b").string()}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "a" / "b" / "v1" / "data.mdb"));
 }

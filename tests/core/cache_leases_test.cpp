@@ -149,8 +149,9 @@ TEST_F(FaultyTierTest, AnIOErrorOnOneWriteStillReturnsTheKernelAndWarnsOnce) {
   EXPECT_TRUE(m_user->get(key_for("a").digest).value());
   EXPECT_FALSE(m_user->get(key_for("b").digest).value());
   EXPECT_TRUE(m_user->get(key_for("c").digest).value()) << "the tier is not given up on";
-  EXPECT_NE(err.find("injected failure of call 2 of put_counted; the kernel is still used, but not kept"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("injected failure of call 2 of put_counted; the kernel is still used, but not kept"),
+      std::string::npos)
       << err;
 }
 

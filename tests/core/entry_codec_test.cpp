@@ -10,7 +10,13 @@ namespace {
 
 const Digest k_key = Digest::of("key");
 
-Entry sample() { return Entry{"opencl", std::string("\x7f" "ELF binary\0bytes", 17), "meta", 1234}; }
+Entry sample() {
+  return Entry{"opencl",
+               std::string("\x7f"
+                           "ELF binary\0bytes",
+                           17),
+               "meta", 1234};
+}
 
 TEST(EntryCodecTest, RoundTrip) {
   const std::string bytes = encode_entry(k_key, sample());

@@ -73,16 +73,19 @@ void expect_each_change_drops_the_shortcut(
       {"the shadowing header removed", [&] { fs::remove(root / "first/a.h"); }},
       {"a header removed", [&] { fs::remove(root / "real/a.h"); }},
       {"a header put back", [&] { write(root / "real/a.h", "int a;\n"); }},
-      {"a header replaced by a rename", [&] {
+      {"a header replaced by a rename",
+       [&] {
          write(root / "a.h.new", "int renamed;\n");
          fs::rename(root / "a.h.new", root / "real/a.h");
        }},
-      {"the symlinked directory retargeted", [&] {
+      {"the symlinked directory retargeted",
+       [&] {
          write(root / "other/a.h", "int other;\n");
          fs::remove(root / "link");
          fs::create_directory_symlink(root / "other", root / "link");
        }},
-      {"a directory on the path renamed", [&] {
+      {"a directory on the path renamed",
+       [&] {
          fs::rename(root / "other", root / "other.old");
          write(root / "other/a.h", "int moved;\n");
        }},

@@ -20,9 +20,9 @@ TEST(IncludesTest, FollowsIncludePathsRecursivelyOnce) {
   write(dir.path() / "other/c.h", "int c;\n");
   const std::string source =
       "#include <a.h>\n  #  include \"c.h\"\n#include <stdint.h>\n#include \"mem.h\"\n";
-  auto headers = scan_includes(source, {dir.path() / "inc", dir.path() / "other"},
-                               {{"mem.h", "int m;"}})
-                     .headers;
+  auto headers =
+      scan_includes(source, {dir.path() / "inc", dir.path() / "other"}, {{"mem.h", "int m;"}})
+          .headers;
   ASSERT_EQ(headers.size(), 4u);
   EXPECT_EQ(headers[0].name, "a.h");
   EXPECT_NE(headers[0].path.find("inc/a.h"), std::string::npos);

@@ -41,8 +41,8 @@ protected:
   // key builds.
   detail::GuardedKey key(const std::string& source, const Config& with) {
     Cache cache(with);
-    return *detail::manifest_key(detail::core_of(cache), "opencl", detail::record_name("test key", {source}),
-                                 build(source));
+    return *detail::manifest_key(detail::core_of(cache), "opencl",
+                                 detail::record_name("test key", {source}), build(source));
   }
   // Builds the key of `source` from the files, counted in `builds`.
   detail::PendingKey::Build build(const std::string& source) {
@@ -196,8 +196,8 @@ TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
   ASSERT_TRUE(decoded);
   ASSERT_EQ(decoded->size(), stamps.size());
   for (std::size_t i = 0; i < stamps.size(); ++i)
-    EXPECT_TRUE((*decoded)[i] == stamps[i]) << stamps[i].path << " came back as "
-                                            << (*decoded)[i].path;
+    EXPECT_TRUE((*decoded)[i] == stamps[i])
+        << stamps[i].path << " came back as " << (*decoded)[i].path;
   for (std::size_t n = 0; n < bytes.size(); ++n)
     EXPECT_FALSE(detail::decode_record(bytes.substr(0, n))) << n;
   for (std::size_t n = 0; n < record.guards.size(); ++n)

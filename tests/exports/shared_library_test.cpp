@@ -40,8 +40,9 @@ TEST(SharedLibraryTest, FreeFunctionsResolve) {
 TEST(SharedLibraryTest, MisuseThrowsBadExpectedAccessAcrossTheLibrary) {
   Cache cache(Config::from_variables({{"JITCACHE_DISABLE", "1"}}));
   const Key key = KeyBuilder("opencl").source("fails").finish();
-  auto failed = cache.get_or_compile(
-      key, [] { return Expected<Entry>(Error{ErrorCode::compile_failed, "syntax error"}); });
+  auto failed = cache.get_or_compile(key, [] {
+    return Expected<Entry>(Error{ErrorCode::compile_failed, "syntax error"});
+  });
   EXPECT_THROW((void)failed.value(), BadExpectedAccess);
 }
 

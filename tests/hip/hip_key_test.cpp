@@ -2,8 +2,8 @@
 // opens neither library, and what the identity or a key was built from changing is noticed.
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_key.hpp"
-#include "core/request.hpp"
 #include "core/cache_core.hpp"
+#include "core/request.hpp"
 #include "tests/hip/hip_test_support.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -67,13 +67,13 @@ TEST_F(ExactKeysTest, AHeaderChangeMissesExactlyItsIncludersAndARevertHitsAgain)
                                                                   {"uses_a2", Outcome::miss},
                                                                   {"uses_b", Outcome::miss}}));
   write(src.path() / "inc" / "a.h", "#define A 5\n");
-  EXPECT_EQ(build_all(options()), (std::map<std::string, Outcome>{{"uses_a1", Outcome::miss},
-                                                                  {"uses_a2", Outcome::miss},
-                                                                  {"uses_b", Outcome::hit}}));
+  EXPECT_EQ(build_all(options()),
+            (std::map<std::string, Outcome>{
+                {"uses_a1", Outcome::miss}, {"uses_a2", Outcome::miss}, {"uses_b", Outcome::hit}}));
   write(src.path() / "inc" / "a.h", "#define A 1\n");
-  EXPECT_EQ(build_all(options()), (std::map<std::string, Outcome>{{"uses_a1", Outcome::hit},
-                                                                  {"uses_a2", Outcome::hit},
-                                                                  {"uses_b", Outcome::hit}}));
+  EXPECT_EQ(build_all(options()),
+            (std::map<std::string, Outcome>{
+                {"uses_a1", Outcome::hit}, {"uses_a2", Outcome::hit}, {"uses_b", Outcome::hit}}));
 }
 
 TEST_F(ExactKeysTest, AHeaderEditedDuringTheProcessIsSeenByTheSameCache) {
@@ -154,8 +154,9 @@ TEST_F(ExactKeysTest, ToolchainAndDeviceIdentityChangesAreMisses) {
     }
   }
   // A variable that changes PoCL's code generation is part of the key too.
-  const Config flags = Config::from_variables(
-      {{"JITCACHE_DIR", cache.path().string()}, {"POCL_EXTRA_BUILD_FLAGS", "-cl-fast-relaxed-math"}});
+  const Config flags =
+      Config::from_variables({{"JITCACHE_DIR", cache.path().string()},
+                              {"POCL_EXTRA_BUILD_FLAGS", "-cl-fast-relaxed-math"}});
   EXPECT_NE(opencl::key_for(*id, flags, text, options()).digest, base);
 }
 
@@ -164,8 +165,8 @@ TEST_F(ExactKeysTest, ExplainNamesTheFieldThatDiffers) {
   write(file, sources["uses_a1"]);
   const std::map<std::string, std::string> env{{"JITCACHE_DIR", cache.path().string()}};
   const auto explain = [&](const std::string& opts) {
-    auto r = test::run_cli({"explain", "--backend", "opencl", "--options", opts, "--json",
-                            file.string()}, env);
+    auto r = test::run_cli(
+        {"explain", "--backend", "opencl", "--options", opts, "--json", file.string()}, env);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   };
@@ -176,8 +177,11 @@ TEST_F(ExactKeysTest, ExplainNamesTheFieldThatDiffers) {
         names.insert(f["section"].get<std::string>() + ":" + f["name"].get<std::string>());
     return names;
   };
-  ASSERT_EQ(test::run_cli({"build", "--backend", "opencl", "--options", options() + " -DN=1",
-                           file.string()}, env).exit_code, 0);
+  ASSERT_EQ(
+      test::run_cli(
+          {"build", "--backend", "opencl", "--options", options() + " -DN=1", file.string()}, env)
+          .exit_code,
+      0);
   auto same = explain(options() + " -DN=1");
   EXPECT_EQ(same["stored"], true);
   bool header_with_path = false;

@@ -33,8 +33,10 @@ Expected<void> check_saxpy(cl_context context, cl_device_id device, cl_program p
     return Error(ErrorCode::runtime_error, "no saxpy kernel in the program");
   cl_command_queue queue = clCreateCommandQueue(context, device, 0, &rc);
   const std::size_t bytes = n * sizeof(float);
-  cl_mem bx = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, x.data(), &rc);
-  cl_mem by = clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, y.data(), &rc);
+  cl_mem bx =
+      clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, x.data(), &rc);
+  cl_mem by =
+      clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, y.data(), &rc);
   const float a = 2.0f;
   const int count = n;
   clSetKernelArg(kernel, 0, sizeof bx, &bx);

@@ -1,8 +1,8 @@
 // The OpenCL backend end to end on PoCL: real compiles, real binaries, real launches.
 #include <jitcache/opencl.hpp>
 
-#include "core/key_fields.hpp"
 #include "core/cache_core.hpp"
+#include "core/key_fields.hpp"
 #include "core/lmdb_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -60,15 +60,17 @@ std::vector<float> run_saxpy(cl_context context, cl_device_id device, cl_program
   const std::size_t bytes = x.size() * sizeof(float);
   cl_mem bx = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
                              const_cast<float*>(x.data()), &rc);
-  cl_mem by = clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, y.data(), &rc);
+  cl_mem by =
+      clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, y.data(), &rc);
   const int n = static_cast<int>(x.size());
   clSetKernelArg(kernel, 0, sizeof bx, &bx);
   clSetKernelArg(kernel, 1, sizeof by, &by);
   clSetKernelArg(kernel, 2, sizeof a, &a);
   clSetKernelArg(kernel, 3, sizeof n, &n);
   const std::size_t global = x.size();
-  EXPECT_EQ(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
-            CL_SUCCESS);
+  EXPECT_EQ(
+      clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
+      CL_SUCCESS);
   EXPECT_EQ(clEnqueueReadBuffer(queue, by, CL_TRUE, 0, bytes, y.data(), 0, nullptr, nullptr),
             CL_SUCCESS);
   clReleaseMemObject(bx);
@@ -117,12 +119,14 @@ protected:
 TEST_F(OpenclTest, MissThenHitInANewProcessAndTheHitComputesCorrectly) {
   const std::string file = std::string(JITCACHE_KERNELS) + "/vector_ops.cl";
   const std::map<std::string, std::string> env{{"JITCACHE_DIR", dir.path().string()}};
-  auto first = test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", file}, env);
+  auto first =
+      test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", file}, env);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto miss = nlohmann::json::parse(first.out);
   EXPECT_EQ(miss["outcome"], "miss");
   EXPECT_GT(miss["bytes"].get<std::uint64_t>(), 1000u);
-  auto second = test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", file}, env);
+  auto second =
+      test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", file}, env);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   auto hit = nlohmann::json::parse(second.out);
   EXPECT_EQ(hit["outcome"], "hit");

@@ -159,7 +159,7 @@ void expect_faults_contained(const std::function<std::unique_ptr<BackendCase>()>
                                std::to_string(static_cast<int>(op));
       ASSERT_TRUE(status == k_built || status == k_not_reached) << what << "\n" << child.err();
       EXPECT_EQ(warnings_in(child.err()), status == k_built ? 1u : 0u) << what << "\n"
-                                                                        << child.err();
+                                                                       << child.err();
     }
   }
   // The tier cannot even be opened: the cache directory is a file.

@@ -19,10 +19,10 @@ class FaultyUserTier : public UserTier {
 public:
   /// Every operation of a user tier.
   enum class Op {
-    get,          ///< Store::get (a copy)
-    visit,        ///< an in-place read of an entry
-    put,          ///< an entry written
-    put_counted,  ///< an entry written with the counters of its compile
+    get,         ///< Store::get (a copy)
+    visit,       ///< an in-place read of an entry
+    put,         ///< an entry written
+    put_counted, ///< an entry written with the counters of its compile
     remove,
     for_each,
     visit_record, ///< a record read
@@ -72,8 +72,8 @@ public:
     if (!m_corrupt)
       return m_inner->visit(key, use);
     return m_inner->visit(key, [&](const EntryView& view) {
-      Entry copy(std::string(view.backend), std::string(view.payload),
-                 std::string(view.metadata), view.compile_ns);
+      Entry copy(std::string(view.backend), std::string(view.payload), std::string(view.metadata),
+                 view.compile_ns);
       copy.key_fields = std::string(view.key_fields);
       damage(copy);
       use(EntryView(copy));
@@ -134,17 +134,17 @@ private:
   std::optional<Error> fault(Op op) {
     const std::size_t i = index(op);
     const int n = ++m_calls[i];
-    if (const int ms = m_delay_ms; ms && (op == Op::get || op == Op::visit || op == Op::put ||
-                                          op == Op::put_counted))
+    if (const int ms = m_delay_ms;
+        ms && (op == Op::get || op == Op::visit || op == Op::put || op == Op::put_counted))
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     if ((m_from[i] > 0 && n >= m_from[i]) || n == m_number[i])
-      return Error(m_code[i], "injected failure of call " + std::to_string(n) + " of " +
-                                  k_names[i]);
+      return Error(m_code[i],
+                   "injected failure of call " + std::to_string(n) + " of " + k_names[i]);
     return std::nullopt;
   }
   static constexpr const char* k_names[k_ops] = {
-      "get", "visit", "put", "put_counted", "remove", "for_each",
-      "visit_record", "put_record", "add_counters", "counters"};
+      "get",      "visit",        "put",        "put_counted",  "remove",
+      "for_each", "visit_record", "put_record", "add_counters", "counters"};
 
   std::shared_ptr<UserTier> m_inner;
   std::array<std::atomic<int>, k_ops> m_from{};

@@ -28,16 +28,22 @@ int run_build(const Config& config, const BuildOptions& options, const Output& o
         if (auto found = cache.lookup(*key))
           info->bytes = found->entry.payload.size();
     nlohmann::json line = {
-        {"file", file},           {"backend", options.backend},
-        {"device", info->device}, {"key", info->key.hex()},
-        {"outcome", to_string(info->outcome)}, {"tier", info->tier},
-        {"compile_ms", info->compile_ms},      {"load_ms", info->load_ms},
-        {"total_ms", info->total_ms},          {"bytes", info->bytes},
+        {"file", file},
+        {"backend", options.backend},
+        {"device", info->device},
+        {"key", info->key.hex()},
+        {"outcome", to_string(info->outcome)},
+        {"tier", info->tier},
+        {"compile_ms", info->compile_ms},
+        {"load_ms", info->load_ms},
+        {"total_ms", info->total_ms},
+        {"bytes", info->bytes},
     };
     if (!info->note.empty())
       line["note"] = info->note;
     char text[512];
-    std::snprintf(text, sizeof text, "%s: %s from %s in %.2f ms (compile %.2f ms, load %.2f ms), "
+    std::snprintf(text, sizeof text,
+                  "%s: %s from %s in %.2f ms (compile %.2f ms, load %.2f ms), "
                   "%llu bytes, key %.16s",
                   file.c_str(), to_string(info->outcome), info->tier.c_str(), info->total_ms,
                   info->compile_ms, info->load_ms, static_cast<unsigned long long>(info->bytes),

@@ -54,12 +54,12 @@ int run_clear_runtime_caches(const Config& config, bool dry_run, const Output& o
   int status = 0;
   for (const RuntimeCache& cache : runtime_caches(config)) {
     const DirUsage usage = dir_usage(cache.dir.string());
-    nlohmann::json line = {{"name", cache.name},       {"backend", cache.backend},
+    nlohmann::json line = {{"name", cache.name},         {"backend", cache.backend},
                            {"variable", cache.variable}, {"dir", cache.dir.string()},
-                           {"present", usage.present}, {"bytes", usage.bytes},
-                           {"files", usage.files},     {"removed", false}};
-    std::string text = cache.name + " (" + cache.variable + "): " +
-                       (cache.dir.empty() ? "unknown (HOME unset)" : cache.dir.string());
+                           {"present", usage.present},   {"bytes", usage.bytes},
+                           {"files", usage.files},       {"removed", false}};
+    std::string text = cache.name + " (" + cache.variable +
+                       "): " + (cache.dir.empty() ? "unknown (HOME unset)" : cache.dir.string());
     if (!usage.present) {
       out.emit(line, text + ": absent");
       continue;

@@ -29,8 +29,8 @@ int run_info(const Config& config, const Output& out) {
   };
   std::ostringstream text;
   text << "jitcache " << k_version << " (entry format " << k_format_version << ")\n"
-       << "cache directory: "
-       << (config.cache_dir.empty() ? "(none)" : config.cache_dir.string()) << "\n"
+       << "cache directory: " << (config.cache_dir.empty() ? "(none)" : config.cache_dir.string())
+       << "\n"
        << "read-only: " << (config.read_only ? "yes" : "no") << "\n"
        << "max size: " << (config.max_size ? format_size(*config.max_size) : "unlimited") << "\n"
        << "system path: " << (config.system_path.empty() ? "(none)" : system_path.dump()) << "\n"
@@ -44,9 +44,8 @@ int run_info(const Config& config, const Output& out) {
   nlohmann::json backends = nlohmann::json::object();
   for (const char* name : k_backends) {
     const PersistencePolicy policy = config.persistence(name);
-    nlohmann::json b = {{"built", backend_built(name)},
-                        {"persistent", policy.enabled},
-                        {"reason", policy.reason}};
+    nlohmann::json b = {
+        {"built", backend_built(name)}, {"persistent", policy.enabled}, {"reason", policy.reason}};
     text << "backend " << name << ": ";
     if (!backend_built(name)) {
       text << "not built\n";

@@ -10,8 +10,10 @@ int run_list(const Config& config, const Output& out) {
   if (!*store)
     return 0;
   auto listed = (*store)->for_each([&](const Store::Item& item) {
-    nlohmann::json line = {{"key", item.key.hex()}, {"backend", item.backend},
-                           {"bytes", item.bytes},   {"tier", "user"},
+    nlohmann::json line = {{"key", item.key.hex()},
+                           {"backend", item.backend},
+                           {"bytes", item.bytes},
+                           {"tier", "user"},
                            {"valid", item.valid}};
     out.emit(line, item.key.hex() + "  " + (item.backend.empty() ? "?" : item.backend) + "  " +
                        format_size(item.bytes) + (item.valid ? "" : "  CORRUPT"));

@@ -21,8 +21,8 @@ int run_verify(const Config& config, const Output& out) {
       return fail(scanned.error());
   }
   out.emit({{"entries", entries}, {"corrupt", corrupt}, {"ok", corrupt == 0}},
-           std::to_string(entries) + " entries checked, " + std::to_string(corrupt) +
-               " corrupt" + (corrupt ? " (they read as misses and are replaced on next build)" : ""));
+           std::to_string(entries) + " entries checked, " + std::to_string(corrupt) + " corrupt" +
+               (corrupt ? " (they read as misses and are replaced on next build)" : ""));
   return corrupt == 0 ? 0 : 1;
 }
 

@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   cl_int err = clGetPlatformIDs(1, &platform, nullptr);
   if (err == CL_SUCCESS)
     err = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr);
-  cl_context context = err == CL_SUCCESS ? clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err)
-                                         : nullptr;
+  cl_context context =
+      err == CL_SUCCESS ? clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err) : nullptr;
   if (err != CL_SUCCESS) {
     std::cerr << "no OpenCL device (" << err << ")\n";
     return 1;
