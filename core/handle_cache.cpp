@@ -2,9 +2,10 @@
 
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
-#if defined(__x86_64__) && __has_include(<xxh_x86dispatch.h>)
+#ifdef JITCACHE_HAVE_XXH_DISPATCH
 // The library's default XXH3 is its SSE2 build; its dispatching entry points pick AVX2 or
 // AVX-512 where the CPU has them: the request hash of a 10 KB source is most of a memory hit.
+// (Only the shared libxxhash has them: Debian's static archive does not; see core/CMakeLists.)
 #include <xxh_x86dispatch.h>
 #endif
 
