@@ -69,7 +69,7 @@ section jitcache info
 
 if [ "$tests" = ON ]; then
   section tests
-  (cd "$BUILD" && ctest -R '[Cc]uda' --output-on-failure --timeout 300) >"$OUT/ctest.txt" 2>&1
+  (cd "$BUILD" && ctest -R '^Cuda' --output-on-failure --timeout 300) >"$OUT/ctest.txt" 2>&1
   tail -15 "$OUT/ctest.txt"
   "$BUILD/tests/cuda/test_cuda" >"$OUT/test_cuda.txt" 2>&1
   grep -E '^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test|tests? from .* ran' "$OUT/test_cuda.txt"
