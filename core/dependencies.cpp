@@ -100,11 +100,16 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
 
   // The runtime's own include directories come from the toolchain whose version is in the key:
   // they are searched, but a computed include does not pull in every file they hold.
+  // A removed current directory has no path (and nothing can be found in it): it is left out.
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
   std::vector<fs::path> user_dirs = dirs;
-  user_dirs.push_back(fs::current_path());
+  if (!cwd.empty())
+    user_dirs.push_back(cwd);
   for (const fs::path& d : in.default_dirs)
     dirs.push_back(d);
-  dirs.push_back(fs::current_path());
+  if (!cwd.empty())
+    dirs.push_back(cwd);
   IncludeScan scan = scan_includes(in.source, dirs, in.in_memory);
   for (IncludedHeader& h : scan.headers) {
     builder.header(h.name, h.content, h.path);

@@ -1,5 +1,9 @@
 #include "core/file_stamp.hpp"
 
+#include "core/regular_file.hpp"
+
+#include <limits>
+
 #include "core/byte_io.hpp"
 
 #include <fcntl.h>
@@ -29,26 +33,12 @@ FileStamp stamp_of(const std::string& path) {
 }
 
 std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return std::nullopt;
   struct stat st {};
-  std::optional<std::string> out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    stamp = stamp_from(path, st);
-    std::string content(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t done = 0;
-    while (done < content.size()) {
-      const ssize_t n = ::read(fd, content.data() + done, content.size() - done);
-      if (n <= 0)
-        break;
-      done += static_cast<std::size_t>(n);
-    }
-    content.resize(done);
-    out = std::move(content);
-  }
-  ::close(fd);
-  return out;
+  auto content = read_regular_file(path, std::numeric_limits<std::uint64_t>::max(), &st);
+  if (!content)
+    return std::nullopt;
+  stamp = stamp_from(path, st);
+  return std::move(*content);
 }
 
 bool too_recent(const FileStamp& stamp, int seconds) {

@@ -146,7 +146,8 @@ std::vector<std::string> split_options(std::string_view options) {
 IncludeScan scan_includes(std::string_view source, const std::vector<fs::path>& include_dirs,
                           const std::map<std::string, std::string>& in_memory) {
   Scanner scanner(include_dirs, in_memory);
-  scanner.scan(source, fs::current_path(), 0);
+  std::error_code ec; // a removed current directory: quoted includes of the source find nothing
+  scanner.scan(source, fs::current_path(ec), 0);
   return scanner.take();
 }
 

@@ -159,6 +159,38 @@ TEST_F(CliTest, EmptySourceFile) {
   EXPECT_NE(r.err.find("empty source"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, OnlyRegularFilesUpToTheLimitAreRead) {
+  // A FIFO with no writer (opening it must not wait), a device that never ends, a directory,
+  // and a file over --max-source-size: each a one-line error, nothing built, nothing stored.
+  const auto fifo = dir.path() / "fifo.cl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto big = dir.path() / "big.cl";
+  std::ofstream(big) << std::string(2048, ' ') << "__kernel void k() {}\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{"build", "--backend", "opencl", fifo.string()}, "a FIFO, not a regular file"},
+      {{"build", "--backend", "opencl", "/dev/zero"}, "a device, not a regular file"},
+      {{"build", "--backend", "opencl", dir.path().string()}, "a directory, not a regular file"},
+      {{"build", "--backend", "opencl", "--max-source-size", "1K", big.string()},
+       "over the limit of 1.0 KiB"},
+      {{"explain", "--backend", "opencl", "--max-source-size", "1K", big.string()},
+       "over the limit of 1.0 KiB"},
+      {{"build", "--backend", "opencl", "--max-source-size", "lots", big.string()},
+       "--max-source-size lots: not a size"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(c.args, env());
+    EXPECT_EQ(r.exit_code, 1) << c.expect;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+  auto raised = build({big.string()});
+  EXPECT_EQ(raised.exit_code, 0) << raised.err << "the default limit (64M) admits it";
+}
+
 TEST_F(CliTest, CompileErrorPrintsTheBuildLogAndStoresNothing) {
   std::ofstream(dir.path() / "bad.cl") << "__kernel void f(__global int* x) { x[0] = nope; }\n";
   auto r = build({(dir.path() / "bad.cl").string()});

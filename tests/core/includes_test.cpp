@@ -1,9 +1,13 @@
+#include "core/dependencies.hpp"
 #include "core/includes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace jitcache {
 namespace {
@@ -30,6 +34,38 @@ TEST(IncludesTest, FollowsIncludePathsRecursivelyOnce) {
   EXPECT_NE(headers[2].path.find("other/c.h"), std::string::npos);
   EXPECT_EQ(headers[3].name, "mem.h");
   EXPECT_EQ(headers[3].content, "int m;");
+}
+
+TEST(IncludesTest, ARemovedCurrentDirectoryIsLeftOutNotThrown) {
+  test::TempDir dir;
+  write(dir.path() / "inc/a.h", "int a;\n");
+  const auto gone = dir.path() / "gone";
+  std::filesystem::create_directories(gone);
+  const auto before = std::filesystem::current_path();
+  ASSERT_EQ(::chdir(gone.c_str()), 0);
+  std::filesystem::remove(gone);
+  KeyBuilder builder("opencl");
+  Dependencies deps;
+  EXPECT_NO_THROW(deps =
+                      add_source_fields(builder, SourceInputs{"#include <a.h>\n#include \"b.h\"\n",
+                                                              "-I" + (dir.path() / "inc").string(),
+                                                              {},
+                                                              {}}));
+  std::filesystem::current_path(before);
+  ASSERT_EQ(deps.read.size(), 1u) << "a.h, found through -I";
+  EXPECT_EQ(deps.read[0].path, (dir.path() / "inc/a.h").string());
+}
+
+TEST(IncludesTest, AHeaderThatIsAFifoIsNotWaitedOn) {
+  // Opening a FIFO with no writer for reading would wait for one: a header that is not a
+  // regular file is not read (the compiler reports it), and building the key returns.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "inc");
+  ASSERT_EQ(::mkfifo((dir.path() / "inc/f.h").c_str(), 0600), 0);
+  KeyBuilder builder("opencl");
+  const Dependencies deps = add_source_fields(
+      builder, SourceInputs{"#include <f.h>\n", "-I" + (dir.path() / "inc").string(), {}, {}});
+  EXPECT_TRUE(deps.read.empty());
 }
 
 TEST(IncludesTest, FirstIncludeDirWins) {

@@ -13,7 +13,7 @@ int run_build(const Config& config, const BuildOptions& options, const Output& o
     return fail(backend.error());
   Cache cache(config);
   for (const std::string& file : options.files) {
-    auto source = read_source(file);
+    auto source = read_source(file, options.max_source_size);
     if (!source)
       return fail(source.error());
     BuildRequest request{file, *source, options.options, options.device, options.arch};

@@ -97,7 +97,7 @@ int run_explain(const Config& config, const BuildOptions& options, const Output&
   if (!store)
     return fail(store.error());
   for (const std::string& file : options.files) {
-    auto source = read_source(file);
+    auto source = read_source(file, options.max_source_size);
     if (!source)
       return fail(source.error());
     BuildRequest request{file, *source, options.options, options.device, options.arch};

@@ -15,6 +15,7 @@ struct BuildOptions {
   int device = 0;
   std::string arch;
   std::string options;
+  std::string max_source_size = "64M"; ///< the largest source file read (detail::read_regular_file)
   std::vector<std::string> files;
 };
 

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   build_cmd->add_option("--arch", build.arch, "compile for this target only (sm_90, gfx90a)");
   build_cmd->add_option("--options", build.options, "build options, exactly as given");
+  build_cmd->add_option("--max-source-size", build.max_source_size,
+                        "the largest source file read (default 64M)");
   build_cmd->add_option("FILE", build.files, "kernel source files")->required();
   cli::BuildOptions explain;
   CLI::App* explain_cmd = add("explain", "show every key field of a build request, and why it "
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   explain_cmd->add_option("--arch", explain.arch, "the target, as for build");
   explain_cmd->add_option("--options", explain.options, "build options, exactly as given");
+  explain_cmd->add_option("--max-source-size", explain.max_source_size,
+                          "the largest source file read (default 64M)");
   explain_cmd->add_option("FILE", explain.files, "kernel source files")->required();
   CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
   CLI::App* list_cmd = add("list", "every entry of the user tier");

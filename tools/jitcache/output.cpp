@@ -1,5 +1,8 @@
 #include "tools/jitcache/output.hpp"
 
+#include "core/regular_file.hpp"
+
+#include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>
 
 #include <cerrno>
@@ -25,15 +28,12 @@ int fail(const Error& error) {
   return 1;
 }
 
-Expected<std::string> read_source(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error(ErrorCode::io_error, "cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad())
-    return Error(ErrorCode::io_error, "cannot read " + path + ": " + std::strerror(errno));
-  return buf.str();
+Expected<std::string> read_source(const std::string& path, const std::string& max_size) {
+  const auto limit = parse_size(max_size);
+  if (!limit)
+    return Error(ErrorCode::invalid_argument,
+                 "--max-source-size " + max_size + ": not a size (e.g. 64M, 1G)");
+  return detail::read_regular_file(path, *limit);
 }
 
 } // namespace jitcache::cli

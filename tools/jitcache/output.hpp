@@ -24,7 +24,9 @@ private:
 /// and returns the exit status to use (1).
 int fail(const Error& error);
 
-/// Reads a whole file. Errors: io_error naming the file and the reason.
-Expected<std::string> read_source(const std::string& path);
+/// Reads a source file given on the command line: a regular file of at most `max_size`
+/// (`--max-source-size`, e.g. "64M"). Errors: invalid_argument (`max_size` is not a size),
+/// io_error naming the file and the reason (see detail::read_regular_file).
+Expected<std::string> read_source(const std::string& path, const std::string& max_size);
 
 } // namespace jitcache::cli
