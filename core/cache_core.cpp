@@ -111,11 +111,11 @@ void CacheCore::mark_dead(Tier& tier, const Error& error) {
 }
 
 Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryReceiver& use,
-                                                BuildInfo& info, Refused& refused, Memory memory) {
+                                                BuildInfo& info, Refusals& refused, Memory memory) {
   const bool persistent_on = persistent(key.backend);
   for (auto& tier : m_tiers) {
     if (tier->dead || (tier->persistent && !persistent_on) ||
-        std::find(refused.begin(), refused.end(), tier.get()) != refused.end())
+        std::find(refused.tiers.begin(), refused.tiers.end(), tier.get()) != refused.tiers.end())
       continue;
     const std::uint64_t corrupt_before = m_user ? m_user->corrupt_seen() : 0;
     bool other_request = false;
@@ -150,7 +150,7 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
     if (!refusal(used.error()))
       return std::move(used).error();
     reject(*tier, key, used.error(), info);
-    refused.push_back(tier.get());
+    refused.tiers.push_back(tier.get());
   }
   return std::optional<Served>();
 }
@@ -183,9 +183,8 @@ void CacheCore::refuse_other_request(Tier& tier, const Key& key) {
 }
 
 Expected<void> CacheCore::obtain(const Key& key, const Compiler& compile, const EntryReceiver& use,
-                                 BuildInfo& info, Memory memory) {
+                                 BuildInfo& info, Memory memory, Refusals refused) {
   info.key = key.digest;
-  Refused refused;
   auto found = walk(key, use, info, refused, memory);
   if (!found)
     return std::move(found).error();
@@ -201,7 +200,7 @@ Expected<void> CacheCore::obtain(const Key& key, const Compiler& compile, const 
     return {};
   const auto& entry = flight.value->entry;
   if (!entry) // the leader found it stored, or stores it later: look again (it holds the lease)
-    return obtain(key, compile, use, info, memory);
+    return obtain(key, compile, use, info, memory, std::move(refused));
   auto used = use(EntryView(*entry));
   if (!used)
     return used;
@@ -211,7 +210,7 @@ Expected<void> CacheCore::obtain(const Key& key, const Compiler& compile, const 
 
 Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const Compiler& compile,
                                                          const EntryReceiver& use, BuildInfo& info,
-                                                         Refused& refused, Memory memory) {
+                                                         Refusals& refused, Memory memory) {
   // Another thread may have finished the same key since the walk, or another process may be
   // compiling it: claim() waits for that one and serves from the tiers.
   auto claim = this->claim(key, use, info, refused, memory);
@@ -264,10 +263,9 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
 }
 
 Expected<std::optional<Served>> CacheCore::serve(const Key& key, const EntryReceiver& use,
-                                                 BuildInfo& info) {
+                                                 BuildInfo& info, Refusals& refusals) {
   info.key = key.digest;
-  Refused refused;
-  return walk(key, use, info, refused, Memory::skip);
+  return walk(key, use, info, refusals, Memory::skip);
 }
 
 void CacheCore::count_hit(const Key& key, const Served& served, BuildInfo& info) {
@@ -294,7 +292,7 @@ BuildInfo CacheCore::memory_hit(const std::string& backend, const BuildInfo& fir
 std::optional<Found> CacheCore::lookup(const Key& key) {
   std::optional<Found> found;
   BuildInfo info;
-  Refused refused;
+  Refusals refused;
   auto served = walk(
       key,
       [&](const EntryView& entry) -> Expected<void> {
@@ -351,7 +349,7 @@ bool CacheCore::leases_apply(const std::string& backend) const {
 }
 
 Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver& use,
-                                            BuildInfo& info, Refused& refused, Memory memory) {
+                                            BuildInfo& info, Refusals& refused, Memory memory) {
   Claim claim;
   auto served = walk(key, use, info, refused, memory);
   if (!served)

@@ -74,6 +74,13 @@ public:
   /// of a heavy binary costs more than the rest of a hit).
   enum class Memory { keep, skip };
 
+  /// The tiers whose entry for a request was refused (rejected) during that request: not asked
+  /// again for it, so one bad binary is counted and warned about once. Opaque to callers, who
+  /// only carry it from serve() to obtain().
+  struct Refusals {
+    std::vector<const void*> tiers;
+  };
+
   /// The one path for "get a usable entry": walks the tiers handing each entry for `key` to
   /// `use` until one is accepted; on a miss compiles (see the class comment), stores the entry
   /// (or has it produced later) and hands it to `use`. Counts, and reports in `info` (key,
@@ -82,14 +89,18 @@ public:
   /// A request that waited for another thread's compile of the same key is a memory hit.
   /// Errors: the compile's (compile_failed carries the log), a fresh entry's refusal, and
   /// `use`'s errors that are not refusals.
+  /// `refusals`: what serve() refused earlier in the same request (its entries are not handed
+  /// to `use` again).
   Expected<void> obtain(const Key& key, const Compiler& compile, const EntryReceiver& use,
-                        BuildInfo& info, Memory memory = Memory::keep);
+                        BuildInfo& info, Memory memory = Memory::keep, Refusals refusals = {});
 
   /// The first half of a speculative hit: walks the tiers for `key` (a key not yet proven)
   /// without counting a hit or compiling; nullopt when no tier has an entry `use` accepts.
-  /// Refusals and damage are handled and counted as in obtain(). Count the hit with
-  /// count_hit() once the key is proven.
-  Expected<std::optional<Served>> serve(const Key& key, const EntryReceiver& use, BuildInfo& info);
+  /// Refusals and damage are handled and counted as in obtain(), and the refusing tiers added
+  /// to `refusals` (pass them to obtain() for the same key). Count the hit with count_hit()
+  /// once the key is proven.
+  Expected<std::optional<Served>> serve(const Key& key, const EntryReceiver& use, BuildInfo& info,
+                                        Refusals& refusals);
   /// Counts `served` as a hit on `key` and reports it in `info`.
   void count_hit(const Key& key, const Served& served, BuildInfo& info);
   /// A request answered by the memory tier of loaded handles: counted, and reported as
@@ -133,8 +144,6 @@ private:
     bool persistent = true;
     std::atomic<bool> dead{false};
   };
-  /// The tiers that refused an entry for the request being served (not asked again).
-  using Refused = std::vector<const Tier*>;
 
   /// A compile on its way to the tiers: holds the compile lease until the entry is stored (or
   /// given up), and counts the compile in the user tier's write of the entry, or else with the
@@ -149,14 +158,14 @@ private:
   };
 
   Expected<std::optional<Served>> walk(const Key& key, const EntryReceiver& use, BuildInfo& info,
-                                       Refused& refused, Memory memory);
+                                       Refusals& refused, Memory memory);
   /// Walks again, then takes the cross-process compile lease for `key`, waiting while another
   /// process compiles it and serving from the tiers once it has stored the entry.
-  Expected<Claim> claim(const Key& key, const EntryReceiver& use, BuildInfo& info, Refused& refused,
-                        Memory memory);
+  Expected<Claim> claim(const Key& key, const EntryReceiver& use, BuildInfo& info,
+                        Refusals& refused, Memory memory);
   /// The miss path of obtain() for the thread that leads the key's single flight.
   Expected<Flight> compile_and_store(const Key& key, const Compiler& compile,
-                                     const EntryReceiver& use, BuildInfo& info, Refused& refused,
+                                     const EntryReceiver& use, BuildInfo& info, Refusals& refused,
                                      Memory memory);
   void write(const Key& key, const Entry& entry, Ticket* ticket);
   void defer(const Key& key, std::function<Expected<Entry>()> produce,

@@ -172,16 +172,17 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     detail::PendingKey pending = remembered_key(core, *tools, *target, program, arguments);
     std::optional<HandleCache::Loaded> speculative;
     std::optional<detail::Served> served;
+    detail::CacheCore::Refusals refusals; // what the speculative step refused is not tried again
     if (const Key* guess = pending.guess()) {
       if ((speculative = handles.find(HandleCache::Slot{guess->digest, context, nullptr}))) {
         ran = false;
-      } else if (auto got = core.serve(*guess, use, info); got && *got) {
+      } else if (auto got = core.serve(*guess, use, info, refusals); got && *got) {
         served = **got;
         speculative = HandleCache::Loaded{module, info};
       }
     }
     const std::optional<Digest> guessed =
-        speculative ? std::optional<Digest>(speculative->info.key) : std::nullopt;
+        pending.guess() ? std::optional<Digest>(pending.guess()->digest) : std::nullopt;
     keyed = *pending.settle(); // building the key cannot fail
     if (speculative && keyed.key.digest == guessed) {
       if (served) {
@@ -214,7 +215,10 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
     loaded = handles.get_or_load(
         {key.digest, context, nullptr},
         [&]() -> Expected<HandleCache::Loaded> {
-          if (auto got = core.obtain(key, compile, use, info, detail::CacheCore::Memory::skip);
+          // The refusals apply when the key proved to be the guessed one (the same entries).
+          auto carried = keyed.key.digest == guessed ? refusals : detail::CacheCore::Refusals{};
+          if (auto got = core.obtain(key, compile, use, info, detail::CacheCore::Memory::skip,
+                                     std::move(carried));
               !got)
             return std::move(got).error();
           return HandleCache::Loaded{module, info};

@@ -1,6 +1,7 @@
 // The backend-neutral Cache: tiers, counters, single flight, disable/read-only, failing tiers.
 #include <jitcache/cache.hpp>
 
+#include "core/cache_core.hpp"
 #include "core/lmdb_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -214,6 +215,54 @@ TEST_F(CacheTest, StoreLaterFinishesByFlush) {
   });
   cache.flush();
   EXPECT_EQ(stored_entries(), 1u);
+}
+
+} // namespace
+} // namespace jitcache
+
+namespace jitcache {
+namespace {
+
+// A request whose speculative step (serve) refused a read-only tier's entry, then took the usual
+// path (obtain) for the same key: the bad entry is rejected, and warned about, once.
+TEST_F(CacheTest, AnEntryRefusedWhileServingIsNotRefusedAgainByObtain) {
+  const Key key = key_for("k");
+  {
+    Cache writer(config());
+    writer.store(key, Entry{"opencl", "BAD"});
+  }
+  Cache cache(
+      Config::from_variables({{"JITCACHE_DIR", dir.path().string()}, {"JITCACHE_READONLY", "1"}}));
+  auto& core = detail::core_of(cache);
+  std::string used;
+  const detail::EntryReceiver use = [&](const EntryView& entry) -> Expected<void> {
+    if (entry.payload == "BAD")
+      return Error(ErrorCode::load_failed, "the runtime refused it");
+    used = std::string(entry.payload);
+    return {};
+  };
+  const detail::Compiler compile = []() -> Expected<detail::Compiled> {
+    return detail::Compiled{Entry{"opencl", "GOOD"}, {}, {}};
+  };
+  testing::internal::CaptureStderr();
+  BuildInfo info;
+  detail::CacheCore::Refusals refusals;
+  auto served = core.serve(key, use, info, refusals);
+  ASSERT_TRUE(served);
+  EXPECT_FALSE(*served);
+  ASSERT_TRUE(core.obtain(key, compile, use, info, detail::CacheCore::Memory::skip, refusals));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(used, "GOOD");
+  EXPECT_EQ(info.outcome, Outcome::miss);
+  const Stats stats = cache.session_stats();
+  EXPECT_EQ(stats.get("opencl", Counter::rejected), 1u);
+  EXPECT_EQ(stats.get("opencl", Counter::misses), 1u);
+  EXPECT_EQ(stats.get("opencl", Counter::compiles), 1u);
+  std::size_t warnings = 0;
+  for (auto at = err.find("jitcache: warn"); at != std::string::npos;
+       at = err.find("jitcache: warn", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 1u) << err;
 }
 
 } // namespace
