@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace jitcache {
 
@@ -22,6 +23,25 @@ namespace {
 // One environment per directory per process (LMDB's rule), found by device and inode.
 std::mutex g_registry_mutex;
 std::map<std::pair<dev_t, ino_t>, std::weak_ptr<LmdbStore::Env>> g_registry;
+
+// Entries found damaged and not written since, by directory: each is counted and warned about
+// once per process, however many paths read it (a request walks the tiers up to three times
+// before it compiles; CUDA's speculative serve() once more) and however often the environment
+// is opened again.
+std::mutex g_damaged_mutex;
+std::set<std::pair<std::string, Digest>> g_damaged;
+
+// Whether `key` in `e` was not yet known to be damaged (now it is).
+bool first_sight_of_damage(const LmdbStore::Env& e, const Digest& key) {
+  std::lock_guard<std::mutex> lock(g_damaged_mutex);
+  return g_damaged.emplace(e.dir.string(), key).second;
+}
+
+// `key` was written or removed: damage found in it again is new damage.
+void forget_damage(const LmdbStore::Env& e, const Digest& key) {
+  std::lock_guard<std::mutex> lock(g_damaged_mutex);
+  g_damaged.erase({e.dir.string(), key});
+}
 
 } // namespace
 
@@ -139,7 +159,7 @@ Expected<bool> LmdbStore::visit(const Digest& key,
     return false;
   if (rc != MDB_SUCCESS)
     return lmdb_error("read", rc, e->dir);
-  if (bad) {
+  if (bad && first_sight_of_damage(*e, key)) {
     e->corrupt.fetch_add(1);
     log::warn(bad->message + " (key " + key.hex() + "); treated as a miss and replaced");
   }
@@ -194,6 +214,7 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
       bytes.size());
   if (rc != MDB_SUCCESS)
     return lmdb_error("write", rc, e->dir);
+  forget_damage(*e, key);
   if (pruned.entries)
     log::info("evicted " + std::to_string(pruned.entries) + " least recently used entries (" +
               format_size(pruned.bytes) + ") to stay under the user tier's size limit");
@@ -220,6 +241,7 @@ Expected<bool> LmdbStore::remove(const Digest& key) {
     return false;
   if (rc != MDB_SUCCESS)
     return lmdb_error("delete", rc, e->dir);
+  forget_damage(*e, key);
   return true;
 }
 

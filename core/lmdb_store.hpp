@@ -34,7 +34,8 @@ struct LmdbOptions {
 /// MDB_MAP_FULL and adopts a size grown by another process (MDB_MAP_RESIZED); a child after
 /// fork() opens its own environment and never touches the parent's; stale reader slots of dead
 /// processes are cleared at open. Entries are verified on every read; an entry that fails
-/// verification is logged, counted and reported as a miss. A data file that LMDB rejects, that
+/// verification is reported as a miss, and logged and counted once per process (until it is
+/// written again). A data file that LMDB rejects, that
 /// is shorter than its own metadata says, or that a transaction found damaged, is moved aside
 /// (data.mdb.corrupt-<time>) and a fresh one started, once no other process has it open (see
 /// EnvGate).
@@ -116,7 +117,7 @@ public:
   /// The size limit this store was opened with.
   std::optional<std::uint64_t> max_size() const;
 
-  /// Corrupt entries seen by get() since this process started (for tests and stats).
+  /// Damaged entries found by reads of this environment (each once; for tests and stats).
   std::uint64_t corrupt_seen() const override;
   /// dir() / "leases".
   std::filesystem::path lease_dir() const override;

@@ -257,7 +257,11 @@ TEST_F(CliTest, UnwritableCacheDirectoryIsUsedReadOnly) {
   argv.push_back("--json");
   argv.push_back(k_kernels + "/nbody.cl");
   argv.push_back(k_kernels + "/matmul.cl");
-  auto r = test::run_process(argv, {{"JITCACHE_DIR", cache}, {"HOME", "/tmp"}});
+  // A home of its own that 'nobody' can write (PoCL keeps its cache there), not a shared one.
+  const std::string home = (dir.path() / "home").string();
+  std::filesystem::create_directory(home);
+  ::chmod(home.c_str(), 0777);
+  auto r = test::run_process(argv, {{"JITCACHE_DIR", cache}, {"HOME", home}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 2u);

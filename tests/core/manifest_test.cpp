@@ -183,9 +183,20 @@ TEST_F(ManifestTest, ADamagedRecordIsBuiltAgainAndReplaced) {
 }
 
 TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
-  const std::vector<detail::FileStamp> stamps{detail::stamp_of("/"), detail::stamp_of("/tmp"),
-                                              detail::FileStamp{"/nonexistent/x.h"},
-                                              detail::stamp_of(".")};
+  // Stamps of this test's own directory only (other tests change /tmp and the current
+  // directory); a relative path is resolved from the current directory, so it goes there.
+  test::TempDir dir;
+  write(dir.path() / "sub/a.h", "int a;\n");
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());
+  struct Back {
+    fs::path to;
+    ~Back() { fs::current_path(to); }
+  } back{before};
+  const std::vector<detail::FileStamp> stamps{
+      detail::stamp_of(dir.path().string()), detail::stamp_of((dir.path() / "sub").string()),
+      detail::FileStamp{(dir.path() / "absent/x.h").string()}, detail::stamp_of("."),
+      detail::stamp_of("sub/a.h")};
   const detail::Record record{detail::encode_stamps(stamps), "payload"};
   const std::string bytes = detail::encode_record(record);
   auto back = detail::decode_record(bytes);
@@ -208,6 +219,9 @@ TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
   moved = stamps;
   moved[2].exists = true;
   EXPECT_FALSE(detail::unchanged(detail::encode_stamps(moved)));
+  // The root splits into itself and "." (its stat fields are not needed to round-trip it).
+  const std::vector<detail::FileStamp> root{detail::FileStamp{"/"}};
+  EXPECT_EQ(detail::decode_stamps(detail::encode_stamps(root)), root);
 
   const Key key = KeyBuilder("cuda").device("arch", "sm_80").source(std::string(300, 'x')).finish();
   auto key_back = detail::decode_key(detail::encode_key(key));
