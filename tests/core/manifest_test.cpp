@@ -3,16 +3,15 @@
 #include "core/cache_core.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/manifest.hpp"
+#include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/cache.hpp>
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <fstream>
 #include <functional>
-#include <thread>
 
 namespace jitcache {
 namespace {
@@ -41,6 +40,7 @@ protected:
   // key builds.
   detail::GuardedKey key(const std::string& source, const Config& with) {
     Cache cache(with);
+    detail::core_of(cache).set_stamp_clock(clock.clock());
     return *detail::manifest_key(detail::core_of(cache), "opencl",
                                  detail::record_name("test key", {source}), build(source));
   }
@@ -55,9 +55,11 @@ protected:
     };
   }
   detail::GuardedKey key(const std::string& source) { return key(source, config()); }
-  // Files written now cannot vouch for their content for two seconds (too_recent).
-  static void let_stamps_settle() { std::this_thread::sleep_for(std::chrono::milliseconds(2100)); }
+  // Files written within two seconds cannot vouch for their content (too_recent): the clock
+  // that says so is moved past them instead of waiting.
+  void let_stamps_settle() { clock.settle(); }
 
+  test::FakeStampClock clock;
   test::TempDir dir;
   int builds = 0;
 };
@@ -79,6 +81,7 @@ TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
 
   {
     SCOPED_TRACE("a header edited (same size)");
+    clock.stop();
     write(dir.path() / "second/b.h", "int c;\n");
     const auto edited = key(source);
     EXPECT_FALSE(edited.recalled);
@@ -118,6 +121,7 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
   std::optional<Digest> guessed;
   const auto settle = [&] {
     Cache cache(config()); // as a new process: the record comes from the user tier
+    detail::core_of(cache).set_stamp_clock(clock.clock());
     detail::PendingKey pending(detail::core_of(cache), "opencl", name, build(source), true);
     guessed.reset();
     if (const Key* guess = pending.guess())
