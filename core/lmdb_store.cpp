@@ -2,6 +2,7 @@
 #include "core/lmdb_store.hpp"
 
 #include "core/entry_codec.hpp"
+#include "core/eviction.hpp"
 #include "core/fork_guard.hpp"
 #include "core/lmdb_txn.hpp"
 #include "core/log.hpp"
@@ -67,9 +68,21 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
                           " is already open read-only in this process; using it read-only");
     return std::shared_ptr<LmdbStore>(new LmdbStore(env, read_only || env->read_only, options));
   }
-  auto env = open_env(dir, read_only, options);
+  // A data file over its bound (grown by a process with a larger limit or none, or before
+  // there was a bound) is compacted, when no other process has it open: never waiting.
+  Options bounded = options;
+  if (options.max_size && !read_only) {
+    const std::uint64_t bound = file_bound(*options.max_size);
+    bounded.map_size = std::min<std::uint64_t>(options.map_size, bound & ~std::uint64_t(0xffff));
+    std::error_code ec;
+    if (fs::file_size(dir / "data.mdb", ec) > bound && !ec)
+      static_cast<void>(compact(dir)); // not done: freed pages are reused, evictions free more
+  }
+  auto env = open_env(dir, read_only, bounded);
   if (!env)
     return std::move(env).error();
+  if (options.max_size && !read_only)
+    (*env)->max_size = *options.max_size;
   slot = *env;
   return std::shared_ptr<LmdbStore>(new LmdbStore(*env, read_only, options));
 }
@@ -185,10 +198,13 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
   if (!writes(*e))
     return read_only_error(e->dir);
   const std::string bytes = encode_entry(key, entry);
+  const std::uint64_t size = footprint(*e, bytes.size());
   const auto limit = m_options.max_size;
-  if (limit && bytes.size() > *limit)
-    return Error(ErrorCode::store_full, "an entry of " + format_size(bytes.size()) +
-                                            " is larger than the user tier's size limit (" +
+  if (limit && size > *limit)
+    return Error(ErrorCode::store_full, "an entry of " + format_size(bytes.size()) + " (" +
+                                            format_size(size) +
+                                            " in the data file) is larger than the user tier's "
+                                            "size limit (" +
                                             format_size(*limit) + ")");
   Pruned pruned;
   const int rc = write_transaction(
@@ -198,8 +214,8 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
         MDB_val k = as_val(key), v{bytes.size(), const_cast<char*>(bytes.data())}, old;
         const std::uint64_t before = stored_total(*e, txn);
         const std::uint64_t replaced =
-            mdb_get(txn, e->entries, &k, &old) == MDB_SUCCESS ? old.mv_size : 0;
-        std::uint64_t total = before - std::min(before, replaced) + bytes.size();
+            mdb_get(txn, e->entries, &k, &old) == MDB_SUCCESS ? footprint(*e, old.mv_size) : 0;
+        std::uint64_t total = before - std::min(before, replaced) + size;
         int r = mdb_put(txn, e->entries, &k, &v, 0);
         std::uint64_t now = AccessLog::now_us();
         MDB_val t = as_val(now);
@@ -231,7 +247,7 @@ Expected<bool> LmdbStore::remove(const Digest& key) {
     if (r != MDB_SUCCESS)
       return r;
     const std::uint64_t before = stored_total(*e, txn);
-    const std::uint64_t total = before - std::min<std::uint64_t>(before, v.mv_size);
+    const std::uint64_t total = before - std::min(before, footprint(*e, v.mv_size));
     if ((r = mdb_del(txn, e->entries, &k, nullptr)) != MDB_SUCCESS)
       return r;
     mdb_del(txn, e->access, &k, nullptr);

@@ -87,6 +87,11 @@ TEST_F(CliTest, StatsListVerifyClear) {
   EXPECT_EQ(lines[0]["entries"], 1);
   EXPECT_EQ(lines[3]["backend"], "total");
   EXPECT_GT(lines[3]["file_bytes"].get<std::uint64_t>(), lines[3]["bytes"].get<std::uint64_t>());
+  EXPECT_EQ(lines[3]["max_file_bytes"], nullptr) << "no limit, no bound";
+  const auto bounded =
+      json_lines(run_cli({"stats", "--json"}, env({{"JITCACHE_MAX_SIZE", "1M"}})).out);
+  ASSERT_EQ(bounded.size(), 4u);
+  EXPECT_EQ(bounded[3]["max_file_bytes"], (1u << 20) + (256u << 10)) << "the limit and its slack";
 
   auto list = run_cli({"list", "--json"}, env());
   ASSERT_EQ(list.exit_code, 0);
