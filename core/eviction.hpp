@@ -54,4 +54,10 @@ inline std::uint64_t file_bound(std::uint64_t limit) {
   return limit + std::max(limit / 8, k_min_slack);
 }
 
+/// The largest LMDB map under the size limit `limit`: file_bound(limit) in whole pages of any
+/// size LMDB supports (64 KiB multiples).
+inline std::uint64_t map_bound(std::uint64_t limit) {
+  return file_bound(limit) & ~std::uint64_t(0xffff);
+}
+
 } // namespace jitcache

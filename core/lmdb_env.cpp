@@ -131,7 +131,7 @@ bool LmdbStore::Env::grow_map() {
   mdb_env_info(env, &info);
   std::size_t grown = info.me_mapsize * 2;
   if (max_size) {
-    const std::size_t bound = file_bound(max_size) & ~std::size_t(0xffff); // whole pages
+    const std::size_t bound = map_bound(max_size);
     if (info.me_mapsize >= bound)
       return false;
     grown = std::min(grown, bound);

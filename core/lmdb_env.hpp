@@ -29,7 +29,7 @@ struct LmdbStore::Env {
   bool has_records = false; // false: an environment no writer of this version has opened
   std::filesystem::path dir;
   bool read_only = false;
-  std::uint64_t max_size = 0;     ///< size limit (0: none); the map never grows past file_bound()
+  std::uint64_t max_size = 0;     ///< size limit (0: none); the map never grows past map_bound()
   unsigned generation = 0;        ///< fork_generation() at open
   EnvGate gate;                   ///< held shared while the environment is open
   int lock_fd = -1;               ///< lock.mdb, kept open until after mdb_env_close (see open_env)
@@ -91,7 +91,7 @@ struct LmdbStore::Env {
     return MDB_MAP_FULL;
   }
 
-  /// Doubles the map, up to file_bound(max_size) when there is a limit (no transaction of this
+  /// Doubles the map, up to map_bound(max_size) when there is a limit (no transaction of this
   /// process may be running). False when LMDB refuses, or the map is at that bound.
   bool grow_map();
 

@@ -72,10 +72,9 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
   // there was a bound) is compacted, when no other process has it open: never waiting.
   Options bounded = options;
   if (options.max_size && !read_only) {
-    const std::uint64_t bound = file_bound(*options.max_size);
-    bounded.map_size = std::min<std::uint64_t>(options.map_size, bound & ~std::uint64_t(0xffff));
+    bounded.map_size = std::min<std::uint64_t>(options.map_size, map_bound(*options.max_size));
     std::error_code ec;
-    if (fs::file_size(dir / "data.mdb", ec) > bound && !ec)
+    if (fs::file_size(dir / "data.mdb", ec) > file_bound(*options.max_size) && !ec)
       static_cast<void>(compact(dir)); // not done: freed pages are reused, evictions free more
   }
   auto env = open_env(dir, read_only, bounded);

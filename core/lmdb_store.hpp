@@ -20,7 +20,8 @@ namespace jitcache {
 struct LmdbOptions {
   /// Initial map size; the map doubles whenever it is full.
   std::size_t map_size = std::size_t(1) << 30;
-  /// JITCACHE_MAX_SIZE: the most bytes the stored entries may take; nullopt = no limit.
+  /// JITCACHE_MAX_SIZE: the most bytes the stored entries may take in the data file, counted
+  /// as entry_footprint() does; nullopt = no limit. The data file stays within file_bound().
   std::optional<std::uint64_t> max_size;
   /// How the directory's filesystem is examined (tests pretend a network filesystem).
   FilesystemProbe probe = &probe_filesystem;
@@ -41,7 +42,10 @@ struct LmdbOptions {
 /// EnvGate).
 ///
 /// With a size limit, a put that takes the stored entries over it evicts the least recently
-/// used ones (down to 90% of the limit) in the same transaction. Uses are recorded in memory
+/// used ones (down to 90% of the limit) in the same transaction. Entries count the pages they
+/// take; the map is never grown past map_bound(limit), and a write that finds it full there
+/// evicts more first (make_room); a data file found over file_bound(limit) by an open that has
+/// the directory to itself is compacted first (never waiting for other processes). Uses are recorded in memory
 /// on hits and written with the next write (see AccessLog), never one write per hit.
 class LmdbStore final : public UserTier {
 public:
@@ -102,7 +106,8 @@ public:
     std::uint64_t bytes = 0;
   };
   /// Evicts least recently used entries until the stored entries take at most `max_size` bytes
-  /// (one write transaction; counted as "evicted"/"evicted_bytes" of backend "all").
+  /// as entry_footprint() counts them (one write transaction; counted as "evicted" and, in
+  /// value bytes, "evicted_bytes" of backend "all").
   Expected<Pruned> prune(std::uint64_t max_size);
 
   /// Number of entries, their stored size, and the data file's size in bytes.

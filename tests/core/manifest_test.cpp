@@ -193,10 +193,10 @@ TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
   write(dir.path() / "sub/a.h", "int a;\n");
   const fs::path before = fs::current_path();
   fs::current_path(dir.path());
-  struct Back {
+  struct Return {
     fs::path to;
-    ~Back() { fs::current_path(to); }
-  } back{before};
+    ~Return() { fs::current_path(to); }
+  } go_back{before};
   const std::vector<detail::FileStamp> stamps{
       detail::stamp_of(dir.path().string()), detail::stamp_of((dir.path() / "sub").string()),
       detail::FileStamp{(dir.path() / "absent/x.h").string()}, detail::stamp_of("."),
