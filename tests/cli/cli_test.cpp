@@ -266,7 +266,8 @@ TEST_F(CliTest, UnwritableCacheDirectoryIsUsedReadOnly) {
   const std::string home = (dir.path() / "home").string();
   std::filesystem::create_directory(home);
   ::chmod(home.c_str(), 0777);
-  auto r = test::run_process(argv, {{"JITCACHE_DIR", cache}, {"HOME", home}});
+  auto r = test::run_process(
+      argv, {{"JITCACHE_DIR", cache}, {"HOME", home}, {"XDG_CACHE_HOME", home + "/.cache"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 2u);
