@@ -1,6 +1,7 @@
 #include "core/lmdb_env.hpp"
 
 #include "core/fork_guard.hpp"
+#include "core/lmdb_health.hpp"
 #include "core/log.hpp"
 
 #include <fcntl.h>
@@ -100,6 +101,8 @@ LmdbStore::Env::~Env() {
     mdb_txn_abort(txn);
   if (env)
     mdb_env_close(env);
+  if (env && !read_only)
+    mark_clean_end(dir, gate);
   if (lock_fd >= 0)
     ::close(lock_fd);
 }
@@ -255,6 +258,8 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
       damage = mdb_strerror(rc);
     else if (rc == MDB_SUCCESS)
       damage = integrity_problem(env->env, dir);
+    if (rc == MDB_SUCCESS && damage.empty())
+      damage = damage_after_unclean_end(dir, *gate, read_only, env->pages_checked);
     if (!damage.empty()) {
       env.reset();
       if (read_only)

@@ -35,6 +35,8 @@ struct LmdbStore::Env {
   std::shared_mutex resize_mutex; // transactions shared; map resizing exclusive
   std::atomic<std::uint64_t> corrupt{0};
   AccessLog uses;
+  bool pages_checked = false;      ///< page by page, at open or before the first write
+  std::once_flag write_check_once; ///< check_before_first_write (core/lmdb_health.hpp)
 
   ~Env();
 

@@ -4,6 +4,7 @@
 // lmdb_eviction.cpp) share: LMDB values, scans, the write transaction and the stored total.
 
 #include "core/lmdb_env.hpp"
+#include "core/lmdb_health.hpp"
 
 #include <jitcache/stats.hpp>
 
@@ -54,6 +55,9 @@ int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch);
 /// an LMDB status (ENOSPC for a short write on a full disk).
 template <typename Body>
 int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
+  // Writing into a damaged tree is what crashes LMDB or grows it without bound.
+  if (const int rc = check_before_first_write(e); rc != MDB_SUCCESS)
+    return rc;
   const AccessLog::Batch uses = e.uses.take();
   const int rc = e.transact(true, [&](MDB_txn* txn) {
     int r = apply_uses(e, txn, uses);
