@@ -76,8 +76,10 @@ enum class Tree { free, main, named };
 
 class Walker {
 public:
-  Walker(int fd, std::uint64_t file_pages, const Meta& meta, PageCheck& result)
-      : m_fd(fd), m_file_pages(file_pages), m_meta(meta), m_result(result),
+  Walker(int fd, std::uint64_t file_pages, const Meta& meta, bool overflow_headers,
+         PageCheck& result)
+      : m_fd(fd), m_file_pages(file_pages), m_meta(meta), m_overflow_headers(overflow_headers),
+        m_result(result),
         m_used((meta.last_page + 64) / 64, 0), m_pages(k_max_depth + 1) {}
 
   bool walk(const Db& db, Tree tree, std::uint64_t named_at) {
@@ -242,6 +244,8 @@ private:
       return fail(from, "overflow pages " + std::to_string(first) + "+" + std::to_string(count) +
                             " beyond the end of the file");
     counts.overflow += count;
+    if (tree != Tree::free && !m_overflow_headers)
+      return true;
     // Only a free list is read whole; a value's header says enough about the run.
     std::vector<unsigned char> bytes(tree == Tree::free ? count * psize : k_page_header);
     if (!read(first, bytes.size(), bytes.data()))
@@ -278,6 +282,7 @@ private:
   int m_fd;
   std::uint64_t m_file_pages;
   const Meta& m_meta;
+  bool m_overflow_headers;
   PageCheck& m_result;
   std::vector<std::uint64_t> m_used; // a bit per page
   std::vector<std::vector<unsigned char>> m_pages; // a page buffer per depth
@@ -315,7 +320,8 @@ std::string read_meta(int fd, unsigned index, std::uint32_t page_size, Meta& met
 } // namespace
 
 PageCheck check_lmdb_pages(const std::filesystem::path& data_file,
-                           std::optional<std::uint64_t> txnid) {
+                           const PageCheckOptions& options) {
+  const std::optional<std::uint64_t>& txnid = options.txnid;
   PageCheck result;
   const int fd = ::open(data_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -352,7 +358,7 @@ PageCheck check_lmdb_pages(const std::filesystem::path& data_file,
                                    std::to_string(file_pages) + " pages");
     } else {
       result.txnid = meta->txnid;
-      Walker walker(fd, file_pages, *meta, result);
+      Walker walker(fd, file_pages, *meta, options.overflow_headers, result);
       // The main database first, its named databases next, the free list last: a page both in
       // use and free is reported at the free list.
       bool ok = walker.walk(meta->main, Tree::main, index);

@@ -26,6 +26,17 @@ struct PageCheck {
   bool damaged() const { return verdict == Verdict::damaged; }
 };
 
+/// What check_lmdb_pages() reads.
+struct PageCheckOptions {
+  /// The transaction whose meta page is walked; nullopt: the newest (LMDB's choice).
+  std::optional<std::uint64_t> txnid;
+  /// Whether the first page of every overflow run (a big value) is read, to check its flags
+  /// and page count; without, the runs are still checked against the file, the last page and
+  /// every other page, but the check reads only tree pages (about 40 times fewer for jitcache's
+  /// entries).
+  bool overflow_headers = true;
+};
+
 /// Checks the LMDB data file `data_file` page by page, trusting none of it: it is read with
 /// pread (no mapping, so a short file is an error, never SIGBUS) and every number in it is
 /// bounds-checked before it is used. Only what jitcache writes is accepted: 64-bit LMDB 0.9
@@ -33,7 +44,7 @@ struct PageCheck {
 ///
 /// Checks, stopping at the first problem: both meta pages (flags, magic, version, page size,
 /// last page within the file); from the newest one (the one LMDB would use), or from the one
-/// of transaction `txnid` when given: the free database, the main database and every named
+/// of transaction `options.txnid` when given: the free database, the main database and every named
 /// database in it are walked: page numbers within the file and the meta's last page, the page
 /// number each page names itself by, page flags valid for the position (branch above the
 /// leaves, leaves at md_depth, overflow pages only under a big value), mp_lower/mp_upper
@@ -42,14 +53,14 @@ struct PageCheck {
 /// the free lists are sorted, bounded and within the last page; no page is used twice (a
 /// cycle, two trees sharing a page, or a page both in use and free).
 ///
-/// With `txnid`, the caller must hold a read transaction of that id in an environment of this
+/// With a txnid, the caller must hold a read transaction of that id in an environment of this
 /// file for the whole call: it keeps the pages of that snapshot from being reused by writers
 /// meanwhile. If a writer has already replaced that meta page, the result is unchecked.
 ///
-/// Cost: one pread per tree page and one 16-byte pread per big value (see
-/// bench/core/bench_page_check.cpp). Thread-safe (no shared state); never throws except
+/// Cost: one pread per tree page and one 16-byte pread per big value (unless
+/// options.overflow_headers is false); see bench/core/bench_page_check.cpp. Thread-safe (no shared state); never throws except
 /// std::bad_alloc.
 PageCheck check_lmdb_pages(const std::filesystem::path& data_file,
-                           std::optional<std::uint64_t> txnid = std::nullopt);
+                           const PageCheckOptions& options = {});
 
 } // namespace jitcache

@@ -81,6 +81,9 @@ TEST(PageCheck, HealthyFilesPassAfterManyTransactions) {
     EXPECT_TRUE(check.ok()) << "seed " << seed << ": " << check.problem;
     EXPECT_GT(check.entries, 0u);
     EXPECT_GT(check.txnid, 0u);
+    const PageCheck trees = check_lmdb_pages(tmp.path() / "data.mdb", {check.txnid, false});
+    EXPECT_TRUE(trees.ok()) << trees.problem;
+    EXPECT_LT(trees.pages_read, check.pages_read);
   }
 }
 
