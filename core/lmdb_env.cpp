@@ -26,8 +26,6 @@ constexpr unsigned k_max_readers = 1022;
 // LMDB's lock file for k_max_readers on 64-bit Linux: a 192-byte header and 64 bytes a slot.
 constexpr off_t k_lock_file_bytes = 192 + (k_max_readers - 1) * 64;
 
-constexpr const char* k_damage_marker = "damaged";
-
 // Moves the data file aside so that a fresh environment can be created; the caller holds the
 // gate exclusively, so no process has either file open. Keeps only the latest file moved
 // aside: they are for a post-mortem, not for growing without bound.

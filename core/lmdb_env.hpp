@@ -16,6 +16,10 @@
 
 namespace jitcache {
 
+/// The file a transaction that found the data file damaged leaves in its directory: the next
+/// open moves the data file aside.
+inline constexpr const char* k_damage_marker = "damaged";
+
 /// One open LMDB environment, shared by every LmdbStore of its directory in this process.
 /// Internal to the user tier (the core/lmdb_*.cpp files).
 struct LmdbStore::Env {

@@ -15,7 +15,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* k_clean_marker = "closed";
-constexpr const char* k_damage_marker = "damaged"; // core/lmdb_env.cpp's
 // Up to this size the check before the first write reads the overflow runs' headers too
 // (about 1 ms per 1,000 entries, measured by bench/core/bench_page_check); above, tree pages only.
 constexpr std::uintmax_t k_full_write_check_bytes = std::uintmax_t(64) << 20;

@@ -28,7 +28,7 @@ int run_verify(const Config& config, const Output& out) {
     if (pages.damaged()) {
       out.emit({{"pages", "damaged"}, {"page", pages.page}, {"problem", pages.problem}, {"ok", false}},
                "damaged data file " + (user_store_dir(config) / "data.mdb").string() + ": " +
-                   pages.problem + " (moved aside by the next build)");
+                   pages.problem + " (builds no longer write to it, and move it aside)");
       return 1;
     }
     out.emit({{"pages", pages.ok() ? "ok" : "unchecked"},
