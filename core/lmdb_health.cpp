@@ -46,8 +46,8 @@ void mark_clean_end(const fs::path& dir, EnvGate& gate) {
   std::error_code ec;
   if (fs::exists(dir / k_damage_marker, ec) || !gate.try_exclusive(std::chrono::milliseconds(0)))
     return;
-  const int fd = ::open((dir / k_clean_marker).c_str(),
-                        O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int fd =
+      ::open((dir / k_clean_marker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0)
     ::close(fd);
 }
@@ -62,8 +62,7 @@ int check_before_first_write(LmdbStore::Env& e) {
     int seen = 0;
     PageCheck check;
     std::error_code ec;
-    const bool overflow_headers =
-        fs::file_size(e.dir / "data.mdb", ec) <= k_full_write_check_bytes;
+    const bool overflow_headers = fs::file_size(e.dir / "data.mdb", ec) <= k_full_write_check_bytes;
     for (int attempt = 0; attempt < k_snapshot_attempts && seen < 2; ++attempt) {
       e.read([&](MDB_txn* txn) {
         check = check_lmdb_pages(e.dir / "data.mdb", {mdb_txn_id(txn), overflow_headers});

@@ -79,8 +79,7 @@ public:
   Walker(int fd, std::uint64_t file_pages, const Meta& meta, bool overflow_headers,
          PageCheck& result)
       : m_fd(fd), m_file_pages(file_pages), m_meta(meta), m_overflow_headers(overflow_headers),
-        m_result(result),
-        m_used((meta.last_page + 64) / 64, 0), m_pages(k_max_depth + 1) {}
+        m_result(result), m_used((meta.last_page + 64) / 64, 0), m_pages(k_max_depth + 1) {}
 
   bool walk(const Db& db, Tree tree, std::uint64_t named_at) {
     Counts counts;
@@ -101,9 +100,8 @@ public:
     if (counts.branch != db.branch || counts.leaf != db.leaf || counts.overflow != db.overflow ||
         counts.entries != db.entries)
       return fail(db.root, "the tree holds " + std::to_string(counts.entries) + " entries in " +
-                               std::to_string(counts.branch) + "/" +
-                               std::to_string(counts.leaf) + "/" +
-                               std::to_string(counts.overflow) +
+                               std::to_string(counts.branch) + "/" + std::to_string(counts.leaf) +
+                               "/" + std::to_string(counts.overflow) +
                                " branch/leaf/overflow pages; its database says " +
                                std::to_string(db.entries) + " in " + std::to_string(db.branch) +
                                "/" + std::to_string(db.leaf) + "/" + std::to_string(db.overflow));
@@ -152,8 +150,7 @@ private:
 
   bool read(std::uint64_t page, std::size_t bytes, unsigned char* out) {
     ++m_result.pages_read;
-    const ssize_t n =
-        ::pread(m_fd, out, bytes, static_cast<off_t>(page * m_meta.page_size));
+    const ssize_t n = ::pread(m_fd, out, bytes, static_cast<off_t>(page * m_meta.page_size));
     return n == static_cast<ssize_t>(bytes);
   }
 
@@ -196,8 +193,8 @@ private:
       const std::uint32_t key_size = load<std::uint16_t>(node + 6);
       const std::uint32_t key_end = at + k_node_header + key_size;
       if (key_size > k_max_key || key_end > psize)
-        return fail(pgno, "node " + std::to_string(i) + " key of " + std::to_string(key_size) +
-                              " bytes");
+        return fail(pgno,
+                    "node " + std::to_string(i) + " key of " + std::to_string(key_size) + " bytes");
       if (!leaf) {
         const std::uint64_t child =
             lo | (std::uint64_t(hi) << 16) | (std::uint64_t(node_flags) << 32);
@@ -210,8 +207,8 @@ private:
       if (node_flags & ~(k_big_data | k_sub_data) || node_flags == (k_big_data | k_sub_data) ||
           (node_flags & k_sub_data && tree != Tree::main))
         return fail(pgno, "node " + std::to_string(i) + " flags " + std::to_string(node_flags));
-      if (tree == Tree::free && (key_size != 8 || load<std::uint64_t>(node + k_node_header) >
-                                                      m_meta.txnid))
+      if (tree == Tree::free &&
+          (key_size != 8 || load<std::uint64_t>(node + k_node_header) > m_meta.txnid))
         return fail(pgno, "free list node " + std::to_string(i) + " has no valid transaction");
       if (node_flags & k_big_data) {
         if (key_end + 8 > psize)
@@ -265,8 +262,8 @@ private:
       return fail(at, "free list of " + std::to_string(size) + " bytes");
     const std::uint64_t n = load<std::uint64_t>(bytes);
     if (n > size / 8 - 1)
-      return fail(at, "free list of " + std::to_string(n) + " pages in " +
-                          std::to_string(size) + " bytes");
+      return fail(at, "free list of " + std::to_string(n) + " pages in " + std::to_string(size) +
+                          " bytes");
     std::uint64_t previous = k_invalid_page;
     for (std::uint64_t i = 1; i <= n; ++i) {
       const std::uint64_t free_page = load<std::uint64_t>(bytes + 8 * i);
@@ -284,7 +281,7 @@ private:
   const Meta& m_meta;
   bool m_overflow_headers;
   PageCheck& m_result;
-  std::vector<std::uint64_t> m_used; // a bit per page
+  std::vector<std::uint64_t> m_used;               // a bit per page
   std::vector<std::vector<unsigned char>> m_pages; // a page buffer per depth
   std::vector<Named> m_named;
 };
@@ -355,7 +352,7 @@ PageCheck check_lmdb_pages(const std::filesystem::path& data_file,
       result.problem = "transaction " + std::to_string(*txnid) + " was replaced meanwhile";
     } else if (meta->last_page >= file_pages) {
       damaged(index, "last page " + std::to_string(meta->last_page) + " but the file has " +
-                                   std::to_string(file_pages) + " pages");
+                         std::to_string(file_pages) + " pages");
     } else {
       result.txnid = meta->txnid;
       Walker walker(fd, file_pages, *meta, options.overflow_headers, result);

@@ -16,11 +16,11 @@ struct PageCheck {
                ///< been replaced by newer commits (`problem` says which); not a sign of damage
   };
   Verdict verdict = Verdict::unchecked;
-  std::uint64_t page = 0; ///< the page of the first problem (damaged only)
-  std::string problem;    ///< "page N: what" (damaged), the reason (unchecked), empty (ok)
-  std::uint64_t txnid = 0;      ///< the transaction whose meta page was walked
-  std::uint64_t pages_read = 0; ///< pages (or overflow headers) read, for the cost
-  std::uint64_t entries = 0;    ///< leaf entries of every tree walked
+  std::uint64_t page = 0;         ///< the page of the first problem (damaged only)
+  std::string problem;            ///< "page N: what" (damaged), the reason (unchecked), empty (ok)
+  std::uint64_t txnid = 0;        ///< the transaction whose meta page was walked
+  std::uint64_t pages_read = 0;   ///< pages (or overflow headers) read, for the cost
+  std::uint64_t entries = 0;      ///< leaf entries of every tree walked
   std::uint64_t unused_pages = 0; ///< pages neither in a tree nor in the free list (leaked)
   bool ok() const { return verdict == Verdict::ok; }
   bool damaged() const { return verdict == Verdict::damaged; }
@@ -58,8 +58,8 @@ struct PageCheckOptions {
 /// meanwhile. If a writer has already replaced that meta page, the result is unchecked.
 ///
 /// Cost: one pread per tree page and one 16-byte pread per big value (unless
-/// options.overflow_headers is false); see bench/core/bench_page_check.cpp. Thread-safe (no shared state); never throws except
-/// std::bad_alloc.
+/// options.overflow_headers is false); see bench/core/bench_page_check.cpp. Thread-safe (no shared
+/// state); never throws except std::bad_alloc.
 PageCheck check_lmdb_pages(const std::filesystem::path& data_file,
                            const PageCheckOptions& options = {});
 

@@ -4,8 +4,8 @@
 //   For each count, a data file laid out as jitcache's (named databases "entries", "access",
 //   "records", "counters", "meta"; every entry a 32-byte digest key and a value of 3 KB to
 //   8 KB on overflow pages, and its use time) is written in DIR/<count> with big
-//   transactions, then checked 5 times in each mode (the page cache warm, as it is for the process that
-//   just wrote or read the file). Prints a Markdown table of the median time, per 1,000
+//   transactions, then checked 5 times in each mode (the page cache warm, as it is for the process
+//   that just wrote or read the file). Prints a Markdown table of the median time, per 1,000
 //   entries too. Value sizes do not change the cost: an overflow run costs one 16-byte read.
 #include "core/lmdb_page_check.hpp"
 
@@ -99,9 +99,9 @@ int main(int argc, char** argv) {
       for (int rep = 0; rep < 5; ++rep) {
         const auto start = std::chrono::steady_clock::now();
         check = jitcache::check_lmdb_pages(dir / "data.mdb", {std::nullopt, mode == 0});
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                               start)
-                         .count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
         if (!check.ok()) {
           std::fprintf(stderr, "%s: %s\n", dir.c_str(), check.problem.c_str());
           return 1;

@@ -78,9 +78,7 @@ TEST_F(LmdbHealthTest, ACleanEndLeavesItsMarkerAnOpenTakesItAway) {
 }
 
 TEST_F(LmdbHealthTest, AfterAnUncleanEndDamageIsMovedAsideAtOpen) {
-  {
-    auto user = test::process_holding_user_tier(dir());
-  } // killed: no clean end
+  { auto user = test::process_holding_user_tier(dir()); } // killed: no clean end
   EXPECT_FALSE(fs::exists(dir() / "closed"));
   damage_main_root();
   testing::internal::CaptureStderr();

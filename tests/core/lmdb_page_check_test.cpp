@@ -33,12 +33,14 @@ void fill(const fs::path& dir, int count, unsigned seed) {
   ASSERT_TRUE(store) << store.error().message;
   for (int i = 0; i < count; ++i) {
     const std::size_t bytes = rng() % 3 == 0 ? 100 + rng() % 1500 : 3000 + rng() % 40000;
-    ASSERT_TRUE((*store)->put(key(i), Entry{"opencl", std::string(bytes, char('a' + i % 26)), {}, 0}));
+    ASSERT_TRUE(
+        (*store)->put(key(i), Entry{"opencl", std::string(bytes, char('a' + i % 26)), {}, 0}));
     if (rng() % 4 == 0) {
       ASSERT_TRUE((*store)->remove(key(int(rng() % (i + 1)))));
     }
     if (rng() % 8 == 0) {
-      ASSERT_TRUE((*store)->put_record(Digest::of(std::to_string(i)), std::string(rng() % 3000, 'r')));
+      ASSERT_TRUE(
+          (*store)->put_record(Digest::of(std::to_string(i)), std::string(rng() % 3000, 'r')));
     }
     if (rng() % 8 == 0) {
       Stats delta;

@@ -94,8 +94,8 @@ std::string describe(const std::string& what, const Run& r) {
 
 fs::path find_file(const fs::path& dir, const std::string& name) {
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec))
     if (it->path().filename() == name)
       return it->path();
   return {};
@@ -103,8 +103,8 @@ fs::path find_file(const fs::path& dir, const std::string& name) {
 
 bool has_aside_file(const fs::path& dir) {
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec))
     if (it->path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
       return true;
   return false;
@@ -176,26 +176,36 @@ std::vector<std::string> outcomes(const std::string& out) {
 } // namespace
 
 const std::vector<DamageKind>& all_damage_kinds() {
-  static const std::vector<DamageKind> kinds = {
-      DamageKind::random_range, DamageKind::middle_random, DamageKind::middle_ff,
-      DamageKind::zero_page,    DamageKind::zero_meta0,    DamageKind::zero_meta1,
-      DamageKind::bit_flip,     DamageKind::truncate,      DamageKind::empty_file,
-      DamageKind::garbage_lock};
+  static const std::vector<DamageKind> kinds = {DamageKind::random_range, DamageKind::middle_random,
+                                                DamageKind::middle_ff,    DamageKind::zero_page,
+                                                DamageKind::zero_meta0,   DamageKind::zero_meta1,
+                                                DamageKind::bit_flip,     DamageKind::truncate,
+                                                DamageKind::empty_file,   DamageKind::garbage_lock};
   return kinds;
 }
 
 std::string to_string(DamageKind kind) {
   switch (kind) {
-  case DamageKind::random_range: return "random range";
-  case DamageKind::middle_random: return "middle third random";
-  case DamageKind::middle_ff: return "middle third 0xFF";
-  case DamageKind::zero_page: return "zeroed page";
-  case DamageKind::zero_meta0: return "meta page 0 zeroed";
-  case DamageKind::zero_meta1: return "meta page 1 zeroed";
-  case DamageKind::bit_flip: return "bit flip";
-  case DamageKind::truncate: return "truncation";
-  case DamageKind::empty_file: return "empty file";
-  case DamageKind::garbage_lock: return "garbage lock.mdb";
+  case DamageKind::random_range:
+    return "random range";
+  case DamageKind::middle_random:
+    return "middle third random";
+  case DamageKind::middle_ff:
+    return "middle third 0xFF";
+  case DamageKind::zero_page:
+    return "zeroed page";
+  case DamageKind::zero_meta0:
+    return "meta page 0 zeroed";
+  case DamageKind::zero_meta1:
+    return "meta page 1 zeroed";
+  case DamageKind::bit_flip:
+    return "bit flip";
+  case DamageKind::truncate:
+    return "truncation";
+  case DamageKind::empty_file:
+    return "empty file";
+  case DamageKind::garbage_lock:
+    return "garbage lock.mdb";
   }
   return "?";
 }
@@ -204,8 +214,8 @@ namespace {
 
 // `jitcache build` of the sample kernels, with --json: one line per kernel with its outcome.
 std::vector<std::string> sample_build(const DamageTools& tools) {
-  std::vector<std::string> build = {tools.cli,   "build", "--backend", "opencl", "--json",
-                                    "--options", "-I " + tools.kernels};
+  std::vector<std::string> build = {tools.cli, "build",     "--backend",          "opencl",
+                                    "--json",  "--options", "-I " + tools.kernels};
   for (const auto& item : fs::directory_iterator(tools.kernels))
     if (item.path().extension() == ".cl")
       build.push_back(item.path().string());
@@ -254,15 +264,15 @@ TrialResult run_damage_trial(const DamageTools& tools, const fs::path& pristine,
     for (const auto& argv : {worker(tools, seed), sample_build(tools)}) {
       const Run r = run(argv, cache, work);
       const std::vector<std::string> seen = outcomes(r.out);
-      const std::size_t expected = argv[0] == tools.worker ? std::size_t(k_damage_worker_kernels)
-                                                           : argv.size() - 7;
+      const std::size_t expected =
+          argv[0] == tools.worker ? std::size_t(k_damage_worker_kernels) : argv.size() - 7;
       for (const std::string& o : seen) {
         joined += (joined.empty() ? "" : "/") + o;
         all_hit = all_hit && o == "hit";
       }
       if (r.status != 0 || seen.size() != expected)
-        return fail(describe("build " + std::to_string(build), r) + " [" +
-                    r.out.substr(0, 400) + "]");
+        return fail(describe("build " + std::to_string(build), r) + " [" + r.out.substr(0, 400) +
+                    "]");
     }
     result.outcomes += (build > 1 ? "," : "") + joined;
     if (build == 3 && joined.find("miss") != std::string::npos)

@@ -45,10 +45,10 @@ std::string populate_cache(const DamageTools& tools, const std::filesystem::path
 /// What one trial saw.
 struct TrialResult {
   bool passed = false;
-  std::string failure;         ///< the first promise broken (empty when passed)
-  bool detected = false;       ///< `jitcache verify` failed before the builds
-  bool quarantined = false;    ///< a data.mdb.corrupt-* file appeared
-  std::string outcomes;        ///< the three builds' outcomes, e.g. "miss,miss,hit"
+  std::string failure;      ///< the first promise broken (empty when passed)
+  bool detected = false;    ///< `jitcache verify` failed before the builds
+  bool quarantined = false; ///< a data.mdb.corrupt-* file appeared
+  std::string outcomes;     ///< the three builds' outcomes, e.g. "miss,miss,hit"
 };
 
 /// Copies the populated cache `pristine` to `work` (replacing it), damages it as `kind` says

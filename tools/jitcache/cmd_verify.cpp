@@ -23,12 +23,14 @@ PageCheck check_pages(const Config& config) {
 
 int run_verify(const Config& config, const Output& out) {
   std::error_code ec;
-  if (!config.cache_dir.empty() && std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
+  if (!config.cache_dir.empty() &&
+      std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
     const PageCheck pages = check_pages(config);
     if (pages.damaged()) {
-      out.emit({{"pages", "damaged"}, {"page", pages.page}, {"problem", pages.problem}, {"ok", false}},
-               "damaged data file " + (user_store_dir(config) / "data.mdb").string() + ": " +
-                   pages.problem + " (builds no longer write to it, and move it aside)");
+      out.emit(
+          {{"pages", "damaged"}, {"page", pages.page}, {"problem", pages.problem}, {"ok", false}},
+          "damaged data file " + (user_store_dir(config) / "data.mdb").string() + ": " +
+              pages.problem + " (builds no longer write to it, and move it aside)");
       return 1;
     }
     out.emit({{"pages", pages.ok() ? "ok" : "unchecked"},
