@@ -74,7 +74,11 @@ int check_before_first_write(LmdbStore::Env& e) {
     }
     e.pages_checked = seen < 2;
     if (!e.pages_checked) {
-      log::warn("user tier " + e.dir.string() + ": " + check.problem);
+      // One warning, naming the page: note_damage's own (same key) is then not repeated.
+      log::write_once(LogLevel::warn, "damaged:" + e.dir.string(),
+                      "user tier " + e.dir.string() + " is damaged (" + check.problem +
+                          "); not writing to it; it is moved aside when no process has it open "
+                          "any more");
       e.note_damage(MDB_CORRUPTED);
     }
   });
