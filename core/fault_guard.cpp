@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -72,13 +73,16 @@ void chain(int signal, siginfo_t* info, void* context, bool sent) {
 }
 
 void on_fault(int signal, siginfo_t* info, void* context) {
-  // si_code <= 0: sent by a process (kill, raise, sigqueue), not raised by this thread's access.
+  // si_code <= 0: sent (kill, raise, sigqueue), not raised by this thread's access. Sent by
+  // this process counts as a fault too: a handler installed after ours that does not return
+  // to re-raise a fault (LLVM's crash recovery, loaded with an OpenCL runtime) raise()s it.
   const bool sent = info == nullptr || info->si_code <= 0;
+  const bool ours = !sent || info->si_pid == ::getpid();
   detail::Region* region = t_region;
-  if (region && !sent) {
+  if (region && ours) {
     t_region = region->outer;
     t_fault.signal = signal;
-    t_fault.address = info->si_addr;
+    t_fault.address = sent ? nullptr : info->si_addr; // a sent signal has no address
     t_fault.message[0] = '\0';
     // Without a saved mask: SA_NODEFER kept the mask as it was when the region began.
     siglongjmp(region->jump, 1);
@@ -145,10 +149,12 @@ std::string last_fault() {
     return t_fault.message;
   if (!t_fault.signal)
     return {};
-  char text[64];
-  std::snprintf(text, sizeof text, "%s at %p", t_fault.signal == SIGSEGV ? "SIGSEGV" : "SIGBUS",
-                t_fault.address);
-  return text;
+  const std::string name = t_fault.signal == SIGSEGV ? "SIGSEGV" : "SIGBUS";
+  if (!t_fault.address)
+    return name + " raised again by a handler installed after jitcache's";
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", t_fault.address);
+  return name + " at " + address;
 }
 
 } // namespace jitcache::fault

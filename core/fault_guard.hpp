@@ -5,7 +5,7 @@
 //
 // One process-wide handler for SIGSEGV and SIGBUS (install()) jumps back to the innermost
 // guarded() region of the faulting thread; a fault in a thread that is in no region, in an
-// unguarded() part of one, or a signal sent by a process (kill, raise), goes to the handler
+// unguarded() part of one, or a signal sent by another process (kill), goes to the handler
 // the application had when install() ran, exactly as if jitcache had never been there:
 // SA_SIGINFO handlers get the same arguments, plain handlers the signal number, SIG_IGN ignores
 // a sent signal, and SIG_DFL (or SIG_IGN for a real fault, which the kernel does not let a
@@ -56,7 +56,8 @@ struct Pause {
 } // namespace detail
 
 /// Runs `body()` (which returns an int status) on this thread; when a SIGSEGV or SIGBUS is
-/// raised by the kernel in this thread while it runs (or escape() is called), returns k_fault
+/// raised by the kernel in this thread while it runs, or by this process (a handler installed
+/// after ours re-raising the fault), or escape() is called, returns k_fault
 /// instead (last_fault() says what happened). Regions nest: a fault ends the innermost one.
 /// Costs a sigsetjmp that saves no signal mask (no system call). Faults are caught once
 /// install() has run; before, they go where they always went.

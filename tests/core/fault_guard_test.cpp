@@ -69,11 +69,12 @@ TEST(FaultGuard, AnExceptionLeavesTheRegion) {
   fault::escape("outside every region: returns");
 }
 
-TEST(FaultGuard, ContainsSegvAndBusAgainAndAgainThenChainsAFaultOutside) {
+TEST(FaultGuard, ContainsSegvBusAndReraisedFaultsThenChainsAFaultOutside) {
   const auto r = run_child("contained");
   EXPECT_EQ(r.exit_code, 42) << r.out << r.err;
   EXPECT_NE(r.out.find("contained: 1 SIGSEGV at 0x"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("contained: 1 SIGBUS at 0x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("contained: 1 SIGSEGV raised again"), std::string::npos) << r.out; // raised
   EXPECT_NE(r.out.find("app siginfo handler: signal 11, same address"), std::string::npos)
       << r.out;
 }
