@@ -1,7 +1,6 @@
 #include "core/lmdb_health.hpp"
 
 #include "core/lmdb_page_check.hpp"
-#include "core/log.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -73,14 +72,8 @@ int check_before_first_write(LmdbStore::Env& e) {
       seen += check.damaged();
     }
     e.pages_checked = seen < 2;
-    if (!e.pages_checked) {
-      // One warning, naming the page: note_damage's own (same key) is then not repeated.
-      log::write_once(LogLevel::warn, "damaged:" + e.dir.string(),
-                      "user tier " + e.dir.string() + " is damaged (" + check.problem +
-                          "); not writing to it; it is moved aside when no process has it open "
-                          "any more");
-      e.note_damage(MDB_CORRUPTED);
-    }
+    if (!e.pages_checked)
+      e.poison(check.problem); // one warning naming the page; the next open moves it aside
   });
   return e.pages_checked ? MDB_SUCCESS : MDB_CORRUPTED;
 }

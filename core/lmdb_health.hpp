@@ -36,8 +36,9 @@ void mark_clean_end(const std::filesystem::path& dir, EnvGate& gate);
 
 /// Before the first write of this process to `e` (once; later calls return the first answer):
 /// checks the pages of the current snapshot unless they were checked at open. Returns
-/// MDB_SUCCESS, or MDB_CORRUPTED when they are damaged (noted with Env::note_damage: the file is
-/// moved aside at the next open). Thread-safe.
+/// MDB_SUCCESS, or MDB_CORRUPTED when they are damaged (the environment is then poisoned, see
+/// Env::poison: never used again by this process, and moved aside by the next open).
+/// Thread-safe.
 int check_before_first_write(LmdbStore::Env& e);
 
 } // namespace jitcache

@@ -59,10 +59,13 @@ int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
   if (const int rc = check_before_first_write(e); rc != MDB_SUCCESS)
     return rc;
   const AccessLog::Batch uses = e.uses.take();
-  const int rc = e.transact(true, [&](MDB_txn* txn) {
-    int r = apply_uses(e, txn, uses);
-    return r == MDB_SUCCESS ? body(txn) : r;
-  });
+  const int rc = e.transact(
+      true,
+      [&](MDB_txn* txn) {
+        int r = apply_uses(e, txn, uses);
+        return r == MDB_SUCCESS ? body(txn) : r;
+      },
+      false, bytes);
   if (rc != MDB_SUCCESS)
     e.uses.restore(uses);
   return full_disk_or(rc, e.dir, bytes);
@@ -71,6 +74,8 @@ int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
 /// The stored size of all entries, kept in "meta" by every write; counted once for a tier
 /// written before it was kept.
 std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn);
+/// Like stored_total, with the "meta" and "entries" databases named.
+std::uint64_t stored_total(MDB_txn* txn, MDB_dbi meta, MDB_dbi entries);
 /// Keeps `total` as the stored size of all entries. Returns an LMDB status.
 int set_total(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t total);
 
