@@ -61,9 +61,10 @@ int main(int argc, char** argv) {
   };
   std::vector<Job> work;
   const auto& kinds = all_damage_kinds();
-  for (std::size_t k = 0; k < kinds.size(); ++k)
-    if (only.empty() || to_string(kinds[k]) == only)
-      for (int t = 0; t < trials; ++t)
+  // Kinds take turns, so that a run stopped early has tried every kind.
+  for (int t = 0; t < trials; ++t)
+    for (std::size_t k = 0; k < kinds.size(); ++k)
+      if (only.empty() || to_string(kinds[k]) == only)
         work.push_back({kinds[k], base_seed + 1000 * std::uint32_t(k + 1) + std::uint32_t(t)});
   std::vector<Tally> tally(kinds.size());
   std::mutex mutex;
