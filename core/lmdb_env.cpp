@@ -187,15 +187,18 @@ void LmdbStore::Env::give_back_reader(MDB_txn* txn) {
   mdb_txn_abort(txn);
 }
 
-bool LmdbStore::Env::grow_map(std::uint64_t bytes) {
+int LmdbStore::Env::grow_map(std::uint64_t bytes) {
   constexpr std::uint64_t k_slack = std::uint64_t(64) << 20;
   std::unique_lock<std::shared_mutex> lock(resize_mutex);
   MDB_envinfo info{};
   int fd = -1;
   struct stat st {};
-  if (fault::guarded([&] { return mdb_env_info(env, &info); }) != MDB_SUCCESS ||
-      mdb_env_get_fd(env, &fd) != MDB_SUCCESS || ::fstat(fd, &st) != 0)
-    return false;
+  if (int rc = fault::guarded([&] { return mdb_env_info(env, &info); }); rc != MDB_SUCCESS)
+    return rc;
+  if (int rc = mdb_env_get_fd(env, &fd); rc != MDB_SUCCESS)
+    return rc;
+  if (::fstat(fd, &st) != 0)
+    return errno;
   const std::uint64_t cap = std::max<std::uint64_t>(
       initial_map_size, 4 * std::uint64_t(st.st_size) + 2 * bytes + k_slack);
   const std::size_t grown = info.me_mapsize * 2;
@@ -203,10 +206,10 @@ bool LmdbStore::Env::grow_map(std::uint64_t bytes) {
     log::warn("user tier " + dir.string() + ": a write of " + format_size(bytes) +
               " into a data file of " + format_size(st.st_size) + " needs more than a map of " +
               format_size(info.me_mapsize) + "; the file must be damaged");
-    return false;
+    return k_runaway;
   }
   log::info("user tier map full; growing it to " + format_size(grown));
-  return fault::guarded([&] { return mdb_env_set_mapsize(env, grown); }) == MDB_SUCCESS;
+  return fault::guarded([&] { return mdb_env_set_mapsize(env, grown); });
 }
 
 void LmdbStore::Env::poison(const std::string& why) {

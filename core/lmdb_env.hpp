@@ -97,9 +97,10 @@ struct LmdbStore::Env {
         if (rc == MDB_SUCCESS)
           continue;
       } else if (rc == MDB_MAP_FULL) {
-        if (grow_map(bytes))
+        const int grown = grow_map(bytes);
+        if (grown == MDB_SUCCESS)
           continue;
-        rc = k_runaway;
+        rc = grown == k_runaway ? k_runaway : MDB_MAP_FULL;
       }
       if (rc == fault::k_fault)
         poison(fault::last_fault());
@@ -115,8 +116,9 @@ struct LmdbStore::Env {
   /// 64 MiB (or the initial map size, when larger). A healthy write never needs more than the
   /// file plus twice its bytes (copy-on-write pages, the free list); past the cap the
   /// transaction is walking a damaged tree, which would otherwise grow the map, the file and
-  /// LMDB's page lists without bound. False when refused (the cap, or LMDB).
-  bool grow_map(std::uint64_t bytes);
+  /// LMDB's page lists without bound. Returns MDB_SUCCESS, k_runaway past the cap, or LMDB's
+  /// status when it refuses.
+  int grow_map(std::uint64_t bytes);
 
   /// A reset read transaction from the pool, or null when it is empty.
   MDB_txn* take_reader();

@@ -37,7 +37,11 @@ struct LmdbOptions {
 /// verification is logged, counted and reported as a miss. A data file that LMDB rejects, that
 /// is shorter than its own metadata says, or that a transaction found damaged, is moved aside
 /// (data.mdb.corrupt-<time>) and a fresh one started, once no other process has it open (see
-/// EnvGate).
+/// EnvGate). Every LMDB call runs in a fault::guarded region: a SIGSEGV, SIGBUS or LMDB
+/// assertion raised by a damaged file poisons the environment (see Env::poison): its
+/// operations then fail as corrupt without touching LMDB, in every LmdbStore sharing it; a
+/// later open() in this process opens a fresh environment, moving the file aside when no other
+/// process has it open, or fails as corrupt (the caller goes on without the user tier).
 ///
 /// With a size limit, a put that takes the stored entries over it evicts the least recently
 /// used ones (down to 90% of the limit) in the same transaction. Uses are recorded in memory
