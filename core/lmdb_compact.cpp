@@ -51,8 +51,20 @@ Expected<LmdbStore::Compacted> LmdbStore::compact(const fs::path& dir) {
   MDB_env* env = nullptr;
   int rc = create_env(&env, dir, MDB_NOTLS | MDB_RDONLY, 0);
   if (rc == MDB_SUCCESS) {
-    rc = mdb_env_copy2(env, work.c_str(), MDB_CP_COMPACT);
-    mdb_env_close(env);
+    // The copy walks every page: where one is damaged, LMDB faults or asserts.
+    rc = fault::guarded([&] { return mdb_env_copy2(env, work.c_str(), MDB_CP_COMPACT); });
+    if (rc == fault::k_fault)
+      forsake_env(dir); // never closed: its state is unknown
+    else
+      mdb_env_close(env);
+  }
+  if (is_damage(rc)) {
+    // Alone with the file (the gate is exclusive): it goes aside now.
+    fs::remove_all(work, ec);
+    quarantine(dir, rc == fault::k_fault ? fault::last_fault() : describe(rc));
+    result.reason = "the data file was damaged: moved aside, a fresh one is started";
+    result.file_bytes_after = 0;
+    return result;
   }
   const fs::path copy = work / "data.mdb";
   if (rc == MDB_SUCCESS && (!sync_path(copy, O_RDONLY) || ::chmod(copy.c_str(), 0600) != 0))

@@ -2,14 +2,20 @@
 
 #include "core/eviction.hpp"
 #include "core/fork_guard.hpp"
+#include "core/lmdb_health.hpp"
 #include "core/log.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -25,25 +31,6 @@ constexpr std::chrono::seconds k_gate_wait{30};
 constexpr unsigned k_max_readers = 1022;
 // LMDB's lock file for k_max_readers on 64-bit Linux: a 192-byte header and 64 bytes a slot.
 constexpr off_t k_lock_file_bytes = 192 + (k_max_readers - 1) * 64;
-
-constexpr const char* k_damage_marker = "damaged";
-
-// Moves the data file aside so that a fresh environment can be created; the caller holds the
-// gate exclusively, so no process has either file open. Keeps only the latest file moved
-// aside: they are for a post-mortem, not for growing without bound.
-void quarantine(const fs::path& dir, const std::string& why) {
-  std::error_code ec;
-  for (const auto& item : fs::directory_iterator(dir, ec))
-    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
-      fs::remove(item.path(), ec);
-  const fs::path data = dir / "data.mdb";
-  const fs::path aside = dir / ("data.mdb.corrupt-" + std::to_string(std::time(nullptr)));
-  fs::rename(data, aside, ec);
-  fs::remove(dir / "lock.mdb", ec);
-  fs::remove(dir / k_damage_marker, ec);
-  log::warn("user tier " + data.string() + " is damaged (" + why + "); moved it to " +
-            aside.string() + " and started a fresh one");
-}
 
 // What is wrong with a data file LMDB opened: shorter than its metadata says (reading past the
 // end of a memory map is SIGBUS, so this is checked before any read), or marked damaged by an
@@ -64,6 +51,72 @@ std::string integrity_problem(MDB_env* env, const fs::path& dir) {
     return "truncated: " + std::to_string(size) + " bytes, its metadata needs " +
            std::to_string(needed);
   return {};
+}
+
+// The marker that tells the next open to move the data file aside.
+void mark_damaged(const fs::path& dir) {
+  const int fd = ::open((dir / k_damage_marker).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    ::close(fd);
+}
+
+// LMDB's assertions abort the process; inside a guarded region they end the region instead.
+void on_lmdb_assert(MDB_env*, const char* message) {
+  fault::escape(message);
+}
+
+// What LMDB 0.9 keeps at the start of its lock file (MDB_txninfo in mdb.c, Linux: POSIX
+// robust mutexes, reader pid locks): a magic number, the lock format, the reader-table mutex
+// at byte 8, and the writer mutex in the next 64-byte cache line. Checked before use: a
+// different LMDB build lays it out differently, and then nothing is touched.
+constexpr std::uint32_t k_lock_magic = 0xBEEFC0DE;
+constexpr std::uint32_t k_lock_format = 1 + (1u << 16); // MDB_LOCK_VERSION, MDB_PIDLOCK
+constexpr std::size_t k_reader_mutex_at = 8;
+constexpr std::size_t k_writer_mutex_at = 64;
+
+// A thread that faulted inside a transaction may hold LMDB's writer mutex (a write) or its
+// reader-table mutex, which live in the lock file that every process maps: left held, every
+// other process's next write would wait forever (the mutexes are robust, but only a thread that
+// exits releases them). Unlocks whichever of the two this thread holds, found through this
+// process's mapping of the lock file (LMDB keeps its address to itself). Never throws.
+void release_lock_file_mutexes(const fs::path& dir, int lock_fd) {
+#ifdef __GLIBC__
+  struct stat st {};
+  if ((lock_fd >= 0 ? ::fstat(lock_fd, &st) : ::stat((dir / "lock.mdb").c_str(), &st)) != 0)
+    return;
+  FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (!maps)
+    return;
+  char line[1024];
+  const pid_t self = static_cast<pid_t>(::syscall(SYS_gettid));
+  while (std::fgets(line, sizeof line, maps)) {
+    unsigned long from = 0, to = 0, offset = 0, inode = 0;
+    unsigned major_id = 0, minor_id = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &from, &to, perms, &offset, &major_id,
+                    &minor_id, &inode) != 7 ||
+        offset != 0 || inode != st.st_ino || major_id != major(st.st_dev) ||
+        minor_id != minor(st.st_dev) || perms[1] != 'w' || to - from < k_writer_mutex_at + 64)
+      continue;
+    auto* base = reinterpret_cast<unsigned char*>(from);
+    std::uint32_t head[2];
+    std::memcpy(head, base, sizeof head);
+    if (head[0] != k_lock_magic || head[1] != k_lock_format)
+      continue;
+    for (std::size_t at : {k_reader_mutex_at, k_writer_mutex_at}) {
+      auto* mutex = reinterpret_cast<pthread_mutex_t*>(base + at);
+      if (mutex->__data.__owner == self) {
+        ::pthread_mutex_unlock(mutex);
+        log::info("released LMDB's " + std::string(at == k_writer_mutex_at ? "writer" : "reader") +
+                  " mutex held by a transaction that faulted in " + dir.string());
+      }
+    }
+  }
+  std::fclose(maps);
+#else
+  (void)dir;
+  (void)lock_fd;
+#endif
 }
 
 // LMDB writes its lock file through a shared memory map: on a full disk, touching a page that
@@ -97,10 +150,20 @@ LmdbStore::Env::~Env() {
       ::close(lock_fd);
     return;
   }
-  for (MDB_txn* txn : m_idle_readers)
-    mdb_txn_abort(txn);
-  if (env)
-    mdb_env_close(env);
+  if (poisoned) // see poison(): LMDB's handles leak; our descriptors are closed already
+    return;
+  const int rc = fault::guarded([&] {
+    for (MDB_txn* txn : m_idle_readers)
+      mdb_txn_abort(txn);
+    if (env)
+      mdb_env_close(env);
+    return MDB_SUCCESS;
+  });
+  if (rc == fault::k_fault)
+    log::warn("user tier " + dir.string() + ": " + fault::last_fault() +
+              " while closing it (contained; the environment was left open)");
+  else if (env && !read_only)
+    mark_clean_end(dir, gate);
   if (lock_fd >= 0)
     ::close(lock_fd);
 }
@@ -125,32 +188,93 @@ void LmdbStore::Env::give_back_reader(MDB_txn* txn) {
   mdb_txn_abort(txn);
 }
 
-bool LmdbStore::Env::grow_map() {
+int LmdbStore::Env::grow_map(std::uint64_t bytes) {
+  constexpr std::uint64_t k_slack = std::uint64_t(64) << 20;
   std::unique_lock<std::shared_mutex> lock(resize_mutex);
-  MDB_envinfo info;
-  mdb_env_info(env, &info);
+  MDB_envinfo info{};
+  int fd = -1;
+  struct stat st {};
+  if (int rc = fault::guarded([&] { return mdb_env_info(env, &info); }); rc != MDB_SUCCESS)
+    return rc;
+  if (int rc = mdb_env_get_fd(env, &fd); rc != MDB_SUCCESS)
+    return rc;
+  if (::fstat(fd, &st) != 0)
+    return errno;
   std::size_t grown = info.me_mapsize * 2;
   if (max_size) {
     const std::size_t bound = map_bound(max_size);
     if (info.me_mapsize >= bound)
-      return false;
+      return MDB_MAP_FULL;
     grown = std::min(grown, bound);
   }
+  const std::uint64_t cap = std::max<std::uint64_t>(
+      initial_map_size, 4 * std::uint64_t(st.st_size) + 2 * bytes + k_slack);
+  if (info.me_mapsize >= cap) {
+    log::warn("user tier " + dir.string() + ": a write of " + format_size(bytes) +
+              " into a data file of " + format_size(st.st_size) + " needs more than a map of " +
+              format_size(info.me_mapsize) + "; the file must be damaged");
+    return k_runaway;
+  }
   log::info("user tier map full; growing it to " + format_size(grown));
-  return mdb_env_set_mapsize(env, grown) == MDB_SUCCESS;
+  return fault::guarded([&] { return mdb_env_set_mapsize(env, grown); });
 }
 
-void LmdbStore::Env::note_damage(int rc) {
-  if (!is_damage(rc))
+void LmdbStore::Env::poison(const std::string& why) {
+  if (poisoned.exchange(true))
     return;
-  if (!read_only) {
-    const int fd = ::open((dir / k_damage_marker).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0)
-      ::close(fd);
+  release_lock_file_mutexes(dir, lock_fd);
+  if (lock_fd >= 0) {
+    // Closing any descriptor of the lock file drops every lock this process holds on it,
+    // LMDB's included (see back_lock_file).
+    ::close(lock_fd);
+    lock_fd = -1;
   }
+  if (!read_only)
+    mark_damaged(dir);
+  gate = EnvGate();
   log::write_once(LogLevel::warn, "damaged:" + dir.string(),
-                  "user tier " + dir.string() + " is damaged (" + mdb_strerror(rc) +
-                      "); it is moved aside when no process has it open any more");
+                  "user tier " + dir.string() + " is damaged (" + why +
+                      "); this process does not use it any more, and it is moved aside when "
+                      "no process has it open");
+}
+
+// The file operations of the directory's data files, in one place.
+namespace {
+
+// Removes earlier files moved aside (kept for a post-mortem, not to grow without bound), the
+// lock file (a process that faulted may still hold locks in the old one, see Env::poison) and
+// the damage marker. Returns the data file's path.
+fs::path prepare_fresh_start(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator(dir, ec))
+    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
+      fs::remove(item.path(), ec);
+  fs::remove(dir / "lock.mdb", ec);
+  fs::remove(dir / k_damage_marker, ec);
+  return dir / "data.mdb";
+}
+
+} // namespace
+
+void quarantine(const fs::path& dir, const std::string& why) {
+  const fs::path data = prepare_fresh_start(dir);
+  const fs::path aside = dir / ("data.mdb.corrupt-" + std::to_string(std::time(nullptr)));
+  std::error_code ec;
+  fs::rename(data, aside, ec);
+  log::warn("user tier " + data.string() + " is damaged (" + why + "); moved it to " +
+            aside.string() + " and started a fresh one");
+}
+
+Expected<void> remove_data_files(const fs::path& dir) {
+  const fs::path data = prepare_fresh_start(dir);
+  std::error_code ec;
+  if (!fs::remove(data, ec) && ec)
+    return Error(ErrorCode::io_error, "cannot remove " + data.string() + ": " + ec.message());
+  return {};
+}
+
+void forsake_env(const fs::path& dir) {
+  release_lock_file_mutexes(dir, -1);
 }
 
 int full_disk_or(int rc, const fs::path& dir, std::uint64_t bytes) {
@@ -164,7 +288,17 @@ int full_disk_or(int rc, const fs::path& dir, std::uint64_t bytes) {
 
 bool is_damage(int rc) {
   return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID ||
-         rc == MDB_VERSION_MISMATCH;
+         rc == MDB_VERSION_MISMATCH || rc == fault::k_fault || rc == k_runaway || rc == k_poisoned;
+}
+
+std::string describe(int rc) {
+  if (rc == fault::k_fault)
+    return "a fault inside LMDB, contained: the data file is damaged";
+  if (rc == k_runaway)
+    return "a write needed the map to grow without bound: the data file is damaged";
+  if (rc == k_poisoned)
+    return "the data file was found damaged earlier; this process does not use it any more";
+  return mdb_strerror(rc);
 }
 
 Error lmdb_error(const std::string& what, int rc, const fs::path& dir) {
@@ -175,18 +309,23 @@ Error lmdb_error(const std::string& what, int rc, const fs::path& dir) {
     code = ErrorCode::read_only;
   else if (is_damage(rc))
     code = ErrorCode::corrupt;
-  return Error(code, what + " failed in " + dir.string() + ": " + mdb_strerror(rc));
+  return Error(code, what + " failed in " + dir.string() + ": " + describe(rc));
 }
 
 int create_env(MDB_env** out, const fs::path& dir, unsigned flags, std::size_t map_size) {
+  fault::install();
   int rc = mdb_env_create(out);
   if (rc != MDB_SUCCESS)
     return rc;
+  mdb_env_set_assert(*out, &on_lmdb_assert);
   mdb_env_set_maxdbs(*out, 8);
   mdb_env_set_maxreaders(*out, k_max_readers);
   mdb_env_set_mapsize(*out, map_size);
-  rc = mdb_env_open(*out, dir.c_str(), flags, 0600);
-  if (rc != MDB_SUCCESS) {
+  rc = fault::guarded([&] { return mdb_env_open(*out, dir.c_str(), flags, 0600); });
+  if (rc == fault::k_fault) {
+    forsake_env(dir);
+    *out = nullptr;
+  } else if (rc != MDB_SUCCESS) {
     mdb_env_close(*out);
     *out = nullptr;
   }
@@ -243,6 +382,7 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto env = std::make_shared<LmdbStore::Env>();
     env->dir = dir;
+    env->initial_map_size = options.map_size;
     env->read_only = read_only;
     env->generation = fork_generation();
     int backing_error = 0;
@@ -258,10 +398,14 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
       rc = create_env(&env->env, dir, flags | MDB_NOLOCK, options.map_size);
     }
     std::string damage;
-    if (is_damage(rc))
-      damage = mdb_strerror(rc);
+    if (rc == fault::k_fault)
+      damage = fault::last_fault();
+    else if (is_damage(rc))
+      damage = describe(rc);
     else if (rc == MDB_SUCCESS)
       damage = integrity_problem(env->env, dir);
+    if (rc == MDB_SUCCESS && damage.empty())
+      damage = damage_after_unclean_end(dir, *gate, read_only, env->pages_checked);
     if (!damage.empty()) {
       env.reset();
       if (read_only)
@@ -299,10 +443,19 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
         r = mdb_dbi_open(txn, "records", create, &env->records);
       return r;
     });
-    if (rc == MDB_SUCCESS)
+    if (rc == MDB_SUCCESS) {
       env->has_dbs = true;
-    else if (!(read_only && rc == MDB_NOTFOUND))
+    } else if (is_damage(rc) && !read_only && attempt == 0) {
+      env.reset(); // poisoned by transact: nothing of LMDB's is closed
+      if (gate->try_exclusive(k_gate_wait)) {
+        quarantine(dir, describe(rc));
+        gate->share();
+        continue;
+      }
       return lmdb_error("mdb_dbi_open", rc, dir);
+    } else if (!(read_only && rc == MDB_NOTFOUND)) {
+      return lmdb_error("mdb_dbi_open", rc, dir);
+    }
     // Records came later than the other databases: a read-only open of an environment no
     // writer of this version has opened goes on without them.
     if (env->has_dbs && read_only)

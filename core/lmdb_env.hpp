@@ -2,6 +2,7 @@
 
 #include "core/access_log.hpp"
 #include "core/env_gate.hpp"
+#include "core/fault_guard.hpp"
 #include "core/lmdb_store.hpp"
 
 #include <lmdb.h>
@@ -15,6 +16,22 @@
 #include <vector>
 
 namespace jitcache {
+
+/// The file a transaction that found the data file damaged leaves in its directory: the next
+/// open moves the data file aside.
+inline constexpr const char* k_damage_marker = "damaged";
+/// transact's status for a write that needed the map to grow past grow_map's cap: the tree is
+/// damaged. Outside LMDB's codes and errno values, like fault::k_fault.
+constexpr int k_runaway = -30601;
+/// transact's status on a poisoned environment (see Env::poison), returned without LMDB.
+constexpr int k_poisoned = -30602;
+
+/// Whether an LMDB status means the data file itself is damaged (fault::k_fault, k_runaway and
+/// k_poisoned included).
+bool is_damage(int rc);
+
+/// mdb_strerror, and words for fault::k_fault, k_runaway and k_poisoned.
+std::string describe(int rc);
 
 /// One open LMDB environment, shared by every LmdbStore of its directory in this process.
 /// Internal to the user tier (the core/lmdb_*.cpp files).
@@ -36,6 +53,8 @@ struct LmdbStore::Env {
   std::shared_mutex resize_mutex; // transactions shared; map resizing exclusive
   std::atomic<std::uint64_t> corrupt{0};
   AccessLog uses;
+  bool pages_checked = false;      ///< page by page, at open or before the first write
+  std::once_flag write_check_once; ///< check_before_first_write (core/lmdb_health.hpp)
 
   ~Env();
 
@@ -48,68 +67,110 @@ struct LmdbStore::Env {
   }
 
   /// Runs `body(txn)` in a transaction, adopting a map grown by another process and growing the
-  /// map when full. `body` returns an LMDB status; MDB_SUCCESS commits (write) or ends (read);
-  /// `body` may run again after a growth, in a fresh transaction. A status that means the file
-  /// is damaged is noted (see note_damage).
-  template <typename Body> int transact(bool write, Body&& body, bool pooled = false) {
+  /// map when full (a write of about `bytes`; see grow_map). `body` returns an LMDB status;
+  /// MDB_SUCCESS commits (write) or ends (read); `body` may run again after a growth, in a
+  /// fresh transaction. Every LMDB call runs in a fault::guarded region: a fault or an LMDB
+  /// assertion returns fault::k_fault and poisons the environment; so does a status that means
+  /// the file is damaged (see is_damage). A poisoned environment returns k_poisoned at once,
+  /// without touching LMDB. Write transactions of this process queue on a mutex of ours
+  /// first (LMDB allows one at a time anyway), so that none waits on LMDB's writer mutex for
+  /// a transaction that faulted.
+  template <typename Body>
+  int transact(bool write, Body&& body, bool pooled = false, std::uint64_t bytes = 0) {
+    std::unique_lock<std::mutex> writer(m_writer_mutex, std::defer_lock);
+    if (write)
+      writer.lock();
     for (int attempt = 0; attempt < k_max_grow_attempts; ++attempt) {
+      if (poisoned.load(std::memory_order_acquire))
+        return k_poisoned;
       int rc;
       {
         std::shared_lock<std::shared_mutex> lock(resize_mutex);
         MDB_txn* txn = pooled ? take_reader() : nullptr;
-        rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(env, nullptr, write ? 0 : MDB_RDONLY, &txn);
-        if (rc != MDB_SUCCESS && txn && pooled) {
-          mdb_txn_abort(txn);
-          txn = nullptr;
-        } else if (rc == MDB_SUCCESS) {
-          rc = body(txn);
-          if (pooled) {
-            mdb_txn_reset(txn);
-            give_back_reader(txn);
-          } else if (rc == MDB_SUCCESS) {
-            // Read transactions outside the pool are committed too: that is what keeps
-            // database handles opened in them (an abort would close them).
-            rc = mdb_txn_commit(txn);
-          } else {
-            mdb_txn_abort(txn);
-          }
-        }
+        bool keep = false; // a reset pooled transaction to give back
+        rc = fault::guarded([&] { return run_transaction(write, txn, keep, body); });
+        if (rc != fault::k_fault && keep)
+          give_back_reader(txn);
       }
       if (rc == MDB_MAP_RESIZED) {
         std::unique_lock<std::shared_mutex> lock(resize_mutex);
-        mdb_env_set_mapsize(env, 0);
-        continue;
+        rc = fault::guarded([&] { return mdb_env_set_mapsize(env, 0); });
+        if (rc == MDB_SUCCESS)
+          continue;
+      } else if (rc == MDB_MAP_FULL) {
+        const int grown = grow_map(bytes);
+        if (grown == MDB_SUCCESS)
+          continue;
+        rc = grown == k_runaway ? k_runaway : MDB_MAP_FULL;
       }
-      if (rc == MDB_MAP_FULL) {
-        if (!grow_map())
-          return MDB_MAP_FULL;
-        continue;
-      }
-      note_damage(rc);
+      if (rc == fault::k_fault)
+        poison(fault::last_fault());
+      else if (is_damage(rc))
+        poison(describe(rc));
       return rc;
     }
     return MDB_MAP_FULL;
   }
 
-  /// Doubles the map, up to map_bound(max_size) when there is a limit (no transaction of this
-  /// process may be running). False when LMDB refuses, or the map is at that bound.
-  bool grow_map();
+  /// Grows the map for a write of about `bytes` (no transaction of this process may be
+  /// running): doubles it, up to map_bound(max_size) when there is a size limit, and up to a
+  /// cap of 4 times the data file plus 2 times `bytes` plus 64 MiB (or the initial map size,
+  /// when larger). A healthy write never needs more than the file plus twice its bytes
+  /// (copy-on-write pages, the free list); past the cap the transaction is walking a damaged
+  /// tree, which would otherwise grow the map, the file and LMDB's page lists without bound.
+  /// Returns MDB_SUCCESS; MDB_MAP_FULL at the size limit's bound (the caller makes room);
+  /// k_runaway past the cap; or LMDB's status when it refuses.
+  int grow_map(std::uint64_t bytes);
 
   /// A reset read transaction from the pool, or null when it is empty.
   MDB_txn* take_reader();
   /// Returns a reset read transaction to the pool (aborts it when the pool is full).
   void give_back_reader(MDB_txn* txn);
 
-  /// When `rc` says the file is damaged, leaves a marker so that the next open moves the file
-  /// aside (this environment cannot: other transactions may be using it), and warns once.
-  void note_damage(int rc);
+  /// After a contained fault (or a status meaning damage): this process never touches the
+  /// environment again. Nothing of LMDB's is closed or aborted (its state is unknown; the
+  /// handles leak on purpose). Releases what would stop other processes: LMDB's writer and
+  /// reader-table mutexes when this thread holds them, this process's locks on the lock file
+  /// (so that the next process to open it alone re-initialises it), and the gate (so that
+  /// another process can move the file aside). Writes the damage marker (when writable), so
+  /// that the next open moves the file aside, and warns once. Thread-safe; later calls do
+  /// nothing.
+  void poison(const std::string& why);
+
+  std::atomic<bool> poisoned{false};
+  /// Initial map size (LmdbStore::Options::map_size), the floor of grow_map's cap.
+  std::size_t initial_map_size = 0;
 
 private:
+  template <typename Body> int run_transaction(bool write, MDB_txn*& txn, bool& keep, Body& body) {
+    const bool pooled = txn != nullptr;
+    int rc =
+        pooled ? mdb_txn_renew(txn) : mdb_txn_begin(env, nullptr, write ? 0 : MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS) {
+      if (pooled)
+        mdb_txn_abort(txn);
+      return rc;
+    }
+    rc = body(txn);
+    if (pooled) {
+      mdb_txn_reset(txn);
+      keep = true;
+    } else if (rc == MDB_SUCCESS) {
+      // Read transactions outside the pool are committed too: that is what keeps database
+      // handles opened in them (an abort would close them).
+      rc = mdb_txn_commit(txn);
+    } else {
+      mdb_txn_abort(txn);
+    }
+    return rc;
+  }
+
   static constexpr int k_max_grow_attempts = 16;
   /// Idle readers kept: each keeps a reader slot (k_max_readers in all, shared by processes).
   static constexpr std::size_t k_pooled_readers = 8;
   std::mutex m_reader_mutex;
   std::vector<MDB_txn*> m_idle_readers;
+  std::mutex m_writer_mutex; // see transact
 };
 
 /// LMDB reports a short write - what a full disk gives - as EIO. Returns ENOSPC for an EIO
@@ -117,15 +178,28 @@ private:
 /// margin; `rc` otherwise.
 int full_disk_or(int rc, const std::filesystem::path& dir, std::uint64_t bytes);
 
-/// Whether an LMDB status means the data file itself is damaged.
-bool is_damage(int rc);
-
 /// An Error for an LMDB status: store_full for MDB_MAP_FULL and ENOSPC, read_only for EACCES,
 /// EROFS and EPERM, corrupt for damage, io_error otherwise; the message names `what` and `dir`.
 Error lmdb_error(const std::string& what, int rc, const std::filesystem::path& dir);
 
-/// Creates an MDB_env with jitcache's settings (database and reader counts, `map_size`) and
-/// opens it in `dir` with `flags`. On failure the env is closed and *out is null.
+/// Moves `dir`'s data file aside (data.mdb.corrupt-<time>, the only one kept) and removes the
+/// lock file and the damage marker, so that the next open starts a fresh environment; warns
+/// once, naming `why`. The caller holds `dir`'s gate exclusively (no process has them open).
+void quarantine(const std::filesystem::path& dir, const std::string& why);
+
+/// Like quarantine, but removes the data file instead of keeping it (clearing the tier).
+/// Errors: io_error naming the file that could not be removed.
+Expected<void> remove_data_files(const std::filesystem::path& dir);
+
+/// After a fault in an environment that is not an Env (create_env, compaction): releases what
+/// the faulting thread may hold of LMDB's lock file (see Env::poison); the environment itself
+/// is never touched again.
+void forsake_env(const std::filesystem::path& dir);
+
+/// Creates an MDB_env with jitcache's settings (database and reader counts, `map_size`, the
+/// assertion callback that turns LMDB's assertions inside a fault::guarded region into
+/// fault::k_fault) and opens it in `dir` with `flags`, guarded. On failure *out is null: the
+/// env is closed, or after a fault (fault::k_fault) left untouched (see forsake_env).
 int create_env(MDB_env** out, const std::filesystem::path& dir, unsigned flags,
                std::size_t map_size);
 

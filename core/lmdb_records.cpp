@@ -21,6 +21,8 @@ Expected<bool> LmdbStore::visit_record(const Digest& name,
     MDB_val k = as_val(name), v;
     const int r = mdb_get(txn, e->records, &k, &v);
     if (r == MDB_SUCCESS) {
+      // Guarded, unlike an entry's use (see visit): a record is not verified before it is
+      // used, so reading it may be the first touch of a damaged value's pages.
       use({static_cast<const char*>(v.mv_data), v.mv_size});
       found = true;
     }

@@ -61,7 +61,9 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
     return Error(ErrorCode::io_error, "cannot stat " + dir.string() + ": " + std::strerror(errno));
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   auto& slot = g_registry[{st.st_dev, st.st_ino}];
-  if (auto env = slot.lock(); env && env->generation == fork_generation()) {
+  // A poisoned environment (see Env::poison) stays with the stores that have it; a new open
+  // gets a fresh one, moving the damaged file aside when no other process has it open.
+  if (auto env = slot.lock(); env && env->generation == fork_generation() && !env->poisoned) {
     if (env->read_only && !read_only)
       log::write_once(LogLevel::warn, "ro-shared:" + dir.string(),
                       "user tier " + dir.string() +
@@ -160,7 +162,7 @@ Expected<bool> LmdbStore::visit(const Digest& key,
     // Used while the transaction pins the page.
     auto entry = view_entry(key, {static_cast<const char*>(v.mv_data), v.mv_size});
     if (entry) {
-      use(*entry);
+      fault::unguarded([&] { use(*entry); }); // the caller's code: its faults are its own
       found = true;
     } else {
       bad = entry.error();
@@ -274,7 +276,7 @@ Expected<void> LmdbStore::for_each(const std::function<void(const Item&)>& fn) {
       item.valid = backend.has_value() && k.mv_size == item.key.bytes.size();
       if (backend)
         item.backend = *backend;
-      fn(item);
+      fault::unguarded([&] { fn(item); });
     });
   });
   if (rc != MDB_SUCCESS)
@@ -296,6 +298,58 @@ Expected<void> LmdbStore::clear() {
   if (rc != MDB_SUCCESS)
     return lmdb_error("clear", rc, e->dir);
   return {};
+}
+
+Expected<LmdbStore::Discarded> LmdbStore::discard(const fs::path& dir) {
+  Discarded result;
+  bool read_only = false;
+  if (auto ok = prepare_dir(dir, read_only); !ok || read_only) {
+    result.reason = ok ? "the user tier in " + dir.string() + " is read-only" : ok.error().message;
+    return result;
+  }
+  auto gate = EnvGate::enter_shared(dir, std::chrono::milliseconds(0));
+  if (!gate || !gate->held()) {
+    result.reason = gate ? "the cache directory is read-only" : gate.error().message;
+    return result;
+  }
+  if (!gate->try_exclusive(std::chrono::milliseconds(0))) {
+    result.reason = "other processes have the user tier open";
+    return result;
+  }
+  MDB_env* env = nullptr;
+  int rc = create_env(&env, dir, MDB_NOTLS | MDB_RDONLY, 0);
+  if (rc == MDB_SUCCESS) {
+    rc = fault::guarded([&] {
+      MDB_txn* txn = nullptr;
+      int r = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
+      if (r != MDB_SUCCESS)
+        return r;
+      MDB_dbi entries = 0, meta = 0;
+      MDB_stat st{};
+      r = mdb_dbi_open(txn, "entries", 0, &entries);
+      if (r == MDB_SUCCESS)
+        r = mdb_stat(txn, entries, &st);
+      if (r == MDB_SUCCESS)
+        r = mdb_dbi_open(txn, "meta", 0, &meta);
+      if (r == MDB_SUCCESS) {
+        result.entries = st.ms_entries;
+        result.bytes = stored_total(txn, meta, entries);
+      }
+      mdb_txn_abort(txn);
+      return r;
+    });
+    if (rc == fault::k_fault)
+      forsake_env(dir);
+    else
+      mdb_env_close(env);
+  }
+  result.counted = rc == MDB_SUCCESS || rc == MDB_NOTFOUND;
+  if (!result.counted)
+    result.entries = result.bytes = 0;
+  if (auto removed = remove_data_files(dir); !removed)
+    return std::move(removed).error();
+  result.done = true;
+  return result;
 }
 
 Expected<LmdbStore::Usage> LmdbStore::usage() {

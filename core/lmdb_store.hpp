@@ -39,7 +39,11 @@ struct LmdbOptions {
 /// written again). A data file that LMDB rejects, that
 /// is shorter than its own metadata says, or that a transaction found damaged, is moved aside
 /// (data.mdb.corrupt-<time>) and a fresh one started, once no other process has it open (see
-/// EnvGate).
+/// EnvGate). Every LMDB call runs in a fault::guarded region: a SIGSEGV, SIGBUS or LMDB
+/// assertion raised by a damaged file poisons the environment (see Env::poison): its
+/// operations then fail as corrupt without touching LMDB, in every LmdbStore sharing it; a
+/// later open() in this process opens a fresh environment, moving the file aside when no other
+/// process has it open, or fails as corrupt (the caller goes on without the user tier).
 ///
 /// With a size limit, a put that takes the stored entries over it evicts the least recently
 /// used ones (down to 90% of the limit) in the same transaction. Entries count the pages they
@@ -97,8 +101,26 @@ public:
   Expected<void> put_record(const Digest& name, std::string_view bytes) override;
   static constexpr std::uint64_t k_max_records = 16384;
 
-  /// Removes every entry, counter and record.
+  /// Removes every entry, counter and record, in a write transaction (mdb_drop): LMDB reads
+  /// the whole tree. See discard() for a tier that may be damaged.
   Expected<void> clear();
+
+  /// What discard() did.
+  struct Discarded {
+    bool done = false; ///< false: `reason` says why not (nothing was changed)
+    std::string reason;
+    bool counted = false; ///< false: the file was too damaged to count what it held
+    std::uint64_t entries = 0;
+    std::uint64_t bytes = 0;
+  };
+  /// Clears the user tier in `dir` without LMDB reading its tree, so that it works on a file
+  /// however damaged: when no process, this one included, has it open (its gate held
+  /// exclusively), counts the entries and their bytes (from LMDB's statistics and the stored
+  /// total, guarded), then removes the data file and the lock file (the next open starts an
+  /// empty one). Otherwise, or when `dir` is not this user's to write, nothing is changed and
+  /// `reason` says why (clear() an open store instead). Errors: io_error when a file cannot
+  /// be removed.
+  static Expected<Discarded> discard(const std::filesystem::path& dir);
 
   /// What eviction removed.
   struct Pruned {

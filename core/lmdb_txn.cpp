@@ -34,12 +34,19 @@ int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch) {
 }
 
 std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn) {
+  return stored_total(txn, e.meta, e.entries);
+}
+
+std::uint64_t stored_total(MDB_txn* txn, MDB_dbi meta, MDB_dbi entries) {
   MDB_val k{sizeof k_total_key - 1, const_cast<char*>(k_total_key)}, v;
-  if (mdb_get(txn, e.meta, &k, &v) == MDB_SUCCESS)
+  if (mdb_get(txn, meta, &k, &v) == MDB_SUCCESS)
     return as_u64(v);
   std::uint64_t total = 0;
-  scan(txn, e.entries,
-       [&](const MDB_val&, const MDB_val& value) { total += footprint(e, value.mv_size); });
+  MDB_stat st{};
+  mdb_env_stat(mdb_txn_env(txn), &st);
+  scan(txn, entries, [&](const MDB_val&, const MDB_val& value) {
+    total += entry_footprint(value.mv_size, st.ms_psize);
+  });
   return total;
 }
 

@@ -4,6 +4,7 @@
 // lmdb_eviction.cpp) share: LMDB values, scans, the write transaction and the stored total.
 
 #include "core/lmdb_env.hpp"
+#include "core/lmdb_health.hpp"
 
 #include <jitcache/stats.hpp>
 
@@ -65,13 +66,19 @@ bool make_room(LmdbStore::Env& e, std::uint64_t bytes, int round);
 /// Returns an LMDB status (ENOSPC for a short write on a full disk).
 template <typename Body>
 int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
+  // Writing into a damaged tree is what crashes LMDB or grows it without bound.
+  if (const int rc = check_before_first_write(e); rc != MDB_SUCCESS)
+    return rc;
   constexpr int k_room_rounds = 4;
   const AccessLog::Batch uses = e.uses.take();
   const auto attempt = [&] {
-    return e.transact(true, [&](MDB_txn* txn) {
-      int r = apply_uses(e, txn, uses);
-      return r == MDB_SUCCESS ? body(txn) : r;
-    });
+    return e.transact(
+        true,
+        [&](MDB_txn* txn) {
+          int r = apply_uses(e, txn, uses);
+          return r == MDB_SUCCESS ? body(txn) : r;
+        },
+        false, bytes);
   };
   int rc = attempt();
   for (int round = 0;
@@ -86,6 +93,8 @@ int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
 /// What all entries take in the data file (the sum of their footprints), kept in "meta" by
 /// every write; counted once for a tier written before it was kept.
 std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn);
+/// Like stored_total, with the "meta" and "entries" databases named.
+std::uint64_t stored_total(MDB_txn* txn, MDB_dbi meta, MDB_dbi entries);
 /// Keeps `total` as the stored size of all entries. Returns an LMDB status.
 int set_total(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t total);
 

@@ -2,6 +2,7 @@
 #include "tools/jitcache/user_tier.hpp"
 
 #include "core/dir_size.hpp"
+#include "core/lmdb_store.hpp"
 #include "core/runtime_caches.hpp"
 #include "core/user_store.hpp"
 
@@ -11,6 +12,23 @@ int run_clear(const Config& config, const Output& out) {
   std::error_code ec;
   if (!std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
     out.emit({{"cleared", 0}, {"bytes", 0}}, "nothing to clear");
+    return 0;
+  }
+  if (auto ok = may_change(config); !ok)
+    return fail(ok.error());
+  // Without reading the tree when nobody has it open: that works on a file however damaged.
+  auto discarded = LmdbStore::discard(user_store_dir(config));
+  if (!discarded)
+    return fail(discarded.error());
+  if (discarded->done) {
+    if (!discarded->counted) {
+      out.emit({{"cleared", nullptr}, {"bytes", nullptr}},
+               "cleared the user tier (too damaged to count its entries)");
+      return 0;
+    }
+    out.emit({{"cleared", discarded->entries}, {"bytes", discarded->bytes}},
+             "cleared " + std::to_string(discarded->entries) + " entries (" +
+                 format_size(discarded->bytes) + ")");
     return 0;
   }
   auto store = open_user_tier(config, true);

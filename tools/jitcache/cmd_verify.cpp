@@ -1,9 +1,44 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/lmdb_page_check.hpp"
+#include "core/user_store.hpp"
+
 namespace jitcache::cli {
 
+namespace {
+
+// The data file's pages, checked before LMDB reads any (a damaged page can crash it). Without
+// a read transaction a writer may reuse pages while they are read: damage is only reported
+// when a second check finds it too.
+PageCheck check_pages(const Config& config) {
+  const std::filesystem::path data = user_store_dir(config) / "data.mdb";
+  PageCheck check = check_lmdb_pages(data);
+  if (check.damaged())
+    check = check_lmdb_pages(data);
+  return check;
+}
+
+} // namespace
+
 int run_verify(const Config& config, const Output& out) {
+  std::error_code ec;
+  if (!config.cache_dir.empty() &&
+      std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
+    const PageCheck pages = check_pages(config);
+    if (pages.damaged()) {
+      out.emit(
+          {{"pages", "damaged"}, {"page", pages.page}, {"problem", pages.problem}, {"ok", false}},
+          "damaged data file " + (user_store_dir(config) / "data.mdb").string() + ": " +
+              pages.problem + " (builds no longer write to it, and move it aside)");
+      return 1;
+    }
+    out.emit({{"pages", pages.ok() ? "ok" : "unchecked"},
+              {"pages_read", pages.pages_read},
+              {"problem", pages.problem}},
+             pages.ok() ? std::to_string(pages.pages_read) + " pages checked"
+                        : "pages not checked: " + pages.problem);
+  }
   auto store = open_user_tier(config, false);
   if (!store)
     return fail(store.error());

@@ -6,12 +6,20 @@
 
 namespace jitcache::cli {
 
-Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool write) {
+Expected<void> may_change(const Config& config) {
   if (config.cache_dir.empty())
     return Error(ErrorCode::invalid_argument,
                  "no cache directory: set JITCACHE_DIR (or HOME/XDG_CACHE_HOME)");
-  if (write && config.read_only)
+  if (config.read_only)
     return Error(ErrorCode::read_only, "JITCACHE_READONLY is set; nothing may be changed");
+  return {};
+}
+
+Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool write) {
+  // Reading needs a directory only; changing also needs JITCACHE_READONLY unset.
+  if (auto ok = may_change(config);
+      !ok && (write || ok.error().code == ErrorCode::invalid_argument))
+    return std::move(ok).error();
   std::error_code ec;
   if (!write && !std::filesystem::exists(user_store_dir(config) / "data.mdb", ec))
     return std::shared_ptr<LmdbStore>();

@@ -13,4 +13,8 @@ namespace jitcache::cli {
 /// false: an absent cache is an empty one. Errors: io_error/read_only with the reason.
 Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool write);
 
+/// Whether `config` lets a command change the user tier. Errors: invalid_argument (no cache
+/// directory), read_only (JITCACHE_READONLY).
+Expected<void> may_change(const Config& config);
+
 } // namespace jitcache::cli

@@ -1,0 +1,81 @@
+#include "core/lmdb_health.hpp"
+
+#include "core/lmdb_page_check.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace jitcache {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_clean_marker = "closed";
+// Up to this size the check before the first write reads the overflow runs' headers too
+// (about 1 ms per 1,000 entries, measured by bench/core/bench_page_check); above, tree pages only.
+constexpr std::uintmax_t k_full_write_check_bytes = std::uintmax_t(64) << 20;
+// A snapshot replaced by other writers while it was being read is checked again, this often.
+constexpr int k_snapshot_attempts = 3;
+
+} // namespace
+
+std::string damage_after_unclean_end(const fs::path& dir, EnvGate& gate, bool read_only,
+                                     bool& checked) {
+  checked = false;
+  if (!gate.try_exclusive(std::chrono::milliseconds(0)))
+    return {}; // other processes have it open: the first of them checked it
+  const fs::path marker = dir / k_clean_marker;
+  const bool clean = ::access(marker.c_str(), F_OK) == 0;
+  if (clean && !read_only)
+    ::unlink(marker.c_str());
+  if (!clean) {
+    const PageCheck check = check_lmdb_pages(dir / "data.mdb");
+    checked = check.ok();
+    if (check.damaged())
+      return check.problem; // the gate stays exclusive for the caller's quarantine
+  }
+  gate.share();
+  return {};
+}
+
+void mark_clean_end(const fs::path& dir, EnvGate& gate) {
+  std::error_code ec;
+  if (fs::exists(dir / k_damage_marker, ec) || !gate.try_exclusive(std::chrono::milliseconds(0)))
+    return;
+  const int fd =
+      ::open((dir / k_clean_marker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    ::close(fd);
+}
+
+int check_before_first_write(LmdbStore::Env& e) {
+  std::call_once(e.write_check_once, [&] {
+    if (e.pages_checked)
+      return;
+    // Under a read transaction: its snapshot's pages cannot be reused by writers meanwhile.
+    // A problem seen twice, in two snapshots, is damage; once may be a meta page read while a
+    // writer was replacing it.
+    int seen = 0;
+    PageCheck check;
+    std::error_code ec;
+    const bool overflow_headers = fs::file_size(e.dir / "data.mdb", ec) <= k_full_write_check_bytes;
+    for (int attempt = 0; attempt < k_snapshot_attempts && seen < 2; ++attempt) {
+      e.read([&](MDB_txn* txn) {
+        check = check_lmdb_pages(e.dir / "data.mdb", {mdb_txn_id(txn), overflow_headers});
+        return MDB_SUCCESS;
+      });
+      if (check.ok())
+        break;
+      seen += check.damaged();
+    }
+    e.pages_checked = seen < 2;
+    if (!e.pages_checked)
+      e.poison(check.problem); // one warning naming the page; the next open moves it aside
+  });
+  return e.pages_checked ? MDB_SUCCESS : MDB_CORRUPTED;
+}
+
+} // namespace jitcache

@@ -1,0 +1,116 @@
+// When the pages are checked (core/lmdb_health): at open after an unclean end, before the first
+// write after a clean one, never by a process that opens what another has open.
+#include "core/lmdb_store.hpp"
+
+#include "tests/support/child_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace jitcache {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::size_t k_page = 4096;
+
+Digest key(int i) {
+  return Digest::of("entry " + std::to_string(i));
+}
+
+Entry entry_of(int i) {
+  return Entry{"opencl", std::string(5000, char('a' + i % 26)), {}, 0};
+}
+
+bool has_aside_file(const fs::path& dir) {
+  for (const auto& item : fs::directory_iterator(dir))
+    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
+      return true;
+  return false;
+}
+
+class LmdbHealthTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto store = LmdbStore::open(dir(), false).value();
+    for (int i = 0; i < 40; ++i)
+      ASSERT_TRUE(store->put(key(i), entry_of(i)));
+  }
+  const fs::path& dir() const { return m_tmp.path(); }
+  // The newest meta page (LMDB 0.9, 64-bit: its transaction id at byte 144).
+  std::size_t newest_meta(std::fstream& file) {
+    std::uint64_t txn[2];
+    for (std::size_t m = 0; m < 2; ++m) {
+      file.seekg(std::streamoff(m * k_page + 144));
+      file.read(reinterpret_cast<char*>(&txn[m]), 8);
+    }
+    return txn[0] < txn[1] ? k_page : 0;
+  }
+  // Zeroes the root page of the main database (its number at byte 128 of the meta page).
+  void damage_main_root() {
+    std::fstream file(dir() / "data.mdb", std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t root = 0;
+    file.seekg(std::streamoff(newest_meta(file) + 128));
+    file.read(reinterpret_cast<char*>(&root), 8);
+    file.seekp(std::streamoff(root * k_page));
+    file.write(std::string(k_page, '\0').data(), k_page);
+  }
+  // Damage that only the page check sees (LMDB never reads it): the main database's entry
+  // count (byte 120 of the meta page).
+  void damage_entry_count() {
+    std::fstream file(dir() / "data.mdb", std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(std::streamoff(newest_meta(file) + 120));
+    file.put('\x7f');
+  }
+  test::TempDir m_tmp;
+};
+
+TEST_F(LmdbHealthTest, ACleanEndLeavesItsMarkerAnOpenTakesItAway) {
+  EXPECT_TRUE(fs::exists(dir() / "closed"));
+  {
+    auto store = LmdbStore::open(dir(), false).value();
+    EXPECT_FALSE(fs::exists(dir() / "closed")) << "open: an end now would be unclean";
+    auto reader = LmdbStore::open(dir(), true).value();
+  }
+  EXPECT_TRUE(fs::exists(dir() / "closed"));
+}
+
+TEST_F(LmdbHealthTest, AfterAnUncleanEndDamageIsMovedAsideAtOpen) {
+  { auto user = test::process_holding_user_tier(dir()); } // killed: no clean end
+  EXPECT_FALSE(fs::exists(dir() / "closed"));
+  damage_main_root();
+  testing::internal::CaptureStderr();
+  auto store = LmdbStore::open(dir(), false);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_TRUE(has_aside_file(dir()));
+  EXPECT_NE(err.find("is damaged (page "), std::string::npos) << err;
+  EXPECT_FALSE((*store)->get(key(0)).value());
+  EXPECT_TRUE((*store)->put(key(0), entry_of(0)));
+}
+
+TEST_F(LmdbHealthTest, DamageAfterACleanEndIsNeverWrittenIntoAndMovedAsideNextOpen) {
+  damage_entry_count();
+  {
+    auto store = LmdbStore::open(dir(), false).value();
+    EXPECT_FALSE(has_aside_file(dir())) << "a clean end: not checked at open";
+    testing::internal::CaptureStderr();
+    auto put = (*store).put(key(100), entry_of(100));
+    auto again = (*store).put(key(101), entry_of(101));
+    const std::string err = testing::internal::GetCapturedStderr();
+    ASSERT_FALSE(put);
+    EXPECT_EQ(put.error().code, ErrorCode::corrupt);
+    EXPECT_EQ(again.error().code, ErrorCode::corrupt);
+    EXPECT_NE(err.find("its database says"), std::string::npos) << err;
+    EXPECT_EQ(err.find("is damaged"), err.rfind("is damaged")) << "one warning: " << err;
+  }
+  EXPECT_FALSE(fs::exists(dir() / "closed"));
+  auto store = LmdbStore::open(dir(), false).value();
+  EXPECT_TRUE(has_aside_file(dir()));
+  EXPECT_TRUE(store->put(key(100), entry_of(100)));
+}
+
+} // namespace
+} // namespace jitcache
