@@ -3,7 +3,8 @@ share headers, dozens of kernels each, of which an application launches few.
 
 usage: make_workload.py DIR [--programs N] [--kernels K]
 Deterministic: the same arguments write the same bytes. DIR gets common/*.h (the shared headers)
-and prog_NN.cl; build each with "-I DIR". Prints the list of program files, one per line.
+and prog_NN.cl with its own header prog_NN.h (the edit-and-run loop edits one); build each
+with "-I DIR". Prints the list of program files, one per line.
 """
 import argparse
 import os
@@ -98,7 +99,7 @@ def program(index, kernels):
         f"// Generated program {index} of the issue-17 workload (bench/opencl/make_workload.py).",
         '#include "common/sampling.h"',
         '#include "common/tonecurve.h"',
-        f"#define PROGRAM_ID {index}",
+        f'#include "prog_{index:02d}.h"',
         "",
     ]
     for k in range(kernels):
@@ -127,6 +128,8 @@ def main():
         with open(os.path.join(args.dir, name), "w") as f:
             f.write(text)
     for i in range(args.programs):
+        with open(os.path.join(args.dir, f"prog_{i:02d}.h"), "w") as f:
+            f.write(f"#pragma once\n// Program {i}'s own settings.\n#define PROGRAM_ID {i}\n")
         path = os.path.join(args.dir, f"prog_{i:02d}.cl")
         with open(path, "w") as f:
             f.write(program(i, args.kernels))
