@@ -3,10 +3,12 @@
 #include "core/shared_library.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <ctime>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -64,6 +66,22 @@ Expected<void> write_all(int fd, const std::string& bytes) {
   ::_exit(127);
 }
 
+// Request files of `pending` left for an hour: their process was killed before it finished
+// (one still at work holds its file's lock, and the new process skips it).
+std::vector<fs::path> stale_requests(const fs::path& pending) {
+  constexpr auto k_stale = std::chrono::hours(1);
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& item : fs::directory_iterator(pending, ec)) {
+    std::error_code time_ec;
+    const auto written = item.last_write_time(time_ec);
+    if (item.path().extension() == ".jsonl" && !time_ec && now - written > k_stale)
+      stale.push_back(item.path());
+  }
+  return stale;
+}
+
 } // namespace
 
 std::optional<fs::path> store_worker() {
@@ -110,9 +128,14 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
   }
 
   // Everything the child needs is made before fork(): it must not allocate.
-  std::string path = worker.string(), command = "store", remove = "--remove",
-              target = file.string();
-  char* argv[] = {path.data(), command.data(), remove.data(), target.data(), nullptr};
+  std::string path = worker.string();
+  std::vector<std::string> args{path, "store", "--remove", file.string()};
+  for (const fs::path& stale : stale_requests(pending))
+    args.push_back(stale.string());
+  std::vector<char*> argv;
+  for (std::string& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
   const pid_t child = ::fork();
   if (child < 0) {
     const int err = errno;
@@ -124,7 +147,7 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
     ::setsid();
     const pid_t grandchild = ::fork();
     if (grandchild == 0)
-      become_worker(path.c_str(), argv);
+      become_worker(path.c_str(), argv.data());
     ::_exit(grandchild < 0 ? 1 : 0);
   }
   int status = 0;

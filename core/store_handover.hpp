@@ -18,7 +18,8 @@ namespace jitcache::detail {
 std::optional<std::filesystem::path> store_worker();
 
 /// Writes `requests` (JSON lines, mode 0600) to a new file in `pending` (created, mode 0700; a
-/// symlink is refused) and starts `worker store --remove FILE` detached: in its own session,
+/// symlink is refused) and starts `worker store --remove FILE...` detached (with the files of
+/// `pending` older than an hour: left by a store process that was killed): in its own session,
 /// re-parented to init (never a zombie of the caller), at idle CPU and I/O priority, with
 /// standard streams on /dev/null. Does not wait for it; the caller may exit at once. Returns
 /// the file. Errors: io_error (the folder or file), runtime_error (fork failed; the file is

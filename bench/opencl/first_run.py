@@ -66,10 +66,16 @@ def cpu_of(pid):
 
 def follow_stores(pending, since):
     """Waits until no request file is left in pending; (seconds since `since`, CPU seconds of
-    the store processes, last seen)."""
+    the store processes, last seen). A store process runs at idle priority, which on a machine
+    that is never idle (a shared one) means never: it is moved to the normal class, at nice 19
+    (as any process of its user may do)."""
     cpu = {}
     while True:
         for pid in store_processes(pending):
+            try:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                pass
             value = cpu_of(pid)
             if value is not None:
                 cpu[pid] = value
