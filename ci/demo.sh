@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 export JITCACHE_DIR="$work/jitcache" POCL_CACHE_DIR="$work/pocl"
 jitcache=build/tools/jitcache/jitcache
 for kernel in kernels/*.cl; do
-  "$jitcache" build --backend opencl --options "-I kernels" --json "$kernel" >> "$work/cold.jsonl"
+  "$jitcache" build --backend opencl --options "-I kernels" --json --wait "$kernel" >> "$work/cold.jsonl"
 done
 for kernel in kernels/*.cl; do
   "$jitcache" build --backend opencl --options "-I kernels" --json "$kernel" >> "$work/warm.jsonl"

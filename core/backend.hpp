@@ -29,6 +29,16 @@ public:
   /// target without needing a device (where the backend supports it). Errors as the backend's
   /// own API gives them; compile_failed carries the log.
   virtual Expected<BuildInfo> build(Cache& cache, const BuildRequest& request) = 0;
+  /// Builds `request` again and stores its binary under `key`, the key the caller found
+  /// `request` has, without counting a miss: for `jitcache store`, which stores what a process
+  /// handed over (Config::opencl_store). Returns the bytes stored. Errors as build();
+  /// unsupported for a backend that never hands requests over.
+  virtual Expected<std::uint64_t> store(Cache& cache, const BuildRequest& request, const Key& key) {
+    static_cast<void>(cache);
+    static_cast<void>(request);
+    static_cast<void>(key);
+    return Error(ErrorCode::unsupported, "the " + name() + " backend hands no stores over");
+  }
   /// The key `request` would use under `config` (for `jitcache explain`).
   virtual Expected<Key> key(const Config& config, const BuildRequest& request) = 0;
   /// Facts for `jitcache info`: the runtime's version, its own cache locations and sizes,

@@ -72,6 +72,7 @@ std::map<std::string, std::string> to_variables(const jitcache_settings& s) {
   if (s.system_path && *s.system_path)
     vars["JITCACHE_SYSTEM_PATH"] = s.system_path;
   vars["JITCACHE_LOG"] = k_levels[s.log_level];
+  vars["JITCACHE_OPENCL_STORE"] = s.opencl_store == JITCACHE_STORE_WAIT ? "wait" : "detach";
   return vars;
 }
 

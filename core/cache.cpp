@@ -34,7 +34,7 @@ Expected<Found> Cache::get_or_compile(const Key& key,
         auto entry = compile();
         if (!entry)
           return std::move(entry).error();
-        return detail::Compiled{std::move(*entry), {}, {}};
+        return detail::Compiled{std::move(*entry), {}, {}, {}};
       },
       [&](const EntryView& entry) -> Expected<void> {
         found.entry = to_entry(entry);

@@ -3,6 +3,7 @@
 #include "core/clock.hpp"
 #include "core/entry_codec.hpp"
 #include "core/log.hpp"
+#include "core/store_handover.hpp"
 #include "core/user_store.hpp"
 
 #include <xxhash.h>
@@ -255,7 +256,15 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
           });
     };
     auto refresh = compiled->refresh ? timed(std::move(compiled->refresh)) : nullptr;
-    defer(key, timed(std::move(compiled->later)), std::move(refresh), ticket);
+    if (compiled->handover) {
+      // Other processes need not wait for a store that happens after this one exits.
+      ticket->release();
+      std::lock_guard<std::mutex> lock(m_handover_mutex);
+      m_handovers.push_back(Handover{key, std::move(*compiled->handover),
+                                     timed(std::move(compiled->later)), std::move(refresh)});
+    } else {
+      defer(key, timed(std::move(compiled->later)), std::move(refresh), ticket);
+    }
   }
   count(key.backend, Counter::misses);
   info.outcome = Outcome::miss;
@@ -465,7 +474,41 @@ void CacheCore::refresh() {
   }
 }
 
+void CacheCore::hand_over_pending() {
+  std::vector<Handover> pending;
+  {
+    std::lock_guard<std::mutex> lock(m_handover_mutex);
+    std::swap(pending, m_handovers);
+  }
+  if (pending.empty())
+    return;
+  std::vector<RequestRecord> records;
+  for (const Handover& item : pending)
+    records.push_back(item.record);
+  Expected<std::filesystem::path> file =
+      Error(ErrorCode::runtime_missing, "no jitcache executable found to store in the background");
+  if (!m_user || m_user_tier->dead) {
+    file = Error(ErrorCode::io_error, "the user tier is not usable");
+  } else if (auto worker = store_worker()) {
+    // The user tier's own directory: the worker, given the same variables, opens the same one.
+    file = hand_over(*worker, m_user->lease_dir().parent_path() / "pending", records);
+  }
+  if (file) {
+    log::debug("handed " + std::to_string(records.size()) + " store(s) over to a detached " +
+               "process: " + file->string());
+    for (const Handover& item : pending)
+      count(item.key.backend, Counter::handed_over);
+    return;
+  }
+  log::write_once(LogLevel::warn, "handover:" + file.error().message,
+                  file.error().message + "; storing in this process instead (exit waits for it; "
+                                         "JITCACHE_OPENCL_STORE=wait says so without trying)");
+  for (Handover& item : pending)
+    defer(item.key, std::move(item.produce), std::move(item.refresh), nullptr);
+}
+
 void CacheCore::flush() {
+  hand_over_pending();
   m_queue.wait_idle();
   refresh();
   flush_counters();

@@ -4,6 +4,7 @@
 #include "core/handle_cache.hpp"
 #include "core/manifest.hpp"
 #include "core/memory_store.hpp"
+#include "core/request_record.hpp"
 #include "core/single_flight.hpp"
 #include "core/store_queue.hpp"
 #include "core/user_tier.hpp"
@@ -31,6 +32,10 @@ struct Compiled {
   /// With `later`: produced again at flush and stored again when it changed (see
   /// Cache::store_later).
   std::function<Expected<Entry>()> refresh;
+  /// With `later`: the request, for a detached process to make again and store
+  /// (StoreMode::detach). Handed over at flush; `later` and `refresh` run in this process only
+  /// when the hand-over fails.
+  std::optional<RequestRecord> handover;
 };
 using Compiler = std::function<Expected<Compiled>()>;
 
@@ -139,7 +144,9 @@ public:
                    std::function<Expected<Entry>()> refresh);
   /// Removes `key` from every writable tier.
   void evict(const Key& key);
-  /// Waits for deferred stores, refreshes, and writes the counters to the user tier.
+  /// Hands the requests whose entries are to be stored by a detached process over to one (see
+  /// Compiled::handover; on failure, one warning, and they are stored here instead), waits for
+  /// deferred stores, refreshes, and writes the counters to the user tier.
   void flush();
   Stats session_stats() const;
   std::vector<std::shared_ptr<Store>> tiers() const;
@@ -176,6 +183,8 @@ private:
   void write(const Key& key, const Entry& entry, Ticket* ticket);
   void defer(const Key& key, std::function<Expected<Entry>()> produce,
              std::function<Expected<Entry>()> refresh, std::shared_ptr<Ticket> ticket);
+  /// Starts the detached process for the requests handed over since the last flush.
+  void hand_over_pending();
   void reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info);
   void mark_dead(Tier& tier, const Error& error);
   /// Counts damage the user tier found since it had seen `corrupt_before`.
@@ -211,6 +220,15 @@ private:
   };
   std::mutex m_refresh_mutex;
   std::vector<std::shared_ptr<Refresh>> m_refresh;
+  /// Requests whose entries a detached process is to store, with what stores them here instead.
+  struct Handover {
+    Key key;
+    RequestRecord record;
+    std::function<Expected<Entry>()> produce;
+    std::function<Expected<Entry>()> refresh;
+  };
+  std::mutex m_handover_mutex;
+  std::vector<Handover> m_handovers;
   StoreQueue m_queue; ///< last: its destructor waits for tasks that use the members above
 };
 

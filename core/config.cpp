@@ -128,6 +128,16 @@ void set_log_level(const std::string& value, Config& config, Complaints& complai
     complaints.push_back("expected error, warn, info or debug; using warn");
 }
 
+void set_opencl_store(const std::string& value, Config& config, Complaints& complaints) {
+  const std::string v = lower(value);
+  if (v == "wait")
+    config.opencl_store = StoreMode::wait;
+  else if (v == "detach")
+    config.opencl_store = StoreMode::detach;
+  else
+    complaints.push_back("expected wait or detach; using detach");
+}
+
 // The documentation lines several rows share (one README row each).
 constexpr char k_doc_home[] =
     "read, never changed: where the default `JITCACHE_DIR` and the runtimes' own cache "
@@ -174,6 +184,11 @@ constexpr EnvVariable k_env_variables[] = {
      "`redis://host[:port]`; parsed and reported now"},
     {"JITCACHE_LOG", R::setting, set_log_level, nullptr, nullptr,
      "`error`, `warn` (default), `info`, `debug`"},
+    {"JITCACHE_OPENCL_STORE", R::setting, set_opencl_store, nullptr, nullptr,
+     "when a program built from source on PoCL is stored (reading its binary compiles every "
+     "kernel in it): `detach` (default): at `Cache::flush()` or exit, by a detached "
+     "idle-priority `jitcache store` process over PoCL's warm cache, not waited for; `wait`: in "
+     "the process, `flush()` and exit wait. Other OpenCL runtimes always store in the process"},
 
     {"XDG_CACHE_HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
     {"HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},

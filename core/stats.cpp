@@ -26,6 +26,8 @@ const char* to_string(Counter counter) noexcept {
     return "evicted_bytes";
   case Counter::dead_tiers:
     return "dead_tiers";
+  case Counter::handed_over:
+    return "handed_over";
   }
   return "unknown";
 }

@@ -209,7 +209,7 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
       auto entry = compile_entry(**nvrtc(), *target, program);
       if (!entry)
         return std::move(entry).error();
-      return detail::Compiled{std::move(*entry), {}, {}};
+      return detail::Compiled{std::move(*entry), {}, {}, {}};
     };
     // A context belongs to one device, so the context alone tells where the module lives.
     loaded = handles.get_or_load(
@@ -265,7 +265,7 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
         auto entry = compile_entry(compiler, *target, program);
         if (!entry)
           return std::move(entry).error();
-        return detail::Compiled{std::move(*entry), {}, {}};
+        return detail::Compiled{std::move(*entry), {}, {}, {}};
       },
       [&](const EntryView& entry) -> Expected<void> {
         auto metadata = read_metadata(entry.metadata);

@@ -112,7 +112,7 @@ detail::Compiler compiler(const Toolchain& tools, const std::string& target, con
     auto entry = compile_checked(tools, target, program, stale);
     if (!entry)
       return std::move(entry).error();
-    return detail::Compiled{std::move(*entry), {}, {}};
+    return detail::Compiled{std::move(*entry), {}, {}, {}};
   };
 }
 

@@ -8,6 +8,8 @@
 #include "core/log.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,12 +19,29 @@ namespace {
 
 constexpr const char* k_backend = "opencl";
 
+bool pocl(const Identity& id) {
+  return std::any_of(id.device.begin(), id.device.end(),
+                     [](const auto& field) { return field.first == "pocl_build_hash"; });
+}
+
 // Whether `id` is a PoCL device whose own kernel cache is on (POCL_KERNEL_CACHE unset or true).
 bool pocl_cache_on(const Identity& id, const Config& config) {
-  const bool pocl = std::any_of(id.device.begin(), id.device.end(),
-                                [](const auto& field) { return field.first == "pocl_build_hash"; });
   auto it = config.variables.find("POCL_KERNEL_CACHE");
-  return pocl && (it == config.variables.end() || it->second != "0");
+  return pocl(id) && (it == config.variables.end() || it->second != "0");
+}
+
+// The request as a detached `jitcache store` makes it again (StoreMode::detach). nullopt when
+// the current directory is gone: relative paths could not be resolved again.
+std::optional<detail::RequestRecord> handover(const Identity& id, const Config& config,
+                                              const Key& key, std::string_view source,
+                                              const std::string& options) {
+  std::error_code ec;
+  const std::filesystem::path directory = std::filesystem::current_path(ec);
+  if (ec)
+    return std::nullopt;
+  return detail::RequestRecord{k_backend,          id.device_name,    options,
+                               directory.string(), std::string(source), key.digest.hex(),
+                               config.variables};
 }
 
 detail::HandleCache::Handle hold(cl_program program) {
@@ -133,9 +152,15 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
             return std::move(program).error();
           handle = hold(*program);
           detail::Compiled compiled;
-          if (cache.persistent(k_backend) && !cache.config().read_only)
+          const Config& config = cache.config();
+          if (cache.persistent(k_backend) && !config.read_only) {
             store_later(compiled, handle, context, device, source, options,
-                        pocl_cache_on(*id, cache.config()));
+                        pocl_cache_on(*id, config));
+            // Reading a PoCL binary is the expensive part of a first run: it can happen in
+            // another process, after this one has exited.
+            if (pocl(*id) && config.opencl_store == StoreMode::detach)
+              compiled.handover = handover(*id, config, key, source, options);
+          }
           return compiled;
         };
         if (auto got = core.obtain(key, compile, use, info, detail::CacheCore::Memory::skip); !got)

@@ -73,7 +73,8 @@ def main():
             d = os.path.join(work, str(run))
             # Under jitcache and PyOpenCL, PoCL gets a directory per process: only the cache under
             # test is shared (PoCL crashes on a shared directory with POCL_KERNEL_CACHE=0).
-            env = {"JITCACHE_DIR": d + "/jitcache"}
+            # wait: the first process holds the compile lease until it has stored the binary.
+            env = {"JITCACHE_DIR": d + "/jitcache", "JITCACHE_OPENCL_STORE": "wait"}
             wall, outs = run_all([worker, "1", k, "0", "jitcache"], n,
                                  lambda i: dict(env, POCL_CACHE_DIR=f"{d}/pocl-{i}"))
             stats = subprocess.run([jitcache, "stats", "--json"], env=dict(os.environ, **env),

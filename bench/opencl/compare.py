@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def run(cmd, env):
     full = dict(os.environ)
+    full["JITCACHE_OPENCL_STORE"] = "wait"  # each cold run's entry is stored when it exits
     full.update(env)
     out = subprocess.run(cmd, env=full, check=True, capture_output=True, text=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])

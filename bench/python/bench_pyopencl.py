@@ -102,7 +102,8 @@ def main():
 
     python = python_with_pyopencl()
     worker = [python, os.path.join(ROOT, "bench", "opencl", "pyopencl_bench.py")]
-    env = {"PYTHONPATH": os.path.join(ROOT, args.build, "python")}
+    # Each cold run's entry is stored when it exits.
+    env = {"PYTHONPATH": os.path.join(ROOT, args.build, "python"), "JITCACHE_OPENCL_STORE": "wait"}
     files = sorted(f for f in os.listdir(os.path.join(ROOT, "kernels")) if f.endswith(".cl"))
     rows = []
     with tempfile.TemporaryDirectory(prefix="jitcache-bench-python-") as work:

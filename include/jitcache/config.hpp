@@ -20,6 +20,17 @@ enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
 /// The backends jitcache knows, by name.
 inline constexpr const char* k_backends[] = {"opencl", "cuda", "hip"};
 
+/// When a compiled binary that is slow to read is stored: OpenCL on PoCL, where reading a
+/// program's binary compiles every kernel in it (JITCACHE_OPENCL_STORE).
+enum class StoreMode {
+  /// In this process, on background threads; Cache::flush() and the Cache's destructor wait.
+  wait,
+  /// By a detached, idle-priority `jitcache store` process that Cache::flush() (or the
+  /// destructor) starts and does not wait for; it rebuilds each request over the runtime's own
+  /// warm cache and stores the binary. Until it has, a new process misses.
+  detach,
+};
+
 /// Whether a backend's persistent tiers are used, and why (for `jitcache info`).
 struct PersistencePolicy {
   bool enabled = true;
@@ -50,6 +61,8 @@ struct JITCACHE_EXPORT Config {
   std::string remote;
   /// JITCACHE_LOG.
   LogLevel log_level = LogLevel::warn;
+  /// JITCACHE_OPENCL_STORE: when a PoCL program's binary is read and stored.
+  StoreMode opencl_store = StoreMode::detach;
   /// Byte bound of the per-process blob LRU (memory tier).
   std::uint64_t memory_bytes = 64ull << 20;
 

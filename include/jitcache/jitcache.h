@@ -85,6 +85,14 @@ typedef enum jitcache_log_level {
   JITCACHE_LOG_DEBUG = 3
 } jitcache_log_level;
 
+/** When a PoCL program's binary is read and stored (JITCACHE_OPENCL_STORE). */
+typedef enum jitcache_store_mode {
+  /** By a detached `jitcache store` process started at jitcache_close, not waited for. */
+  JITCACHE_STORE_DETACH = 0,
+  /** In the process; jitcache_close waits for the stores. */
+  JITCACHE_STORE_WAIT = 1
+} jitcache_store_mode;
+
 /** Explicit settings for jitcache_open; each field mirrors one environment variable (and one
  *  field of jitcache::Config). Fill it with jitcache_settings_init first, then change fields:
  *  later versions only append fields, which jitcache_settings_init sets to their defaults. */
@@ -106,6 +114,8 @@ typedef struct jitcache_settings {
   jitcache_log_level log_level;
   /** Byte bound of the per-process blob LRU of the memory tier; 0 means the default (64 MiB). */
   uint64_t memory_bytes;
+  /** When a PoCL program's binary is stored (JITCACHE_OPENCL_STORE); default detach. */
+  jitcache_store_mode opencl_store;
 } jitcache_settings;
 
 /** Sets every field of `settings` to its default: no persistent tier, read-write, nothing

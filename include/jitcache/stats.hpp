@@ -23,6 +23,7 @@ enum class Counter {
   evicted,        ///< entries evicted by the size limit (backend "all")
   evicted_bytes,  ///< their stored bytes (backend "all")
   dead_tiers,     ///< tiers that failed and were skipped for the rest of the process ("all")
+  handed_over,    ///< misses whose binary was handed to a detached process to store
 };
 
 /// The stored and printed name of `counter` ("misses", "compile_errors", ...).

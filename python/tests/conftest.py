@@ -14,6 +14,7 @@ def dirs(tmp_path, monkeypatch):
     pocl_dir = tmp_path / "pocl"
     monkeypatch.setenv("JITCACHE_DIR", str(jitcache_dir))
     monkeypatch.setenv("POCL_CACHE_DIR", str(pocl_dir))
+    monkeypatch.setenv("JITCACHE_OPENCL_STORE", "wait")  # stored when the cache is closed
     for name in ("JITCACHE_DISABLE", "JITCACHE_READONLY", "POCL_KERNEL_CACHE"):
         monkeypatch.delenv(name, raising=False)
     return {"jitcache": jitcache_dir, "pocl": pocl_dir}

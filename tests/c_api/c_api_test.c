@@ -57,6 +57,7 @@ static jitcache_cache* open_cache(void) {
   jitcache_cache* cache = NULL;
   jitcache_settings_init(&settings);
   settings.dir = g_dir;
+  settings.opencl_store = JITCACHE_STORE_WAIT; /* stored when jitcache_close returns */
   CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_OK);
   return cache;
 }

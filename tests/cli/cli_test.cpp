@@ -39,6 +39,7 @@ class CliTest : public ::testing::Test {
 protected:
   std::map<std::string, std::string> env(std::map<std::string, std::string> extra = {}) {
     extra.emplace("JITCACHE_DIR", dir.path().string());
+    extra.emplace("JITCACHE_OPENCL_STORE", "wait"); // each line reports the bytes stored
     return extra;
   }
   test::ProcessResult build(const std::vector<std::string>& files,

@@ -110,6 +110,7 @@ void expect_same_settings(const Config& a, const Config& b, const std::string& c
   EXPECT_EQ(a.system_path, b.system_path) << context;
   EXPECT_EQ(a.remote, b.remote) << context;
   EXPECT_EQ(a.log_level, b.log_level) << context;
+  EXPECT_EQ(a.opencl_store, b.opencl_store) << context;
 }
 
 // One good and the bad values of a setting, and what the good one must set.
@@ -148,6 +149,9 @@ const std::map<std::string, SettingCase>& setting_cases() {
         {"http://x", "redis://h:99999", "redis://:6379", "redis://h:", "redis://"}}},
       {"JITCACHE_LOG",
        {"info", [](const Config& c) { EXPECT_EQ(c.log_level, LogLevel::info); }, {"loud"}}},
+      {"JITCACHE_OPENCL_STORE",
+       {"wait", [](const Config& c) { EXPECT_EQ(c.opencl_store, StoreMode::wait); },
+        {"later", "1"}}},
   };
   return cases;
 }

@@ -113,6 +113,7 @@ endif()
 
 foreach(program IN LISTS programs)
   set(ENV{JITCACHE_DIR} "${WORK_DIR}/cache-${program}")
+  set(ENV{JITCACHE_OPENCL_STORE} "wait") # stored when the miss's process exits
   foreach(expected "outcome=miss tier=compile" "outcome=hit tier=user")
     run("${downstream_build}/${program}" "${SOURCE_DIR}/kernels/vector_ops.cl"
         "${SOURCE_DIR}/kernels")

@@ -38,7 +38,10 @@ protected:
   }
   void TearDown() override { clReleaseContext(context); }
 
-  Config config() { return Config::from_variables({{"JITCACHE_DIR", cache.path().string()}}); }
+  Config config() {
+    return Config::from_variables(
+        {{"JITCACHE_DIR", cache.path().string()}, {"JITCACHE_OPENCL_STORE", "wait"}});
+  }
   std::string options() { return "-I " + (src.path() / "inc").string(); }
 
   // Builds every source in a fresh Cache (a new process, as far as tiers go); outcome per source.
@@ -163,7 +166,8 @@ TEST_F(ExactKeysTest, ToolchainAndDeviceIdentityChangesAreMisses) {
 TEST_F(ExactKeysTest, ExplainNamesTheFieldThatDiffers) {
   const fs::path file = src.path() / "k.cl";
   write(file, sources["uses_a1"]);
-  const std::map<std::string, std::string> env{{"JITCACHE_DIR", cache.path().string()}};
+  const std::map<std::string, std::string> env{{"JITCACHE_DIR", cache.path().string()},
+                                               {"JITCACHE_OPENCL_STORE", "wait"}};
   const auto explain = [&](const std::string& opts) {
     auto r = test::run_cli(
         {"explain", "--backend", "opencl", "--options", opts, "--json", file.string()}, env);

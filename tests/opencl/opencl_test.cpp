@@ -99,6 +99,7 @@ protected:
   }
   Config config(std::map<std::string, std::string> extra = {}) {
     extra.emplace("JITCACHE_DIR", dir.path().string());
+    extra.emplace("JITCACHE_OPENCL_STORE", "wait"); // the stores are there when flush() returns
     return Config::from_variables(extra);
   }
   std::uint64_t stored_entries() {
@@ -118,7 +119,8 @@ protected:
 
 TEST_F(OpenclTest, MissThenHitInANewProcessAndTheHitComputesCorrectly) {
   const std::string file = std::string(JITCACHE_KERNELS) + "/vector_ops.cl";
-  const std::map<std::string, std::string> env{{"JITCACHE_DIR", dir.path().string()}};
+  const std::map<std::string, std::string> env{{"JITCACHE_DIR", dir.path().string()},
+                                               {"JITCACHE_OPENCL_STORE", "wait"}};
   auto first =
       test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", file}, env);
   ASSERT_EQ(first.exit_code, 0) << first.err;

@@ -67,6 +67,7 @@ class StressTest : public ::testing::Test {
 protected:
   std::map<std::string, std::string> env() const {
     return {{"JITCACHE_DIR", (dir.path() / "cache").string()},
+            {"JITCACHE_OPENCL_STORE", "wait"},
             {"POCL_CACHE_DIR", (dir.path() / "pocl").string()}};
   }
   nlohmann::json opencl_stats() const {

@@ -7,10 +7,16 @@
 
 namespace jitcache::cli {
 
-int run_build(const Config& config, const BuildOptions& options, const Output& out) {
+int run_build(const Config& environment, const BuildOptions& options, const Output& out) {
   auto backend = find_backend(options.backend);
   if (!backend)
     return fail(backend.error());
+  Config config = environment;
+  if (options.wait)
+    config.opencl_store = StoreMode::wait;
+  // Stores that wait are waited for per file, so that each line reports its size; handed-over
+  // ones go to one detached process at exit, and their size is not known yet.
+  const bool wait = config.opencl_store == StoreMode::wait;
   Cache cache(config);
   for (const std::string& file : options.files) {
     auto source = read_source(file, options.max_source_size);
@@ -20,9 +26,8 @@ int run_build(const Config& config, const BuildOptions& options, const Output& o
     auto info = (*backend)->build(cache, request);
     if (!info)
       return fail(info.error());
-    // A miss's binary is stored in the background; wait for it so that the size is known and
-    // the entry is there when this process exits.
-    cache.flush();
+    if (wait)
+      cache.flush();
     if (info->bytes == 0)
       if (auto key = (*backend)->key(config, request))
         if (auto found = cache.lookup(*key))
@@ -39,14 +44,17 @@ int run_build(const Config& config, const BuildOptions& options, const Output& o
         {"total_ms", info->total_ms},
         {"bytes", info->bytes},
     };
+    if (info->bytes == 0)
+      line["bytes"] = nullptr; // not stored yet
     if (!info->note.empty())
       line["note"] = info->note;
     char text[512];
     std::snprintf(text, sizeof text,
                   "%s: %s from %s in %.2f ms (compile %.2f ms, load %.2f ms), "
-                  "%llu bytes, key %.16s",
+                  "%s bytes, key %.16s",
                   file.c_str(), to_string(info->outcome), info->tier.c_str(), info->total_ms,
-                  info->compile_ms, info->load_ms, static_cast<unsigned long long>(info->bytes),
+                  info->compile_ms, info->load_ms,
+                  info->bytes ? std::to_string(info->bytes).c_str() : "unknown",
                   info->key.hex().c_str());
     out.emit(line, text);
   }

@@ -56,6 +56,7 @@ int run_stats(const Config& config, const Output& out) {
         {"corrupt", get(Counter::corrupt)},
         {"store_errors", get(Counter::store_errors)},
         {"bytes_stored", get(Counter::bytes_stored)},
+        {"handed_over", get(Counter::handed_over)},
         {"saved_ms", get(Counter::saved_ns) / 1000000},
         {"entries", entries},
         {"bytes", bytes},

@@ -15,6 +15,7 @@ struct BuildOptions {
   int device = 0;
   std::string arch;
   std::string options;
+  bool wait = false; ///< build: store before reporting (JITCACHE_OPENCL_STORE=wait)
   std::string max_source_size = "64M"; ///< the largest source file read (detail::read_regular_file)
   std::vector<std::string> files;
 };
@@ -37,6 +38,12 @@ int run_clear_runtime_caches(const Config& config, bool dry_run, const Output& o
 /// that is unset too), removes compile leases left by killed processes, and compacts the data
 /// file when no other process has it open.
 int run_prune(const Config& config, const std::string& max_size, const Output& out);
+/// `jitcache store`: makes each request of each request file (core/request_record, written by a
+/// process that handed its stores over, Config::opencl_store) again and stores its binary when
+/// its key is still the recorded one; one line per request (outcome stored, present or
+/// dropped, with why). A file another `jitcache store` holds is skipped; `remove`: each file is
+/// removed once done. Exit 1 when a file cannot be opened.
+int run_store(const std::vector<std::string>& files, bool remove, const Output& out);
 /// `jitcache explain`: every key field of each request, and how it differs from entries stored
 /// earlier for the same source.
 int run_explain(const Config& config, const BuildOptions& options, const Output& out);

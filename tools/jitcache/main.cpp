@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--options", build.options, "build options, exactly as given");
   build_cmd->add_option("--max-source-size", build.max_source_size,
                         "the largest source file read (default 64M)");
+  build_cmd->add_flag("--wait", build.wait,
+                      "store each binary before reporting it, in this process (by default, "
+                      "PoCL binaries are stored by a detached `jitcache store` after exit, as "
+                      "JITCACHE_OPENCL_STORE says)");
   build_cmd->add_option("FILE", build.files, "kernel source files")->required();
   cli::BuildOptions explain;
   CLI::App* explain_cmd = add("explain", "show every key field of a build request, and why it "
@@ -40,6 +44,12 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--max-source-size", explain.max_source_size,
                           "the largest source file read (default 64M)");
   explain_cmd->add_option("FILE", explain.files, "kernel source files")->required();
+  std::vector<std::string> store_files;
+  bool store_remove = false;
+  CLI::App* store_cmd = add("store", "build and store the requests of request files that a "
+                                     "process handed over (JITCACHE_OPENCL_STORE=detach)");
+  store_cmd->add_flag("--remove", store_remove, "remove each file once its requests are done");
+  store_cmd->add_option("FILE", store_files, "request files (JSON lines)")->required();
   CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
   CLI::App* list_cmd = add("list", "every entry of the user tier");
   CLI::App* info_cmd = add("info", "the resolved configuration and the runtimes' own caches");
@@ -66,7 +76,7 @@ int main(int argc, char** argv) {
   };
   if (argc >= 2 && argv[1][0] != '-' && !known(argv[1])) {
     std::cerr << "jitcache: error: unknown command '" << argv[1]
-              << "' (expected build, explain, stats, list, info, verify, clear or prune)\n";
+              << "' (expected build, explain, store, stats, list, info, verify, clear or prune)\n";
     return 2;
   }
   try {
@@ -90,6 +100,8 @@ int main(int argc, char** argv) {
   const cli::Output out(json);
   if (build_cmd->parsed())
     return cli::run_build(config, build, out);
+  if (store_cmd->parsed())
+    return cli::run_store(store_files, store_remove, out);
   if (explain_cmd->parsed())
     return cli::run_explain(config, explain, out);
   if (stats_cmd->parsed())

@@ -1,0 +1,290 @@
+// JITCACHE_OPENCL_STORE on PoCL: `wait` stores in the process; `detach` hands the stores to a
+// detached `jitcache store` process (core/store_handover), which a later process's hits show.
+#include <jitcache/opencl.hpp>
+
+#include "core/request_record.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <sched.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace jitcache {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+const std::string k_options = std::string("-I ") + JITCACHE_KERNELS;
+const char* const k_kernels[] = {"vector_ops.cl", "reduce.cl", "stencil.cl"};
+
+// The request files waiting in `pending` for a `jitcache store` process.
+std::vector<fs::path> request_files(const fs::path& pending) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator(pending, ec))
+    files.push_back(item.path());
+  return files;
+}
+
+// Pids of the `jitcache store` processes working in `pending`.
+std::vector<pid_t> store_processes(const fs::path& pending) {
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator("/proc", ec)) {
+    const std::string name = item.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const std::string cmdline = read_file(item.path() / "cmdline");
+    if (cmdline.find(std::string("store") + '\0') != std::string::npos &&
+        cmdline.find(pending.string()) != std::string::npos)
+      pids.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return pids;
+}
+
+// Waits until every request file in `pending` is done. The detached process runs at idle
+// priority, which on a busy machine means never: it is moved to the normal class (its nice
+// value stays 19), which any process of the same user may do.
+void wait_for_stores(const fs::path& pending) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
+  while (!request_files(pending).empty()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the store process never finished";
+    for (pid_t pid : store_processes(pending)) {
+      sched_param param{};
+      sched_setscheduler(pid, SCHED_OTHER, &param);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+class StoreModeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    cl_platform_id platform = nullptr;
+    ASSERT_EQ(clGetPlatformIDs(1, &platform, nullptr), CL_SUCCESS) << "PoCL must be installed";
+    ASSERT_EQ(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr), CL_SUCCESS);
+    context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, nullptr);
+    ASSERT_NE(context, nullptr);
+  }
+  void TearDown() override {
+    if (context)
+      clReleaseContext(context);
+  }
+  std::map<std::string, std::string> variables(const std::string& mode) {
+    return {{"JITCACHE_DIR", dir.path().string()}, {"JITCACHE_OPENCL_STORE", mode}};
+  }
+  Config config(const std::string& mode) { return Config::from_variables(variables(mode)); }
+  fs::path pending() const { return dir.path() / "v1" / "pending"; }
+  // Builds every sample through `cache`; the outcomes, in order.
+  std::vector<Outcome> build_all(Cache& cache) {
+    std::vector<Outcome> outcomes;
+    for (const char* name : k_kernels) {
+      auto built = opencl::build_program(cache, context, device,
+                                         read_file(fs::path(JITCACHE_KERNELS) / name), k_options);
+      EXPECT_TRUE(built) << name << ": " << built.error().message;
+      if (!built)
+        return outcomes;
+      clReleaseProgram(built->program);
+      outcomes.push_back(built->info.outcome);
+    }
+    return outcomes;
+  }
+  std::vector<Outcome> all(Outcome outcome) {
+    return std::vector<Outcome>(std::size(k_kernels), outcome);
+  }
+  std::uint64_t stored_counter(Counter counter) {
+    auto out = test::run_cli({"stats", "--json"}, variables("wait"));
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    auto opencl = nlohmann::json::parse(out.out.substr(0, out.out.find('\n'))); // first: opencl
+    EXPECT_EQ(opencl["backend"], "opencl");
+    return opencl[to_string(counter)].get<std::uint64_t>();
+  }
+
+  test::TempDir dir;
+  cl_device_id device = nullptr;
+  cl_context context = nullptr;
+};
+
+TEST(StoreModeConfig, DefaultIsDetachAndUnknownValuesWarnOnceAndFallBack) {
+  EXPECT_EQ(Config::from_variables({}).opencl_store, StoreMode::detach);
+  EXPECT_EQ(Config::from_variables({{"JITCACHE_OPENCL_STORE", "WAIT"}}).opencl_store,
+            StoreMode::wait);
+  EXPECT_EQ(Config::from_variables({{"JITCACHE_OPENCL_STORE", "detach"}}).opencl_store,
+            StoreMode::detach);
+  const Config bad = Config::from_variables({{"JITCACHE_OPENCL_STORE", "later"}});
+  EXPECT_EQ(bad.opencl_store, StoreMode::detach);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_EQ(bad.warnings[0], "JITCACHE_OPENCL_STORE=later: expected wait or detach; using detach");
+}
+
+TEST_F(StoreModeTest, WaitStoresInTheProcessBeforeFlushReturns) {
+  {
+    Cache cache(config("wait"));
+    EXPECT_EQ(build_all(cache), all(Outcome::miss));
+    cache.flush();
+    const Stats stats = cache.session_stats();
+    EXPECT_EQ(stats.get("opencl", Counter::compiles), std::size(k_kernels));
+    EXPECT_EQ(stats.get("opencl", Counter::handed_over), 0u);
+    EXPECT_GT(stats.get("opencl", Counter::bytes_stored), 0u);
+  }
+  EXPECT_FALSE(fs::exists(pending())) << "nothing is handed over";
+  Cache again(config("wait"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+}
+
+TEST_F(StoreModeTest, DetachHandsTheStoresToAProcessThatOutlivesTheCache) {
+  {
+    Cache cache(config("detach"));
+    EXPECT_EQ(build_all(cache), all(Outcome::miss));
+    cache.flush();
+    const Stats stats = cache.session_stats();
+    EXPECT_EQ(stats.get("opencl", Counter::compiles), std::size(k_kernels));
+    EXPECT_EQ(stats.get("opencl", Counter::handed_over), std::size(k_kernels));
+    EXPECT_EQ(stats.get("opencl", Counter::bytes_stored), 0u) << "this process stores nothing";
+  }
+  wait_for_stores(pending());
+  EXPECT_GT(stored_counter(Counter::bytes_stored), 0u) << "stored by the detached process";
+  EXPECT_EQ(stored_counter(Counter::misses), std::size(k_kernels))
+      << "the detached process's builds are not misses";
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+  EXPECT_EQ(again.session_stats().get("opencl", Counter::compiles), 0u);
+}
+
+TEST_F(StoreModeTest, AReadOnlyCacheHandsNothingOver) {
+  { Cache create(config("wait")); } // the user tier exists, empty
+  auto vars = variables("detach");
+  vars["JITCACHE_READONLY"] = "1";
+  Cache cache(Config::from_variables(vars));
+  EXPECT_EQ(build_all(cache), all(Outcome::miss));
+  cache.flush();
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::handed_over), 0u);
+  EXPECT_FALSE(fs::exists(pending()));
+}
+
+// A request file as a process hands it over, written here (no process started for it).
+fs::path write_requests(const Config& config, cl_device_id device, const fs::path& file) {
+  std::ofstream out(file);
+  for (const char* name : k_kernels) {
+    const std::string source = read_file(fs::path(JITCACHE_KERNELS) / name);
+    auto key = opencl::make_key(config, device, source, k_options);
+    EXPECT_TRUE(key) << key.error().message;
+    out << detail::encode_request({"opencl", "", k_options, fs::current_path().string(), source,
+                                   key->digest.hex(), config.variables})
+        << "\n";
+  }
+  return file;
+}
+
+TEST_F(StoreModeTest, KillingTheStoreProcessLeavesAHealthyCacheThatMissesWhatItDidNotStore) {
+  const fs::path file = write_requests(config("detach"), device, dir.path() / "requests.jsonl");
+  // `jitcache store` killed once it has stored the first request.
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  std::string cli = JITCACHE_CLI, command = "store", json = "--json", target = file.string();
+  char* argv[] = {cli.data(), command.data(), json.data(), target.data(), nullptr};
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  std::string first;
+  char c;
+  while (read(out[0], &c, 1) == 1 && c != '\n')
+    first += c;
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(out[0]);
+  ASSERT_FALSE(first.empty()) << "jitcache store printed nothing";
+  EXPECT_EQ(nlohmann::json::parse(first)["outcome"], "stored") << first;
+
+  auto verify = test::run_cli({"verify"}, variables("wait"));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  {
+    Cache cache(config("wait")); // stores what the killed process did not
+    const auto outcomes = build_all(cache);
+    ASSERT_EQ(outcomes.size(), std::size(k_kernels));
+    EXPECT_EQ(outcomes[0], Outcome::hit);
+  }
+  // The file is still there; storing it again finds everything present, and removes it.
+  auto again = test::run_cli({"store", "--json", "--remove", file.string()}, {});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  std::istringstream lines(again.out);
+  std::size_t present = 0;
+  for (std::string line; std::getline(lines, line);)
+    present += nlohmann::json::parse(line)["outcome"] == "present";
+  EXPECT_EQ(present, std::size(k_kernels));
+  EXPECT_FALSE(fs::exists(file));
+}
+
+TEST_F(StoreModeTest, ARequestWhoseFilesChangedIsDroppedNotStored) {
+  test::TempDir kernels;
+  fs::copy_file(fs::path(JITCACHE_KERNELS) / "common.h", kernels.path() / "common.h");
+  const std::string source = "#include \"common.h\"\nkernel void k(global float* x) { x[0] = 1; }\n";
+  const std::string options = "-I " + kernels.path().string();
+  const Config cfg = config("detach");
+  auto key = opencl::make_key(cfg, device, source, options);
+  ASSERT_TRUE(key) << key.error().message;
+  const fs::path file = dir.path() / "requests.jsonl";
+  std::ofstream(file) << detail::encode_request({"opencl", "", options, "/", source,
+                                                 key->digest.hex(), cfg.variables})
+                      << "\n";
+  std::ofstream(kernels.path() / "common.h", std::ios::app) << "// edited\n";
+  auto stored = test::run_cli({"store", "--json", file.string()}, {});
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  EXPECT_EQ(nlohmann::json::parse(stored.out)["outcome"], "dropped") << stored.out;
+  EXPECT_EQ(stored_counter(Counter::bytes_stored), 0u);
+}
+
+TEST_F(StoreModeTest, CliBuildReportsUnknownBytesUntilStoredAndWaitsWithWait) {
+  const std::string file = std::string(JITCACHE_KERNELS) + "/nbody.cl";
+  auto waited = test::run_cli(
+      {"build", "--backend", "opencl", "--options", k_options, "--json", "--wait", file},
+      variables("detach"));
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_GT(nlohmann::json::parse(waited.out)["bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_FALSE(fs::exists(pending()));
+
+  const std::string other = std::string(JITCACHE_KERNELS) + "/matmul.cl";
+  auto handed = test::run_cli(
+      {"build", "--backend", "opencl", "--options", k_options, "--json", other},
+      variables("detach"));
+  ASSERT_EQ(handed.exit_code, 0) << handed.err;
+  const auto line = nlohmann::json::parse(handed.out);
+  EXPECT_EQ(line["outcome"], "miss");
+  EXPECT_TRUE(line["bytes"].is_null()) << handed.out;
+  wait_for_stores(pending());
+  auto hit = test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", other},
+                           variables("detach"));
+  ASSERT_EQ(hit.exit_code, 0) << hit.err;
+  EXPECT_EQ(nlohmann::json::parse(hit.out)["outcome"], "hit");
+}
+
+} // namespace
+} // namespace jitcache
