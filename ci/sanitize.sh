@@ -8,14 +8,20 @@
 #         instrumented extension needs the ASan runtime preloaded into an uninstrumented Python)
 #   tsan  build-tsan, ThreadSanitizer: test_core and test_stress, where many threads and processes
 #         share one cache (single flight, leases, the background store, forks, the stress test)
-# Arguments: asan, tsan or both (default both). Only the targets the tests need are built.
+# Arguments: asan, tsan or both (default both), then any ctest arguments (-R Cache: those tests
+# only). Only the targets the tests need are built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ -d /usr/local/cuda/bin && ":$PATH:" != *":/usr/local/cuda/bin:"* ]]; then
   export PATH="$PATH:/usr/local/cuda/bin" # where the CUDA toolkit installs nvcc
 fi
-runs=("$@")
+runs=()
+while (($#)) && [[ $1 == asan || $1 == tsan ]]; do
+  runs+=("$1")
+  shift
+done
 ((${#runs[@]})) || runs=(asan tsan)
+ctest_args=(--output-on-failure -j "$(nproc)" --timeout 900 "$@")
 supp="$PWD/ci/sanitizers"
 
 # Every report ends the test with a failure and a whole stack. protect_shadow_gap=0: the CUDA
@@ -41,17 +47,13 @@ for run in "${runs[@]}"; do
     asan)
       cmake -S . -B build-asan "${options[@]}" -DJITCACHE_SANITIZE=address,undefined
       cmake --build build-asan -j "$jobs"
-      (cd build-asan && ctest --output-on-failure -j "$jobs" --timeout 900 -LE downstream)
+      (cd build-asan && ctest "${ctest_args[@]}" -LE downstream)
       ;;
     tsan)
       # The stress test (PoCL) is required here: without OpenCL nothing would run many processes.
       cmake -S . -B build-tsan "${options[@]}" -DJITCACHE_SANITIZE=thread -DJITCACHE_WITH_OPENCL=ON
       cmake --build build-tsan -j "$jobs" --target test_core test_stress
-      (cd build-tsan && ctest --output-on-failure -j "$jobs" --timeout 900 -L '^test_(core|stress)$')
-      ;;
-    *)
-      echo "ci/sanitize.sh: unknown run '$run' (asan or tsan)" >&2
-      exit 2
+      (cd build-tsan && ctest "${ctest_args[@]}" -L '^test_(core|stress)$')
       ;;
   esac
 done
