@@ -5,7 +5,11 @@
 # the sanitizers allow; ci/sanitize.sh sets the runtime options and the suppressions for them.
 set(JITCACHE_SANITIZE "" CACHE STRING
     "Sanitizers to build with: a -fsanitize= list such as address,undefined or thread (empty: none)")
+# A test's time limit (seconds): instrumented code runs several times slower (ThreadSanitizer's
+# 5 to 15 times), so the sanitized trees give each test three times as long.
+set(JITCACHE_TEST_TIMEOUT 300)
 if(JITCACHE_SANITIZE)
+  set(JITCACHE_TEST_TIMEOUT 900)
   if(JITCACHE_SANITIZE MATCHES "thread" AND JITCACHE_SANITIZE MATCHES "address|leak")
     message(FATAL_ERROR "JITCACHE_SANITIZE: ThreadSanitizer cannot be combined with "
                         "AddressSanitizer or LeakSanitizer ('${JITCACHE_SANITIZE}')")
