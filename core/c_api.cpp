@@ -265,7 +265,11 @@ jitcache_error jitcache_open(const jitcache_settings* settings, jitcache_cache**
   return guarded([&] {
     if (!settings || !cache)
       return fail_argument(settings ? "cache is NULL" : "settings is NULL");
-    const int level = settings->log_level;
+    // A C caller may store any int in the enum; in C++ loading a value outside its enumerators'
+    // range is undefined (the check below could be optimised away), so the bytes are read as int.
+    static_assert(sizeof(jitcache_log_level) == sizeof(int));
+    int level;
+    std::memcpy(&level, &settings->log_level, sizeof level);
     if (level < JITCACHE_LOG_ERROR || level > JITCACHE_LOG_DEBUG)
       return fail_argument("settings log_level " + std::to_string(level) +
                            " is not a jitcache_log_level");

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds jitcache with sanitizers and runs its tests under them (ci/test.sh calls it after the
+# normal run; it needs what ci/install.sh installs):
+#   asan  build-asan, AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer with them):
+#         every ctest test except the downstream ones (label downstream: they package jitcache
+#         and build other projects against it, which checks packaging, not memory; the normal
+#         run has them) and the Python module's tests (the module is not built here: an
+#         instrumented extension needs the ASan runtime preloaded into an uninstrumented Python)
+#   tsan  build-tsan, ThreadSanitizer: test_core and test_stress, where many threads and processes
+#         share one cache (single flight, leases, the background store, forks, the stress test)
+# Arguments: asan, tsan or both (default both), then any ctest arguments (-R Cache: those tests
+# only). Only the targets the tests need are built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ -d /usr/local/cuda/bin && ":$PATH:" != *":/usr/local/cuda/bin:"* ]]; then
+  export PATH="$PATH:/usr/local/cuda/bin" # where the CUDA toolkit installs nvcc
+fi
+runs=()
+while (($#)) && [[ $1 == asan || $1 == tsan ]]; do
+  runs+=("$1")
+  shift
+done
+((${#runs[@]})) || runs=(asan tsan)
+ctest_args=(--output-on-failure -j "$(nproc)" --timeout 900 "$@")
+supp="$PWD/ci/sanitizers"
+
+# Every report ends the test with a failure and a whole stack. protect_shadow_gap=0: the CUDA
+# driver maps memory where ASan's shadow gap would be (without it, cuInit fails under ASan).
+# use_sigaltstack=0: the LLVM inside comgr (hipRTC) finds ASan's alternate signal stack of a
+# thread too small and installs a larger one from malloc, which ASan then fails to unmap when the
+# thread ends ("failed to deallocate ... unable to unmap": HipCompile.ConcurrentRequests...).
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1:protect_shadow_gap=0:use_sigaltstack=0"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+# die_after_fork=0: the tests fork children of a process that has threads (the background store,
+# the file watcher), and the children start threads of their own, as an application's would.
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$supp/tsan.supp:print_suppressions=0"
+
+# -O1 -g1 (line tables: every frame of a report named by file and line) and assertions on: an
+# instrumented build at -O2 -g takes three times the CPU of the normal build, at -O1 -g1 half again.
+options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
+         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" -DJITCACHE_BUILD_BENCH=OFF -DJITCACHE_BUILD_PYTHON=OFF)
+if [[ -n "${CI:-}" ]]; then
+  options+=(-DJITCACHE_WERROR=ON) # as ci/build.sh: CI fails on a warning
+fi
+jobs=$(nproc)
+
+for run in "${runs[@]}"; do
+  case "$run" in
+    asan)
+      cmake -S . -B build-asan "${options[@]}" -DJITCACHE_SANITIZE=address,undefined
+      cmake --build build-asan -j "$jobs"
+      (cd build-asan && ctest "${ctest_args[@]}" -LE downstream)
+      ;;
+    tsan)
+      # The stress test (PoCL) is required here: without OpenCL nothing would run many processes.
+      cmake -S . -B build-tsan "${options[@]}" -DJITCACHE_SANITIZE=thread -DJITCACHE_WITH_OPENCL=ON
+      cmake --build build-tsan -j "$jobs" --target test_core test_stress
+      (cd build-tsan && ctest "${ctest_args[@]}" -L '^test_(core|stress)$')
+      ;;
+  esac
+done
