@@ -27,21 +27,27 @@ constexpr off_t k_lock_file_bytes = 192 + (k_max_readers - 1) * 64;
 
 constexpr const char* k_damage_marker = "damaged";
 
+// Whether every byte of the file has a disk block (sparse pages of a shared map are SIGBUS on a
+// full disk).
+bool fully_backed(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_size > 0 && st.st_blocks * 512 >= st.st_size;
+}
+
 // Moves the data file aside so that a fresh environment can be created; the caller holds the
 // gate exclusively, so no process has either file open. Keeps only the latest file moved
-// aside: they are for a post-mortem, not for growing without bound.
-void quarantine(const fs::path& dir, const std::string& why) {
-  std::error_code ec;
-  for (const auto& item : fs::directory_iterator(dir, ec))
-    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
-      fs::remove(item.path(), ec);
-  const fs::path data = dir / "data.mdb";
-  const fs::path aside = dir / ("data.mdb.corrupt-" + std::to_string(std::time(nullptr)));
-  fs::rename(data, aside, ec);
-  fs::remove(dir / "lock.mdb", ec);
-  fs::remove(dir / k_damage_marker, ec);
-  log::warn("user tier " + data.string() + " is damaged (" + why + "); moved it to " +
-            aside.string() + " and started a fresh one");
+// aside: they are for a post-mortem, not for growing without bound. The lock file stays: the
+// first process to open it takes LMDB's exclusive lock and initialises it afresh
+// (mdb_env_setup_locks), and deleting it would only make the next open create it unbacked.
+void quarantine(const CacheDir& cache, const std::string& why) {
+  for (const std::string& name : cache.names())
+    if (name.rfind("data.mdb.corrupt-", 0) == 0)
+      cache.remove(name);
+  const std::string aside = "data.mdb.corrupt-" + std::to_string(std::time(nullptr));
+  cache.rename("data.mdb", aside);
+  cache.remove(k_damage_marker);
+  log::warn("user tier " + (cache.path() / "data.mdb").string() + " is damaged (" + why +
+            "); moved it to " + (cache.path() / aside).string() + " and started a fresh one");
 }
 
 // What is wrong with a data file LMDB opened: shorter than its metadata says (reading past the
@@ -70,20 +76,90 @@ std::string integrity_problem(MDB_env* env, const fs::path& dir) {
 // made at the size LMDB would give it (before LMDB opens it: nothing to disturb); an existing
 // one keeps its size (other processes derived their reader count from it). Returns the
 // descriptor, which the Env keeps open until after mdb_env_close: closing any descriptor of the
-// lock file drops this process's POSIX locks on it, LMDB's included. -1 when the directory is
-// not ours to write (nothing is written there then); errno ENOSPC when the disk is full.
-int back_lock_file(const fs::path& dir, int& error) {
+// lock file drops this process's POSIX locks on it, LMDB's included. -1, with `error` set, when
+// it cannot be opened for writing or backed (ENOSPC: the disk is full); the file is never
+// deleted then (another process may have it open).
+int back_lock_file(const CacheDir& cache, int& error) {
   error = 0;
-  const fs::path path = dir / "lock.mdb";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
+  auto fd = cache.open_file("lock.mdb", O_RDWR | O_CREAT);
+  if (!fd) {
+    error = errno;
     return -1;
+  }
+  if (!fully_backed(*fd)) {
+    struct stat st {};
+    ::fstat(*fd, &st);
+    error = ::posix_fallocate(*fd, 0, st.st_size > 0 ? st.st_size : k_lock_file_bytes);
+    if (error) {
+      ::close(*fd);
+      return -1;
+    }
+  }
+  return *fd;
+}
+
+// A reader uses the lock file only as it is: present and fully backed (nothing to allocate).
+// Returns its descriptor (kept as back_lock_file's is), or -1: LMDB is then opened without one.
+int usable_lock_file(const CacheDir& cache) {
+  if (!cache.stat("lock.mdb"))
+    return -1;
+  auto fd = cache.open_file("lock.mdb", O_RDONLY);
+  if (!fd)
+    return -1;
+  if (fully_backed(*fd))
+    return *fd;
+  ::close(*fd);
+  return -1;
+}
+
+// A writer makes data.mdb and lock.mdb itself (O_EXCL: never through a link) before LMDB opens
+// them by path, and backs the lock file. Returns the lock file's descriptor; an error says why
+// this process can only read (a full disk, files it may not write).
+Expected<int> make_files(const CacheDir& cache) {
+  auto data = cache.open_file("data.mdb", O_RDWR | O_CREAT);
+  if (!data)
+    return std::move(data).error();
+  ::close(*data); // LMDB holds no lock on the data file: closing this descriptor drops none
+  int error = 0;
+  const int fd = back_lock_file(cache, error);
+  if (fd >= 0)
+    return fd;
+  if (error == ENOSPC)
+    return Error(ErrorCode::store_full, "the disk holding " + cache.path().string() +
+                                            " is full: LMDB's lock file cannot be given its "
+                                            "blocks (a full one is SIGBUS, not an error)");
+  return Error(ErrorCode::io_error, (cache.path() / "lock.mdb").string() +
+                                        " cannot be opened for writing: " + std::strerror(error));
+}
+
+// LMDB opens data.mdb and lock.mdb by path, following symlinks. Why it must not open them here:
+// one is a symbolic link or not a regular file of one link; empty when both are absent or fine.
+std::string unsafe_files(const CacheDir& cache) {
+  for (const char* name : {"data.mdb", "lock.mdb"}) {
+    const auto st = cache.stat(name);
+    if (!st || (S_ISREG(st->st_mode) && st->st_nlink == 1))
+      continue;
+    return (cache.path() / name).string() +
+           (S_ISLNK(st->st_mode)  ? " is a symbolic link"
+            : S_ISREG(st->st_mode) ? " has more than one link"
+                                   : " is not a regular file");
+  }
+  return {};
+}
+
+bool same_file(int fd, const std::optional<struct stat>& there) {
   struct stat st {};
-  ::fstat(fd, &st);
-  const bool backed = st.st_size > 0 && st.st_blocks * 512 >= st.st_size; // by an earlier open
-  if (!backed)
-    error = ::posix_fallocate(fd, 0, st.st_size > 0 ? st.st_size : k_lock_file_bytes);
-  return fd;
+  return fd >= 0 && there && S_ISREG(there->st_mode) && ::fstat(fd, &st) == 0 &&
+         st.st_dev == there->st_dev && st.st_ino == there->st_ino;
+}
+
+// Whether LMDB opened the files that were checked: data.mdb (and the lock file held in
+// `lock_fd`, when one is used) are still those regular files, not links put there meanwhile.
+bool opened_what_was_checked(MDB_env* env, const CacheDir& cache, int lock_fd) {
+  int data_fd = -1;
+  return mdb_env_get_fd(env, &data_fd) == MDB_SUCCESS &&
+         same_file(data_fd, cache.stat("data.mdb")) &&
+         (lock_fd < 0 || same_file(lock_fd, cache.stat("lock.mdb")));
 }
 
 } // namespace
@@ -136,11 +212,9 @@ bool LmdbStore::Env::grow_map() {
 void LmdbStore::Env::note_damage(int rc) {
   if (!is_damage(rc))
     return;
-  if (!read_only) {
-    const int fd = ::open((dir / k_damage_marker).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0)
-      ::close(fd);
-  }
+  if (!read_only)
+    if (auto fd = cache.open_file(k_damage_marker, O_WRONLY | O_CREAT))
+      ::close(*fd);
   log::write_once(LogLevel::warn, "damaged:" + dir.string(),
                   "user tier " + dir.string() + " is damaged (" + mdb_strerror(rc) +
                       "); it is moved aside when no process has it open any more");
@@ -186,14 +260,21 @@ int create_env(MDB_env** out, const fs::path& dir, unsigned flags, std::size_t m
   return rc;
 }
 
-Expected<void> prepare_dir(const fs::path& dir, bool& read_only) {
+Expected<CacheDir> prepare_dir(const fs::path& dir, bool& read_only) {
   std::error_code ec;
   // The nearest existing ancestor (or the directory itself) must be a directory.
+  struct stat ancestor {};
   for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
-    if (fs::exists(p, ec)) {
+    if (::stat(p.c_str(), &ancestor) == 0) {
       if (!fs::is_directory(p, ec))
         return Error(ErrorCode::io_error,
                      "cache directory " + dir.string() + ": " + p.string() + " is not a directory");
+      if (p != dir && !read_only && ancestor.st_uid != ::geteuid() && ancestor.st_uid != 0)
+        return Error(ErrorCode::io_error,
+                     "cache directory " + dir.string() + " does not exist, and " + p.string() +
+                         " belongs to uid " + std::to_string(ancestor.st_uid) +
+                         ": not creating it (it would belong to uid " +
+                         std::to_string(::geteuid()) + ", and be useless to its owner)");
       break;
     }
     if (p == p.parent_path())
@@ -210,46 +291,79 @@ Expected<void> prepare_dir(const fs::path& dir, bool& read_only) {
       return Error(ErrorCode::io_error,
                    "cannot create cache directory " + dir.string() + ": " + ec.message());
   }
-  if (read_only)
-    return {};
+  auto cache = CacheDir::open(dir);
+  if (!cache || read_only)
+    return cache;
   // A cache shared with other users is a read-only package or a remote tier, never someone
-  // else's LMDB: whoever can write it can hand this user a binary to run.
-  if (auto problem = foreign_directory_problem(dir)) {
+  // else's LMDB: whoever can write it can hand this user a binary to run. Nor does a process
+  // create anything in another user's cache (root's included): its files would be useless to
+  // their owner.
+  if (auto problem = foreign_directory_problem(cache->status())) {
     log::write_once(LogLevel::warn, "ro:" + dir.string(),
                     "cache directory " + dir.string() + " is " + *problem +
                         "; using it read-only (use a directory of your own, mode 0700)");
     read_only = true;
-  } else if (::access(dir.c_str(), W_OK) != 0) {
+  } else if (::faccessat(cache->fd(), ".", W_OK, AT_EACCESS) != 0) {
     log::write_once(LogLevel::warn, "ro:" + dir.string(),
                     "cache directory " + dir.string() + " is not writable (" +
                         std::strerror(errno) + "); using it read-only");
     read_only = true;
   }
-  return {};
+  return cache;
 }
 
-Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool read_only,
+Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool read_only,
                                                    const LmdbStore::Options& options) {
-  auto gate = EnvGate::enter_shared(dir, k_gate_wait);
+  const fs::path& dir = cache.path();
+  if (const std::string unsafe = unsafe_files(cache); !unsafe.empty())
+    return Error(ErrorCode::io_error, unsafe +
+                                          "; jitcache never follows one in its cache directory, "
+                                          "so it does not use the user tier there");
+  auto gate = EnvGate::enter_shared(cache, !read_only, k_gate_wait);
   if (!gate)
     return std::move(gate).error();
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto env = std::make_shared<LmdbStore::Env>();
     env->dir = dir;
-    env->read_only = read_only;
+    env->cache = cache;
     env->generation = fork_generation();
-    int backing_error = 0;
-    if (!read_only)
-      env->lock_fd = back_lock_file(dir, backing_error);
-    if (backing_error == ENOSPC)
-      return Error(ErrorCode::store_full, "the disk holding " + dir.string() +
-                                              " is full (LMDB's lock file cannot be written)");
-    const unsigned flags = MDB_NOTLS | (read_only ? MDB_RDONLY : 0u);
+    if (!read_only) {
+      auto lock_fd = make_files(cache);
+      if (lock_fd) {
+        env->lock_fd = *lock_fd;
+      } else {
+        log::write_once(LogLevel::warn, "ro:" + dir.string(),
+                        lock_fd.error().message + "; using the user tier read-only");
+        read_only = true;
+      }
+    }
+    env->read_only = read_only;
+    // A reader without a usable lock file (none yet, or not fully backed) opens LMDB with
+    // MDB_NOLOCK: it creates and writes nothing. The race that leaves: a writer that starts
+    // meanwhile, not seeing this reader in the lock file's reader table, may reuse pages of the
+    // reader's snapshot (from its second commit on). That is acceptable: every entry is
+    // verified (checksum) before it is used, so a reused page reads as damage - a miss, never a
+    // wrong binary - and a reader's transactions are short (one lookup, one listing). The gate
+    // does not exclude it (a reader takes it shared, as writers do, when it exists): only
+    // quarantine and compaction take it exclusively, and they replace the file, which a reader
+    // keeps mapped, rather than rewrite it.
+    if (read_only)
+      env->lock_fd = usable_lock_file(cache);
+    const auto data = cache.stat("data.mdb");
+    if (read_only && (!data || data->st_size == 0))
+      return Error(ErrorCode::io_error, "no user tier in " + dir.string() + " yet");
+    const unsigned flags =
+        MDB_NOTLS | (read_only ? MDB_RDONLY : 0u) | (env->lock_fd < 0 ? MDB_NOLOCK : 0u);
     int rc = create_env(&env->env, dir, flags, options.map_size);
     if (rc != MDB_SUCCESS && read_only && (rc == EACCES || rc == EROFS)) {
-      // A read-only filesystem cannot hold the lock file; nobody can write there either.
+      // A lock file this process may not write (another user's cache), or a read-only
+      // filesystem: nobody can write there either.
       rc = create_env(&env->env, dir, flags | MDB_NOLOCK, options.map_size);
     }
+    if (rc == MDB_SUCCESS && !opened_what_was_checked(env->env, cache, env->lock_fd))
+      return Error(ErrorCode::io_error, "user tier " + dir.string() +
+                                            ": data.mdb or lock.mdb was replaced while it was "
+                                            "being opened; not using it");
     std::string damage;
     if (is_damage(rc))
       damage = mdb_strerror(rc);
@@ -261,7 +375,7 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
         return Error(ErrorCode::corrupt,
                      "user tier " + dir.string() + " is damaged (" + damage + "); not using it");
       if (attempt == 0 && gate->try_exclusive(k_gate_wait)) {
-        quarantine(dir, damage);
+        quarantine(cache, damage);
         gate->share();
         continue;
       }

@@ -8,8 +8,6 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -33,11 +31,10 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
     return Error(ErrorCode::unsupported, "cache directory " + dir.string() +
                                              " is on a network filesystem (" + where.name +
                                              "), where LMDB's locking is unsafe");
-  if (auto ok = prepare_dir(dir, read_only); !ok)
-    return std::move(ok).error();
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0)
-    return Error(ErrorCode::io_error, "cannot stat " + dir.string() + ": " + std::strerror(errno));
+  auto cache = prepare_dir(dir, read_only);
+  if (!cache)
+    return std::move(cache).error();
+  const struct stat& st = cache->status();
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   auto& slot = g_registry[{st.st_dev, st.st_ino}];
   if (auto env = slot.lock(); env && env->generation == fork_generation()) {
@@ -47,7 +44,7 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
                           " is already open read-only in this process; using it read-only");
     return std::shared_ptr<LmdbStore>(new LmdbStore(env, read_only || env->read_only, options));
   }
-  auto env = open_env(dir, read_only, options);
+  auto env = open_env(*cache, read_only, options);
   if (!env)
     return std::move(env).error();
   slot = *env;
@@ -95,8 +92,11 @@ bool LmdbStore::writable() const {
 fs::path LmdbStore::dir() const {
   return std::atomic_load(&m_env)->dir;
 }
-fs::path LmdbStore::lease_dir() const {
-  return dir() / "leases";
+Expected<CacheDir> LmdbStore::lease_dir() const {
+  const auto env = std::atomic_load(&m_env);
+  if (!env->cache.valid())
+    return Error(ErrorCode::io_error, "no user tier in " + env->dir.string());
+  return env->cache.subdir("leases", true);
 }
 std::optional<std::uint64_t> LmdbStore::max_size() const {
   return m_options.max_size;

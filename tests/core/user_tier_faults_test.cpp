@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -27,6 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::ChildProcess;
+using test::private_mounts;
 
 constexpr int k_skip = 77; // a child's exit status meaning "not permitted here"
 
@@ -50,12 +50,6 @@ bool has_aside_file(const fs::path& dir) {
     if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
       return true;
   return false;
-}
-
-// In a child: a mount namespace of its own, so that mounts vanish with it.
-bool private_mounts() {
-  return ::unshare(CLONE_NEWNS) == 0 &&
-         ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
 }
 
 class UserTierFaults : public ::testing::Test {

@@ -36,7 +36,8 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
   auto usage = (*store)->usage();
   if (!usage)
     return fail(usage.error());
-  const std::size_t leases = CompileLease::reap(dir / "leases");
+  const auto lease_dir = (*store)->lease_dir();
+  const std::size_t leases = lease_dir ? CompileLease::reap(*lease_dir) : 0;
   store->reset(); // compaction needs the environment closed in this process too
   auto compacted = LmdbStore::compact(dir);
   if (!compacted)
