@@ -127,7 +127,7 @@ Expected<int> make_files(const CacheDir& cache) {
   if (error == ENOSPC)
     return Error(ErrorCode::store_full, "the disk holding " + cache.path().string() +
                                             " is full: LMDB's lock file cannot be given its "
-                                            "blocks (a full one is SIGBUS, not an error)");
+                                            "disk blocks");
   return Error(ErrorCode::io_error, (cache.path() / "lock.mdb").string() +
                                         " cannot be opened for writing: " + std::strerror(error));
 }

@@ -6,14 +6,19 @@
 
 namespace jitcache::cli {
 
+bool has_user_tier(const Config& config) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(user_store_dir(config) / "data.mdb", ec);
+  return !config.cache_dir.empty() && !ec && size > 0;
+}
+
 Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool write) {
   if (config.cache_dir.empty())
     return Error(ErrorCode::invalid_argument,
                  "no cache directory: set JITCACHE_DIR (or HOME/XDG_CACHE_HOME)");
   if (write && config.read_only)
     return Error(ErrorCode::read_only, "JITCACHE_READONLY is set; nothing may be changed");
-  std::error_code ec;
-  if (!write && !std::filesystem::exists(user_store_dir(config) / "data.mdb", ec))
+  if (!write && !has_user_tier(config))
     return std::shared_ptr<LmdbStore>();
   auto store = open_user_store(config, !write);
   if (!store)
