@@ -237,8 +237,15 @@ TEST_P(SmallTmpfs, FilledUpEveryCommandExitsCleanlyAndBuildsReturnTheirKernel) {
     problems += every_command(run, "filled by the cache");
     fill(where / "filler", 0);
     problems += every_command(run, "full");
-    // What `prune` used to leave: no lock file, on a full disk.
+    // What `prune` used to leave: no lock file, on a full disk (the room it took filled too).
+    // Readers first: they must not make one (LMDB would fault on its unbacked pages).
     fs::remove(where / "v1" / "lock.mdb");
+    fill(where / "filler", 0);
+    for (const char* command : {"verify", "stats", "list"})
+      problems += command_problem(std::string("no lock file, ") + command,
+                                  run({command, "--json"}, {}));
+    problems += build_problem("no lock file, read-only build",
+                              run(build_args(), {{"JITCACHE_READONLY", "1"}}), {}, true);
     problems += every_command(run, "full, lock file removed");
     fs::remove(where / "filler");
     problems += command_problem("prune with room", run({"prune", "--json"}, {}));
