@@ -329,6 +329,15 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
     env->generation = fork_generation();
     if (!read_only) {
       auto lock_fd = make_files(cache);
+      const auto lock = cache.stat("lock.mdb");
+      if (!lock_fd && lock && lock->st_uid != ::geteuid() &&
+          gate->try_exclusive(std::chrono::milliseconds(0))) {
+        // Another user's lock file in this user's directory (left by an older jitcache run by
+        // root): unusable here, and nobody has it open now. Replace it.
+        cache.remove("lock.mdb");
+        gate->share();
+        lock_fd = make_files(cache);
+      }
       if (lock_fd) {
         env->lock_fd = *lock_fd;
       } else {

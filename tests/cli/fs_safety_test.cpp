@@ -323,6 +323,18 @@ TEST_P(ForeignCache, RootAndAThirdUserCreateNothingAndTheOwnerStillHits) {
   EXPECT_EQ(build_problem("owner's next build",
                           test::run_cli_as(owner, build_args(), env_of(owner)), "hit"),
             "");
+  // What an older jitcache run by root left: its own lock file. The owner replaces it.
+  const fs::path lock = cache() / "v1" / "lock.mdb";
+  fs::remove(lock);
+  std::ofstream(lock).close();
+  fs::permissions(lock, fs::perms(0600));
+  auto replaced = test::run_cli_as(owner, build_args(), env_of(owner));
+  EXPECT_EQ(build_problem("owner's build over root's lock file", replaced, "hit"), "");
+  EXPECT_EQ(replaced.err, "");
+  struct stat st {};
+  ASSERT_EQ(::stat(lock.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, owner.uid);
+  EXPECT_EQ(st.st_size, 65536);
 }
 
 INSTANTIATE_TEST_SUITE_P(, ForeignCache,
