@@ -34,8 +34,8 @@ Error problem(const fs::path& path, const std::string& what) {
 // together with O_DIRECTORY). Leaves errno at `error`.
 Error open_problem(const fs::path& path, int at, const char* name, int error) {
   struct stat st {};
-  const bool seen = (error == ELOOP || error == ENOTDIR) &&
-                    ::fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  const bool seen =
+      (error == ELOOP || error == ENOTDIR) && ::fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
   errno = error;
   if (seen && S_ISLNK(st.st_mode))
     return problem(path, "is a symbolic link; jitcache never follows one in its cache directory");

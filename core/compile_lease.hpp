@@ -51,8 +51,7 @@ public:
   /// lease is won (an entry stored just before). The wait is bounded by the holders' leases.
   /// Errors: io_error when no lease file can be made in `dir` (the caller then compiles without
   /// one).
-  static Expected<std::unique_ptr<CompileLease>> acquire(const CacheDir& dir,
-                                                         const Digest& key,
+  static Expected<std::unique_ptr<CompileLease>> acquire(const CacheDir& dir, const Digest& key,
                                                          const std::function<bool()>& ready,
                                                          const Options& options);
 

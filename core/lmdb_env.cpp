@@ -139,10 +139,9 @@ std::string unsafe_files(const CacheDir& cache) {
     const auto st = cache.stat(name);
     if (!st || (S_ISREG(st->st_mode) && st->st_nlink == 1))
       continue;
-    return (cache.path() / name).string() +
-           (S_ISLNK(st->st_mode)  ? " is a symbolic link"
-            : S_ISREG(st->st_mode) ? " has more than one link"
-                                   : " is not a regular file");
+    return (cache.path() / name).string() + (S_ISLNK(st->st_mode)   ? " is a symbolic link"
+                                             : S_ISREG(st->st_mode) ? " has more than one link"
+                                                                    : " is not a regular file");
   }
   return {};
 }
@@ -348,9 +347,10 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
     }
     env->read_only = read_only;
     // A reader without a usable lock file (none yet, or not fully backed) opens LMDB with
-    // MDB_NOLOCK: it creates and writes nothing. The race that leaves: a writer that starts
-    // meanwhile, not seeing this reader in the lock file's reader table, may reuse pages of the
-    // reader's snapshot (from its second commit on). That is acceptable: every entry is
+    // MDB_NOLOCK: it creates and writes nothing. The race that leaves: a writer (one that
+    // starts meanwhile and makes the lock file, or one running with a lock file this reader may
+    // not use), not seeing this reader in its reader table, may reuse pages of the reader's
+    // snapshot (from its second commit on). That is acceptable: every entry is
     // verified (checksum) before it is used, so a reused page reads as damage - a miss, never a
     // wrong binary - and a reader's transactions are short (one lookup, one listing). The gate
     // does not exclude it (a reader takes it shared, as writers do, when it exists): only

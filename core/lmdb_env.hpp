@@ -31,9 +31,10 @@ struct LmdbStore::Env {
   std::filesystem::path dir;
   CacheDir cache; ///< `dir`, opened once: every file jitcache itself touches there goes through it
   bool read_only = false;
-  unsigned generation = 0;        ///< fork_generation() at open
-  EnvGate gate;                   ///< held shared while the environment is open
-  int lock_fd = -1; ///< lock.mdb (when LMDB uses it), kept open until after mdb_env_close (see open_env)
+  unsigned generation = 0; ///< fork_generation() at open
+  EnvGate gate;            ///< held shared while the environment is open
+  int lock_fd =
+      -1; ///< lock.mdb (when LMDB uses it), kept open until after mdb_env_close (see open_env)
   std::shared_mutex resize_mutex; // transactions shared; map resizing exclusive
   std::atomic<std::uint64_t> corrupt{0};
   AccessLog uses;

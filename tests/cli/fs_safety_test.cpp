@@ -33,8 +33,8 @@ const std::vector<std::string> k_sources = {"matmul.cl", "reduce.cl"};
 constexpr int k_skip = 77; // a child's exit status meaning "not permitted here"
 
 std::vector<std::string> build_args(const std::string& options = {}) {
-  std::vector<std::string> args{"build", "--backend", "opencl",
-                                "--options", "-I " + k_kernels + options, "--json"};
+  std::vector<std::string> args{
+      "build", "--backend", "opencl", "--options", "-I " + k_kernels + options, "--json"};
   for (const auto& source : k_sources)
     args.push_back(k_kernels + "/" + source);
   return args;
@@ -50,8 +50,8 @@ std::string bytes_of(const fs::path& path) {
 std::map<std::string, std::string> snapshot(const fs::path& root, bool bytes) {
   std::map<std::string, std::string> result;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     struct stat st {};
     ::lstat(it->path().c_str(), &st);
     std::string what = std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + ":" +
@@ -108,8 +108,7 @@ template <typename Run> std::string every_command(const Run& run, const std::str
   note(command_problem("prune", run({"prune", "--max-size", "1K", "--json"}, {})));
   for (const char* command : {"verify", "stats", "list", "info"})
     note(command_problem(command, run({command, "--json"}, {})));
-  note(build_problem("read-only build", run(build_args(), {{"JITCACHE_READONLY", "1"}}), {},
-                    true));
+  note(build_problem("read-only build", run(build_args(), {{"JITCACHE_READONLY", "1"}}), {}, true));
   note(command_problem("clear", run({"clear", "--json"}, {})));
   note(build_problem("build after clear", run(build_args(), {})));
   return problems;
@@ -193,6 +192,35 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Plant>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------------------------------------
+// Read-only commands and JITCACHE_READONLY=1 create nothing.
+
+TEST(ReadOnlyCommands, CreateNothingNotEvenALockFileOrTheDirectory) {
+  test::TempDir dir;
+  const std::map<std::string, std::string> env{{"JITCACHE_DIR", dir.path().string()}};
+  auto readonly = env;
+  readonly.emplace("JITCACHE_READONLY", "1");
+  ASSERT_EQ(build_problem("build", test::run_cli(build_args(), env)), "");
+  for (const char* name : {"lock.mdb", "gate", "leases"})
+    fs::remove(dir.path() / "v1" / name);
+  const auto before = snapshot(dir.path(), true);
+  for (const char* command : {"verify", "stats", "list", "info"})
+    EXPECT_EQ(test::run_cli({command, "--json"}, env).exit_code, 0) << command;
+  EXPECT_EQ(build_problem("read-only build", test::run_cli(build_args(), readonly), "hit", true),
+            "");
+  EXPECT_EQ(
+      build_problem("read-only miss", test::run_cli(build_args(" -D NEW"), readonly), {}, true),
+      "");
+  EXPECT_EQ(snapshot(dir.path(), true), before);
+
+  const std::map<std::string, std::string> absent{
+      {"JITCACHE_DIR", (dir.path() / "absent").string()}, {"JITCACHE_READONLY", "1"}};
+  for (const char* command : {"verify", "stats", "list", "info"})
+    EXPECT_EQ(test::run_cli({command, "--json"}, absent).exit_code, 0) << command;
+  EXPECT_EQ(build_problem("read-only build", test::run_cli(build_args(), absent), {}, true), "");
+  EXPECT_FALSE(fs::exists(dir.path() / "absent"));
+}
+
+// ---------------------------------------------------------------------------------------------
 // A small tmpfs as the cache directory, filled up by the cache and by a big file.
 
 // Writes `file` until the filesystem holding it has at most `spare` bytes left (0: until a
@@ -242,8 +270,8 @@ TEST_P(SmallTmpfs, FilledUpEveryCommandExitsCleanlyAndBuildsReturnTheirKernel) {
     fs::remove(where / "v1" / "lock.mdb");
     fill(where / "filler", 0);
     for (const char* command : {"verify", "stats", "list"})
-      problems += command_problem(std::string("no lock file, ") + command,
-                                  run({command, "--json"}, {}));
+      problems +=
+          command_problem(std::string("no lock file, ") + command, run({command, "--json"}, {}));
     problems += build_problem("no lock file, read-only build",
                               run(build_args(), {{"JITCACHE_READONLY", "1"}}), {}, true);
     problems += every_command(run, "full, lock file removed");

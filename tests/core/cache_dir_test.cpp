@@ -55,9 +55,9 @@ TEST_F(CacheDirTest, NeverOpensThroughALinkNorAFileWithASecondLinkNorAFifo) {
     const char* name;
     const char* message;
   };
-  for (const Case& c : {Case{"symlink", "is a symbolic link"}, Case{"dangling", "is a symbolic link"},
-                        Case{"hardlink", "has more than one link"},
-                        Case{"fifo", "is not a regular file"}}) {
+  for (const Case& c :
+       {Case{"symlink", "is a symbolic link"}, Case{"dangling", "is a symbolic link"},
+        Case{"hardlink", "has more than one link"}, Case{"fifo", "is not a regular file"}}) {
     auto fd = cache().open_file(c.name, O_RDWR | O_CREAT);
     ASSERT_FALSE(fd) << c.name;
     EXPECT_NE(fd.error().message.find(c.message), std::string::npos) << fd.error().message;

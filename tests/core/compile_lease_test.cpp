@@ -81,7 +81,8 @@ TEST_F(CompileLeaseTest, AWaiterLoadsWhatTheHolderStoredInsteadOfCompiling) {
   EXPECT_EQ(*lease, nullptr) << "the entry was stored: nothing to compile";
   EXPECT_GT(looks, 1);
   EXPECT_EQ(child->wait(), 0);
-  EXPECT_FALSE(std::filesystem::exists(lease_path() / k_key.hex())) << "the holder removes its file";
+  EXPECT_FALSE(std::filesystem::exists(lease_path() / k_key.hex()))
+      << "the holder removes its file";
 }
 
 TEST_F(CompileLeaseTest, AWaiterTakesOverAtOnceFromAKilledHolder) {
