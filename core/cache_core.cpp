@@ -158,9 +158,12 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
 void CacheCore::reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info) {
   count(key.backend, Counter::rejected);
   const bool evict = tier.store->writable() && !m_config.read_only;
-  log::warn("stored " + key.backend + " binary " + key.digest.hex() + " (" + tier.store->name() +
-            " tier) refused: " + why.message +
-            (evict ? "; evicted, compiling it again" : "; the tier is read-only, compiling it"));
+  // Once per entry and process: a read-only tier keeps the binary, and each request refuses it.
+  log::write_once(LogLevel::warn, "refused:" + tier.store->name() + ":" + key.digest.hex(),
+                  "stored " + key.backend + " binary " + key.digest.hex() + " (" +
+                      tier.store->name() + " tier) refused: " + why.message +
+                      (evict ? "; evicted, compiling it again"
+                             : "; the tier is read-only, compiling it"));
   if (evict)
     static_cast<void>(tier.store->remove(key.digest)); // a failed removal is replaced by the store
   static_cast<void>(m_memory->remove(key.digest));

@@ -66,6 +66,12 @@ public:
   ~CacheCore();
 
   const Config& config() const { return m_config; }
+  /// The clock that decides whether a file's stamp is too recent to vouch for its content
+  /// (guards_of); the real one unless a test set another. Thread-safe.
+  StampClock stamp_clock() const { return m_stamp_clock.load(); }
+  /// For tests: a clock they set instead of sleeping until the stamps of files they just wrote
+  /// can vouch. Applies to keys built from then on.
+  void set_stamp_clock(StampClock clock) { m_stamp_clock.store(clock); }
   HandleCache& handles() { return m_handles; }
   bool persistent(const std::string& backend) const;
 
@@ -185,6 +191,7 @@ private:
   void refresh();
 
   const Config m_config;
+  std::atomic<StampClock> m_stamp_clock{&real_time_ns};
   std::shared_ptr<MemoryStore> m_memory;
   std::vector<std::unique_ptr<Tier>> m_tiers; ///< lookup order, memory first
   std::shared_ptr<UserTier> m_user;           ///< also in m_tiers; null when there is none

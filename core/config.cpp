@@ -166,8 +166,10 @@ constexpr EnvVariable k_env_variables[] = {
     {"JITCACHE_READONLY", R::setting, set_read_only, nullptr, nullptr,
      "`1` (or `true`, `yes`, `on`): read every tier, write none"},
     {"JITCACHE_MAX_SIZE", R::setting, set_max_size, nullptr, nullptr,
-     "size limit of the user tier (`10G`, `512M`); least-recently-used entries are evicted "
-     "first"},
+     "size limit of the user tier (`10G`, `512M`), counting the pages each entry takes; "
+     "least-recently-used entries are evicted first. The data file stays within the limit plus "
+     "an eighth of it, at least 256 KiB (LMDB's other pages, its free list, manifests); a file "
+     "found larger is compacted once no other process has it open"},
     {"JITCACHE_SYSTEM_PATH", R::setting, set_system_path, nullptr, nullptr,
      "colon-separated read-only package files or folders; parsed and reported now"},
     {"JITCACHE_REMOTE", R::setting, set_remote, nullptr, nullptr,

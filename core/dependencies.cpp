@@ -132,7 +132,7 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
   return deps;
 }
 
-std::optional<std::string> guards_of(const Dependencies& deps) {
+std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock) {
   std::vector<detail::FileStamp> out = deps.read;
   std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
   std::error_code ec;
@@ -145,7 +145,7 @@ std::optional<std::string> guards_of(const Dependencies& deps) {
   for (const std::string& dir : dirs)
     out.push_back(detail::stamp_of(dir));
   for (const detail::FileStamp& stamp : out)
-    if (detail::too_recent(stamp))
+    if (detail::too_recent(stamp, clock))
       return std::nullopt;
   return detail::encode_stamps(out);
 }

@@ -32,9 +32,9 @@ struct Dependencies {
 /// The stamps that vouch for a key built from `deps`, to check later without reading a file:
 /// each file read; each listed directory; for each absent path, the nearest directory above it
 /// that exists (creating the path adds an entry there, which changes that directory's stamp).
-/// Returned in their stored form (encode_stamps); nullopt when one of them changed too recently
-/// to vouch for anything (see too_recent).
-std::optional<std::string> guards_of(const Dependencies& deps);
+/// Returned in their stored form (encode_stamps); nullopt when one of them changed too recently,
+/// by `clock`, to vouch for anything (see too_recent).
+std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock);
 
 /// Adds to `builder` the options, the source, and every header the source pulls in, so that the
 /// key changes exactly when what the compiler reads changes:

@@ -41,10 +41,14 @@ std::optional<std::string> read_stamped(const std::string& path, FileStamp& stam
   return std::move(*content);
 }
 
-bool too_recent(const FileStamp& stamp, int seconds) {
+std::int64_t real_time_ns() {
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::int64_t limit = (now.tv_sec - seconds) * 1000000000ll + now.tv_nsec;
+  return now.tv_sec * 1000000000ll + now.tv_nsec;
+}
+
+bool too_recent(const FileStamp& stamp, StampClock clock, int seconds) {
+  const std::int64_t limit = clock() - seconds * 1000000000ll;
   return stamp.exists && (stamp.mtime_ns > limit || stamp.ctime_ns > limit);
 }
 

@@ -35,10 +35,17 @@ FileStamp stamp_from(const std::string& path, const struct stat& st);
 /// not a regular file. One open, one fstat, one read.
 std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp);
 
-/// Whether a stamp was modified or changed within `seconds` of now. Timestamps are only as fine
-/// as the kernel's clock tick, so a file written twice within one tick, to the same size, keeps
-/// its stamp: a stamp that recent cannot vouch for the content.
-bool too_recent(const FileStamp& stamp, int seconds = 2);
+/// What too_recent() takes "now" from: nanoseconds since the epoch on the clock that file
+/// timestamps are taken from (CLOCK_REALTIME). The real one is real_time_ns; tests pass a clock
+/// they set (through CacheCore::set_stamp_clock) instead of sleeping until stamps settle.
+using StampClock = std::int64_t (*)();
+/// CLOCK_REALTIME now, in nanoseconds since the epoch.
+std::int64_t real_time_ns();
+
+/// Whether a stamp was modified or changed within `seconds` of `clock()`. Timestamps are only as
+/// fine as the kernel's clock tick, so a file written twice within one tick, to the same size,
+/// keeps its stamp: a stamp that recent cannot vouch for the content.
+bool too_recent(const FileStamp& stamp, StampClock clock, int seconds = 2);
 
 /// The stored form of `stamps`: a table of their directories, then each stamp as its
 /// directory's index, its name and its stat fields, grouped by directory.

@@ -57,7 +57,7 @@ Expected<void> recall_or_probe(CacheCore& core, const std::string& backend,
   deps.listed.insert(deps.listed.end(), search.dirs.begin(), search.dirs.end());
   for (std::string& dir : split_path(library_path))
     deps.listed.push_back(std::move(dir));
-  if (auto guards = guards_of(deps))
+  if (auto guards = guards_of(deps, core.stamp_clock()))
     core.remember(backend, name, Record{*guards, std::move(probed->identity)});
   return {};
 }

@@ -1,5 +1,6 @@
 #include "core/lmdb_env.hpp"
 
+#include "core/eviction.hpp"
 #include "core/fork_guard.hpp"
 #include "core/log.hpp"
 
@@ -203,7 +204,13 @@ bool LmdbStore::Env::grow_map() {
   std::unique_lock<std::shared_mutex> lock(resize_mutex);
   MDB_envinfo info;
   mdb_env_info(env, &info);
-  const std::size_t grown = info.me_mapsize * 2;
+  std::size_t grown = info.me_mapsize * 2;
+  if (max_size) {
+    const std::size_t bound = map_bound(max_size);
+    if (info.me_mapsize >= bound)
+      return false;
+    grown = std::min(grown, bound);
+  }
   log::info("user tier map full; growing it to " + format_size(grown));
   return mdb_env_set_mapsize(env, grown) == MDB_SUCCESS;
 }

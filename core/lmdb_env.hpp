@@ -31,10 +31,11 @@ struct LmdbStore::Env {
   std::filesystem::path dir;
   CacheDir cache; ///< `dir`, opened once: every file jitcache itself touches there goes through it
   bool read_only = false;
-  unsigned generation = 0; ///< fork_generation() at open
-  EnvGate gate;            ///< held shared while the environment is open
-  int lock_fd =
-      -1; ///< lock.mdb (when LMDB uses it), kept open until after mdb_env_close (see open_env)
+  std::uint64_t max_size = 0; ///< size limit (0: none); the map never grows past map_bound()
+  unsigned generation = 0;    ///< fork_generation() at open
+  EnvGate gate;               ///< held shared while the environment is open
+  /// lock.mdb (when LMDB uses it), kept open until after mdb_env_close (see open_env)
+  int lock_fd = -1;
   std::shared_mutex resize_mutex; // transactions shared; map resizing exclusive
   std::atomic<std::uint64_t> corrupt{0};
   AccessLog uses;
@@ -93,7 +94,8 @@ struct LmdbStore::Env {
     return MDB_MAP_FULL;
   }
 
-  /// Doubles the map (no transaction of this process may be running). False when LMDB refuses.
+  /// Doubles the map, up to map_bound(max_size) when there is a limit (no transaction of this
+  /// process may be running). False when LMDB refuses, or the map is at that bound.
   bool grow_map();
 
   /// A reset read transaction from the pool, or null when it is empty.

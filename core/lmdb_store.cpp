@@ -2,6 +2,7 @@
 #include "core/lmdb_store.hpp"
 
 #include "core/entry_codec.hpp"
+#include "core/eviction.hpp"
 #include "core/fork_guard.hpp"
 #include "core/lmdb_txn.hpp"
 #include "core/log.hpp"
@@ -10,6 +11,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace jitcache {
 
@@ -20,6 +22,25 @@ namespace {
 // One environment per directory per process (LMDB's rule), found by device and inode.
 std::mutex g_registry_mutex;
 std::map<std::pair<dev_t, ino_t>, std::weak_ptr<LmdbStore::Env>> g_registry;
+
+// Entries found damaged and not written since, by directory: each is counted and warned about
+// once per process, however many paths read it (a request walks the tiers up to three times
+// before it compiles; CUDA's speculative serve() once more) and however often the environment
+// is opened again.
+std::mutex g_damaged_mutex;
+std::set<std::pair<std::string, Digest>> g_damaged;
+
+// Whether `key` in `e` was not yet known to be damaged (now it is).
+bool first_sight_of_damage(const LmdbStore::Env& e, const Digest& key) {
+  std::lock_guard<std::mutex> lock(g_damaged_mutex);
+  return g_damaged.emplace(e.dir.string(), key).second;
+}
+
+// `key` was written or removed: damage found in it again is new damage.
+void forget_damage(const LmdbStore::Env& e, const Digest& key) {
+  std::lock_guard<std::mutex> lock(g_damaged_mutex);
+  g_damaged.erase({e.dir.string(), key});
+}
 
 } // namespace
 
@@ -44,9 +65,20 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
                           " is already open read-only in this process; using it read-only");
     return std::shared_ptr<LmdbStore>(new LmdbStore(env, read_only || env->read_only, options));
   }
-  auto env = open_env(*cache, read_only, options);
+  // A data file over its bound (grown by a process with a larger limit or none, or before
+  // there was a bound) is compacted, when no other process has it open: never waiting.
+  Options bounded = options;
+  if (options.max_size && !read_only) {
+    bounded.map_size = std::min<std::uint64_t>(options.map_size, map_bound(*options.max_size));
+    const auto data = cache->stat("data.mdb");
+    if (data && std::uint64_t(data->st_size) > file_bound(*options.max_size))
+      static_cast<void>(compact(dir)); // not done: freed pages are reused, evictions free more
+  }
+  auto env = open_env(*cache, read_only, bounded);
   if (!env)
     return std::move(env).error();
+  if (options.max_size && !read_only)
+    (*env)->max_size = *options.max_size;
   slot = *env;
   return std::shared_ptr<LmdbStore>(new LmdbStore(*env, read_only, options));
 }
@@ -139,7 +171,7 @@ Expected<bool> LmdbStore::visit(const Digest& key,
     return false;
   if (rc != MDB_SUCCESS)
     return lmdb_error("read", rc, e->dir);
-  if (bad) {
+  if (bad && first_sight_of_damage(*e, key)) {
     e->corrupt.fetch_add(1);
     log::warn(bad->message + " (key " + key.hex() + "); treated as a miss and replaced");
   }
@@ -165,10 +197,13 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
   if (!writes(*e))
     return read_only_error(e->dir);
   const std::string bytes = encode_entry(key, entry);
+  const std::uint64_t size = footprint(*e, bytes.size());
   const auto limit = m_options.max_size;
-  if (limit && bytes.size() > *limit)
-    return Error(ErrorCode::store_full, "an entry of " + format_size(bytes.size()) +
-                                            " is larger than the user tier's size limit (" +
+  if (limit && size > *limit)
+    return Error(ErrorCode::store_full, "an entry of " + format_size(bytes.size()) + " (" +
+                                            format_size(size) +
+                                            " in the data file) is larger than the user tier's "
+                                            "size limit (" +
                                             format_size(*limit) + ")");
   Pruned pruned;
   const int rc = write_transaction(
@@ -178,8 +213,8 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
         MDB_val k = as_val(key), v{bytes.size(), const_cast<char*>(bytes.data())}, old;
         const std::uint64_t before = stored_total(*e, txn);
         const std::uint64_t replaced =
-            mdb_get(txn, e->entries, &k, &old) == MDB_SUCCESS ? old.mv_size : 0;
-        std::uint64_t total = before - std::min(before, replaced) + bytes.size();
+            mdb_get(txn, e->entries, &k, &old) == MDB_SUCCESS ? footprint(*e, old.mv_size) : 0;
+        std::uint64_t total = before - std::min(before, replaced) + size;
         int r = mdb_put(txn, e->entries, &k, &v, 0);
         std::uint64_t now = AccessLog::now_us();
         MDB_val t = as_val(now);
@@ -194,6 +229,7 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
       bytes.size());
   if (rc != MDB_SUCCESS)
     return lmdb_error("write", rc, e->dir);
+  forget_damage(*e, key);
   if (pruned.entries)
     log::info("evicted " + std::to_string(pruned.entries) + " least recently used entries (" +
               format_size(pruned.bytes) + ") to stay under the user tier's size limit");
@@ -210,7 +246,7 @@ Expected<bool> LmdbStore::remove(const Digest& key) {
     if (r != MDB_SUCCESS)
       return r;
     const std::uint64_t before = stored_total(*e, txn);
-    const std::uint64_t total = before - std::min<std::uint64_t>(before, v.mv_size);
+    const std::uint64_t total = before - std::min(before, footprint(*e, v.mv_size));
     if ((r = mdb_del(txn, e->entries, &k, nullptr)) != MDB_SUCCESS)
       return r;
     mdb_del(txn, e->access, &k, nullptr);
@@ -220,6 +256,7 @@ Expected<bool> LmdbStore::remove(const Digest& key) {
     return false;
   if (rc != MDB_SUCCESS)
     return lmdb_error("delete", rc, e->dir);
+  forget_damage(*e, key);
   return true;
 }
 

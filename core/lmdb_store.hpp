@@ -20,7 +20,8 @@ namespace jitcache {
 struct LmdbOptions {
   /// Initial map size; the map doubles whenever it is full.
   std::size_t map_size = std::size_t(1) << 30;
-  /// JITCACHE_MAX_SIZE: the most bytes the stored entries may take; nullopt = no limit.
+  /// JITCACHE_MAX_SIZE: the most bytes the stored entries may take in the data file, counted
+  /// as entry_footprint() does; nullopt = no limit. The data file stays within file_bound().
   std::optional<std::uint64_t> max_size;
   /// How the directory's filesystem is examined (tests pretend a network filesystem).
   FilesystemProbe probe = &probe_filesystem;
@@ -34,13 +35,17 @@ struct LmdbOptions {
 /// MDB_MAP_FULL and adopts a size grown by another process (MDB_MAP_RESIZED); a child after
 /// fork() opens its own environment and never touches the parent's; stale reader slots of dead
 /// processes are cleared at open. Entries are verified on every read; an entry that fails
-/// verification is logged, counted and reported as a miss. A data file that LMDB rejects, that
+/// verification is reported as a miss, and logged and counted once per process (until it is
+/// written again). A data file that LMDB rejects, that
 /// is shorter than its own metadata says, or that a transaction found damaged, is moved aside
 /// (data.mdb.corrupt-<time>) and a fresh one started, once no other process has it open (see
 /// EnvGate).
 ///
 /// With a size limit, a put that takes the stored entries over it evicts the least recently
-/// used ones (down to 90% of the limit) in the same transaction. Uses are recorded in memory
+/// used ones (down to 90% of the limit) in the same transaction. Entries count the pages they
+/// take; the map is never grown past map_bound(limit), and a write that finds it full there
+/// evicts more first (make_room); a data file found over file_bound(limit) by an open that has
+/// the directory to itself is compacted first (never waiting for other processes). Uses are recorded in memory
 /// on hits and written with the next write (see AccessLog), never one write per hit.
 class LmdbStore final : public UserTier {
 public:
@@ -101,7 +106,8 @@ public:
     std::uint64_t bytes = 0;
   };
   /// Evicts least recently used entries until the stored entries take at most `max_size` bytes
-  /// (one write transaction; counted as "evicted"/"evicted_bytes" of backend "all").
+  /// as entry_footprint() counts them (one write transaction; counted as "evicted" and, in
+  /// value bytes, "evicted_bytes" of backend "all").
   Expected<Pruned> prune(std::uint64_t max_size);
 
   /// Number of entries, their stored size, and the data file's size in bytes.
@@ -116,7 +122,7 @@ public:
   /// The size limit this store was opened with.
   std::optional<std::uint64_t> max_size() const;
 
-  /// Corrupt entries seen by get() since this process started (for tests and stats).
+  /// Damaged entries found by reads of this environment (each once; for tests and stats).
   std::uint64_t corrupt_seen() const override;
   /// dir() / "leases", opened relative to the directory the environment was opened in.
   Expected<CacheDir> lease_dir() const override;

@@ -1,12 +1,21 @@
 #include "core/lmdb_txn.hpp"
 
+#include "core/eviction.hpp"
+
 namespace jitcache {
 
 namespace {
 
-constexpr char k_total_key[] = "bytes";
+// Named for what it counts: a tier that kept another measure under another name counts again.
+constexpr char k_total_key[] = "footprint";
 
 } // namespace
+
+std::uint64_t footprint(LmdbStore::Env& e, std::uint64_t value_bytes) {
+  MDB_stat st{};
+  mdb_env_stat(e.env, &st);
+  return entry_footprint(value_bytes, st.ms_psize);
+}
 
 Error read_only_error(const std::filesystem::path& dir) {
   return Error(ErrorCode::read_only, "user tier " + dir.string() + " is read-only");
@@ -29,7 +38,8 @@ std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn) {
   if (mdb_get(txn, e.meta, &k, &v) == MDB_SUCCESS)
     return as_u64(v);
   std::uint64_t total = 0;
-  scan(txn, e.entries, [&](const MDB_val&, const MDB_val& value) { total += value.mv_size; });
+  scan(txn, e.entries,
+       [&](const MDB_val&, const MDB_val& value) { total += footprint(e, value.mv_size); });
   return total;
 }
 

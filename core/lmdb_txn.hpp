@@ -49,23 +49,42 @@ template <typename Fn> int scan(MDB_txn* txn, MDB_dbi dbi, Fn&& fn) {
 /// Writes the recorded uses of entries that still exist. Returns an LMDB status.
 int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch);
 
+/// What an entry whose value has `value_bytes` takes in `e`'s data file (entry_footprint).
+std::uint64_t footprint(LmdbStore::Env& e, std::uint64_t value_bytes);
+
+/// Called when a write found the map full at its bound (a size limit: see file_bound), before
+/// it is tried again: evicts least recently used entries, in a write transaction of its own,
+/// until the stored entries take room for an entry of `bytes` (twice as much for each further
+/// `round`) below eviction_target(limit); drops every record when no entry is left to evict
+/// (lmdb_eviction.cpp). Returns whether it freed anything.
+bool make_room(LmdbStore::Env& e, std::uint64_t bytes, int round);
+
 /// A write transaction running `body(txn)` (of about `bytes`) that also writes the uses
-/// recorded since the last one; they are kept for the next write when this one fails. Returns
-/// an LMDB status (ENOSPC for a short write on a full disk).
+/// recorded since the last one; they are kept for the next write when this one fails. Under a
+/// size limit, a map full at its bound makes room (make_room) and tries again, a few times.
+/// Returns an LMDB status (ENOSPC for a short write on a full disk).
 template <typename Body>
 int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
+  constexpr int k_room_rounds = 4;
   const AccessLog::Batch uses = e.uses.take();
-  const int rc = e.transact(true, [&](MDB_txn* txn) {
-    int r = apply_uses(e, txn, uses);
-    return r == MDB_SUCCESS ? body(txn) : r;
-  });
+  const auto attempt = [&] {
+    return e.transact(true, [&](MDB_txn* txn) {
+      int r = apply_uses(e, txn, uses);
+      return r == MDB_SUCCESS ? body(txn) : r;
+    });
+  };
+  int rc = attempt();
+  for (int round = 0;
+       rc == MDB_MAP_FULL && e.max_size && round < k_room_rounds && make_room(e, bytes, round);
+       ++round)
+    rc = attempt();
   if (rc != MDB_SUCCESS)
     e.uses.restore(uses);
   return full_disk_or(rc, e.dir, bytes);
 }
 
-/// The stored size of all entries, kept in "meta" by every write; counted once for a tier
-/// written before it was kept.
+/// What all entries take in the data file (the sum of their footprints), kept in "meta" by
+/// every write; counted once for a tier written before it was kept.
 std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn);
 /// Keeps `total` as the stored size of all entries. Returns an LMDB status.
 int set_total(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t total);

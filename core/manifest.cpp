@@ -133,7 +133,7 @@ Expected<GuardedKey> PendingKey::settle() {
   auto built = m_build();
   if (!built)
     return std::move(built).error();
-  GuardedKey out{std::move(built->first), guards_of(built->second)};
+  GuardedKey out{std::move(built->first), guards_of(built->second, m_core.stamp_clock())};
   if (out.guards)
     m_core.remember(m_backend, m_name, Record{*out.guards, encode_key(out.key)});
   return out;

@@ -79,6 +79,11 @@ TEST_F(CliTest, StatsListVerifyClear) {
   EXPECT_EQ(lines[0]["entries"], 1);
   EXPECT_EQ(lines[3]["backend"], "total");
   EXPECT_GT(lines[3]["file_bytes"].get<std::uint64_t>(), lines[3]["bytes"].get<std::uint64_t>());
+  EXPECT_EQ(lines[3]["max_file_bytes"], nullptr) << "no limit, no bound";
+  const auto bounded =
+      json_lines(run_cli({"stats", "--json"}, env({{"JITCACHE_MAX_SIZE", "1M"}})).out);
+  ASSERT_EQ(bounded.size(), 4u);
+  EXPECT_EQ(bounded[3]["max_file_bytes"], (1u << 20) + (256u << 10)) << "the limit and its slack";
 
   auto list = run_cli({"list", "--json"}, env());
   ASSERT_EQ(list.exit_code, 0);
@@ -249,7 +254,12 @@ TEST_F(CliTest, UnwritableCacheDirectoryIsUsedReadOnly) {
   argv.push_back("--json");
   argv.push_back(k_kernels + "/nbody.cl");
   argv.push_back(k_kernels + "/matmul.cl");
-  auto r = test::run_process(argv, {{"JITCACHE_DIR", cache}, {"HOME", "/tmp"}});
+  // A home of its own that 'nobody' can write (PoCL keeps its cache there), not a shared one.
+  const std::string home = (dir.path() / "home").string();
+  std::filesystem::create_directory(home);
+  ::chmod(home.c_str(), 0777);
+  auto r = test::run_process(
+      argv, {{"JITCACHE_DIR", cache}, {"HOME", home}, {"XDG_CACHE_HOME", home + "/.cache"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 2u);

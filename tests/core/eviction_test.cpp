@@ -9,6 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <iostream>
+
 namespace jitcache {
 namespace {
 
@@ -88,8 +93,9 @@ TEST_F(EvictionTest, UsesReachTheDiskWithTheNextWriteNotWithEachHit) {
   for (int n = 0; n < 100; ++n)
     ASSERT_TRUE(store->get(key(0)).value());
   EXPECT_EQ(data_size(), before) << "a hit wrote to the data file";
-  // Entry 0 was used last: a prune down to one entry keeps it.
-  auto pruned = store->prune(1100);
+  // Entry 0 was used last: a prune down to one entry (1000 bytes, its header and its nodes in
+  // the data file) keeps it.
+  auto pruned = store->prune(1800);
   ASSERT_TRUE(pruned);
   EXPECT_EQ(pruned->entries, 2u);
   EXPECT_TRUE(store->get(key(0)).value());
@@ -128,6 +134,59 @@ TEST_F(EvictionTest, TheCacheAppliesJitcacheMaxSize) {
   auto store = LmdbStore::open(dir.path() / "v1", true).value();
   EXPECT_LE(store->usage().value().value_bytes, 100u << 10);
   EXPECT_GT(store->counters().value().get("all", Counter::evicted), 0u);
+}
+
+// The size limit bounds the disk, not only what the entries hold: through builds of distinct
+// kernels (inline values and values on overflow pages, one new process now and then), the data
+// file never takes more than file_bound(limit), by its size or by its blocks.
+TEST_F(EvictionTest, TheDataFileStaysWithinTheLimitPlusItsSlack) {
+  constexpr std::uint64_t k_limit = 300 << 10;
+  const Config config = Config::from_variables(
+      {{"JITCACHE_DIR", dir.path().string()}, {"JITCACHE_MAX_SIZE", "300K"}});
+  const auto data = dir.path() / "v1" / "data.mdb";
+  std::uint64_t largest = 0;
+  Key last;
+  for (int process = 0; process < 4; ++process) {
+    Cache cache(config);
+    for (int i = 0; i < 150; ++i) {
+      const int n = process * 150 + i;
+      const std::size_t bytes = 512 + (n * 7919) % (40 << 10);
+      last = KeyBuilder("opencl").source("kernel " + std::to_string(n)).finish();
+      ASSERT_TRUE(cache.get_or_compile(
+          last, [bytes] { return Expected<Entry>(Entry{"", std::string(bytes, 'x'), {}, 0}); }));
+      struct stat st {};
+      ASSERT_EQ(::stat(data.c_str(), &st), 0);
+      largest = std::max<std::uint64_t>({largest, std::uint64_t(st.st_size),
+                                         std::uint64_t(st.st_blocks) * 512});
+      ASSERT_LE(std::uint64_t(st.st_size), file_bound(k_limit)) << "after build " << n;
+      ASSERT_LE(std::uint64_t(st.st_blocks) * 512, file_bound(k_limit)) << "after build " << n;
+    }
+  }
+  std::cout << "largest data file: " << largest << " bytes for a limit of " << k_limit
+            << " (bound " << file_bound(k_limit) << ")\n";
+  auto store = LmdbStore::open(dir.path() / "v1", true).value();
+  const auto usage = store->usage().value();
+  EXPECT_LE(usage.value_bytes, k_limit);
+  EXPECT_GT(usage.entries, 10u) << "eviction kept what fits";
+  EXPECT_TRUE(store->get(last.digest).value()) << "the newest entry stays";
+}
+
+// A data file over its bound (grown by a process with a larger limit, or none) is compacted
+// by the next process that opens it alone with the limit.
+TEST_F(EvictionTest, AFileOverItsBoundIsCompactedByAProcessThatOpensItAlone) {
+  {
+    auto store = open(std::nullopt);
+    for (int i = 0; i < 60; ++i)
+      ASSERT_TRUE(store->put(key(i), entry_of(i, 20 << 10)));
+    for (int i = 5; i < 60; ++i)
+      ASSERT_TRUE(store->remove(key(i)).value());
+  }
+  constexpr std::uint64_t k_limit = 200 << 10;
+  ASSERT_GT(std::filesystem::file_size(dir.path() / "data.mdb"), file_bound(k_limit));
+  auto store = open(k_limit);
+  EXPECT_LE(std::filesystem::file_size(dir.path() / "data.mdb"), file_bound(k_limit));
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(store->get(key(i)).value()) << "compaction keeps every entry: " << i;
 }
 
 } // namespace

@@ -3,16 +3,15 @@
 #include "core/cache_core.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/manifest.hpp"
+#include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/cache.hpp>
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <fstream>
 #include <functional>
-#include <thread>
 
 namespace jitcache {
 namespace {
@@ -41,6 +40,7 @@ protected:
   // key builds.
   detail::GuardedKey key(const std::string& source, const Config& with) {
     Cache cache(with);
+    detail::core_of(cache).set_stamp_clock(clock.clock());
     return *detail::manifest_key(detail::core_of(cache), "opencl",
                                  detail::record_name("test key", {source}), build(source));
   }
@@ -55,9 +55,11 @@ protected:
     };
   }
   detail::GuardedKey key(const std::string& source) { return key(source, config()); }
-  // Files written now cannot vouch for their content for two seconds (too_recent).
-  static void let_stamps_settle() { std::this_thread::sleep_for(std::chrono::milliseconds(2100)); }
+  // Files written within two seconds cannot vouch for their content (too_recent): the clock
+  // that says so is moved past them instead of waiting.
+  void let_stamps_settle() { clock.settle(); }
 
+  test::FakeStampClock clock;
   test::TempDir dir;
   int builds = 0;
 };
@@ -79,6 +81,7 @@ TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
 
   {
     SCOPED_TRACE("a header edited (same size)");
+    clock.stop();
     write(dir.path() / "second/b.h", "int c;\n");
     const auto edited = key(source);
     EXPECT_FALSE(edited.recalled);
@@ -118,6 +121,7 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
   std::optional<Digest> guessed;
   const auto settle = [&] {
     Cache cache(config()); // as a new process: the record comes from the user tier
+    detail::core_of(cache).set_stamp_clock(clock.clock());
     detail::PendingKey pending(detail::core_of(cache), "opencl", name, build(source), true);
     guessed.reset();
     if (const Key* guess = pending.guess())
@@ -183,9 +187,20 @@ TEST_F(ManifestTest, ADamagedRecordIsBuiltAgainAndReplaced) {
 }
 
 TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
-  const std::vector<detail::FileStamp> stamps{detail::stamp_of("/"), detail::stamp_of("/tmp"),
-                                              detail::FileStamp{"/nonexistent/x.h"},
-                                              detail::stamp_of(".")};
+  // Stamps of this test's own directory only (other tests change /tmp and the current
+  // directory); a relative path is resolved from the current directory, so it goes there.
+  test::TempDir dir;
+  write(dir.path() / "sub/a.h", "int a;\n");
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());
+  struct Return {
+    fs::path to;
+    ~Return() { fs::current_path(to); }
+  } go_back{before};
+  const std::vector<detail::FileStamp> stamps{
+      detail::stamp_of(dir.path().string()), detail::stamp_of((dir.path() / "sub").string()),
+      detail::FileStamp{(dir.path() / "absent/x.h").string()}, detail::stamp_of("."),
+      detail::stamp_of("sub/a.h")};
   const detail::Record record{detail::encode_stamps(stamps), "payload"};
   const std::string bytes = detail::encode_record(record);
   auto back = detail::decode_record(bytes);
@@ -208,6 +223,9 @@ TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
   moved = stamps;
   moved[2].exists = true;
   EXPECT_FALSE(detail::unchanged(detail::encode_stamps(moved)));
+  // The root splits into itself and "." (its stat fields are not needed to round-trip it).
+  const std::vector<detail::FileStamp> root{detail::FileStamp{"/"}};
+  EXPECT_EQ(detail::decode_stamps(detail::encode_stamps(root)), root);
 
   const Key key = KeyBuilder("cuda").device("arch", "sm_80").source(std::string(300, 'x')).finish();
   auto key_back = detail::decode_key(detail::encode_key(key));

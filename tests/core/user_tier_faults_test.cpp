@@ -426,5 +426,60 @@ TEST_F(UserTierFaults, AFullDiskStillReturnsEveryKernelAndWarnsOnce) {
   EXPECT_NE(child.err().find("the kernel is still used, but not kept"), std::string::npos);
 }
 
+// A damaged entry is read on several paths before it is replaced (the tier walk, the walk
+// before the compile lease and the one after it; lookups; caches opened again): it is counted
+// and warned about once per process, until it is written again.
+TEST_F(UserTierFaults, ADamagedEntryIsWarnedAboutAndCountedOnce) {
+  const Config config = Config::from_variables({{"JITCACHE_DIR", dir.path().string()}});
+  const Config read_only =
+      Config::from_variables({{"JITCACHE_DIR", dir.path().string()}, {"JITCACHE_READONLY", "1"}});
+  const std::string marker = "UNIQUE-MARKER-PAYLOAD-0123456789";
+  const Key k = KeyBuilder("opencl").source("damaged").finish();
+  const auto compile = [&] { return Expected<Entry>(Entry{"", marker, {}, 0}); };
+  {
+    Cache cache(config);
+    ASSERT_TRUE(cache.get_or_compile(k, compile));
+  }
+  const auto damage = [&] {
+    std::fstream file(dir.path() / "v1" / "data.mdb",
+                      std::ios::in | std::ios::out | std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(file)), {});
+    ASSERT_NE(data.find(marker), std::string::npos);
+    for (auto at = data.find(marker); at != std::string::npos; at = data.find(marker, at + 1)) {
+      file.seekp(static_cast<std::streamoff>(at + 5));
+      file.put('#');
+    }
+  };
+  damage();
+  testing::internal::CaptureStderr();
+  std::uint64_t corrupt = 0;
+  for (const Config& with : {read_only, read_only, config}) {
+    Cache cache(with);
+    EXPECT_FALSE(cache.lookup(k));
+    auto got = cache.get_or_compile(k, compile);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->entry.payload, marker);
+    corrupt += cache.session_stats().get("opencl", Counter::corrupt);
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_lines(err, k.digest.hex()), 1u) << err;
+  EXPECT_EQ(corrupt, 1u);
+  {
+    Cache cache(config);
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(k, compile, &info));
+    EXPECT_EQ(info.tier, "user") << "replaced by the writable cache's compile";
+  }
+  damage();
+  testing::internal::CaptureStderr();
+  {
+    Cache cache(config);
+    ASSERT_TRUE(cache.get_or_compile(k, compile));
+    EXPECT_EQ(cache.session_stats().get("opencl", Counter::corrupt), 1u);
+  }
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_lines(err, k.digest.hex()), 1u) << "damage to the new entry is new: " << err;
+}
+
 } // namespace
 } // namespace jitcache

@@ -1,14 +1,15 @@
 // The CUDA backend on a real GPU: loads, hits across processes, launches checked against the CPU,
 // refused binaries. Skipped where there is no driver or no GPU.
+#include "core/cache_core.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -123,11 +124,13 @@ TEST_F(CudaGpu, AHeaderEditedBetweenProcessesIsNotServedByTheModuleLoadedEarly) 
   program.name = "fill.cu";
   program.source = source;
   program.options = {"-I" + include.string()};
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100)); // stamps that can vouch
+  test::FakeStampClock clock;
+  clock.settle(); // the headers' stamps can vouch for them
 
   // One load in a Cache of its own, as a new process; what `fill` wrote, and the counters.
   const auto load = [&](Outcome outcome, float expected) {
     Cache cache(config());
+    detail::core_of(cache).set_stamp_clock(clock.clock());
     auto module = cuda::load_module(cache, program);
     ASSERT_TRUE(module) << module.error().message << "\n" << module.error().log;
     EXPECT_EQ(module->info.outcome, outcome);
@@ -142,6 +145,7 @@ TEST_F(CudaGpu, AHeaderEditedBetweenProcessesIsNotServedByTheModuleLoadedEarly) 
   };
   load(Outcome::miss, 2.5f);
   load(Outcome::hit, 2.5f);
+  clock.stop();
   std::ofstream(include / "value.h") << "#define VALUE 3.5f\n"; // same size
   load(Outcome::miss, 3.5f);
 }

@@ -6,17 +6,16 @@
 #include "core/request.hpp"
 #include "tests/hip/hip_test_support.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <thread>
 
 namespace jitcache::hip {
 namespace {
@@ -28,9 +27,11 @@ Config in(const fs::path& dir, std::map<std::string, std::string> extra = {}) {
   return Config::from_variables(extra);
 }
 
-// Files written now cannot vouch for their content for two seconds (detail::too_recent).
+// Files written within two seconds cannot vouch for their content (detail::too_recent): the
+// clock that says so stands still, and tests move it past the files they wrote.
+test::FakeStampClock stamp_clock;
 void let_stamps_settle() {
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  stamp_clock.settle();
 }
 
 void write(const fs::path& p, const std::string& text) {
@@ -42,6 +43,7 @@ void write(const fs::path& p, const std::string& text) {
 // tier): whether the identity was remembered, after checking it is the real one.
 bool remembered_with(const Config& config, const Toolchain& expected) {
   Cache cache(config);
+  detail::core_of(cache).set_stamp_clock(stamp_clock.clock());
   bool remembered = false;
   auto tools = toolchain_for_keys(detail::core_of(cache), &remembered);
   EXPECT_TRUE(tools) << tools.error().message;
@@ -72,6 +74,7 @@ TEST(HipRemembered, AChangeInALibraryPathDirectoryOpensTheLibrariesAgain) {
   const Config config = in(dir.path() / "cache", {{"LD_LIBRARY_PATH", libraries.string()}});
   EXPECT_FALSE(remembered_with(config, **real));
   EXPECT_TRUE(remembered_with(config, **real));
+  stamp_clock.stop();
   write(libraries / "libamdhip64.so.5", "not a library: dlopen would now find it first");
   EXPECT_FALSE(remembered_with(config, **real)) << "the directory's listing changed";
   EXPECT_FALSE(remembered_with(config, **real)) << "too recent to vouch: not remembered again";
@@ -162,6 +165,7 @@ protected:
   }
   GuardedKey key() {
     Cache cache(in(dir.path() / "cache"));
+    detail::core_of(cache).set_stamp_clock(stamp_clock.clock());
     return remembered_key(detail::core_of(cache), *tools, "gfx90a", program,
                           detail::flatten_request(program));
   }

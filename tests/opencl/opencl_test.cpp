@@ -5,12 +5,12 @@
 #include "core/key_fields.hpp"
 #include "core/lmdb_store.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -265,8 +265,10 @@ TEST_F(OpenclTest, ARepeatedRequestSeesItsHeadersChangeDuringTheProcess) {
   const std::string options =
       "-I " + (inc.path() / "first").string() + " -I " + (inc.path() / "second").string();
   // Files changed within 2 seconds cannot vouch for their content: no shortcut is taken then.
-  const auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2100)); };
+  // The clock that says so stands still, and is moved past the files instead of waiting.
+  test::FakeStampClock clock;
   Cache cache(config());
+  jitcache::detail::core_of(cache).set_stamp_clock(clock.clock());
   const auto& handles = jitcache::detail::core_of(cache).handles();
   const auto build = [&] {
     auto p = opencl::build_program(cache, pocl.context, device, src, options);
@@ -277,7 +279,7 @@ TEST_F(OpenclTest, ARepeatedRequestSeesItsHeadersChangeDuringTheProcess) {
   };
   // Builds once more from the shortcut, which the next change must then drop.
   const auto through_the_shortcut = [&](const Digest& key) {
-    settle();
+    clock.settle();
     EXPECT_EQ(build().key, key) << "the key rebuilt from settled files, remembered";
     const std::uint64_t stats = handles.stat_checks();
     for (int i = 0; i < 3; ++i) {
@@ -286,6 +288,7 @@ TEST_F(OpenclTest, ARepeatedRequestSeesItsHeadersChangeDuringTheProcess) {
       EXPECT_EQ(info.key, key);
     }
     EXPECT_LE(handles.stat_checks(), stats + 1) << "the headers are watched, not stat'ed";
+    clock.stop(); // the next change is too recent to vouch for itself
   };
 
   const Digest one = build().key;

@@ -1,6 +1,7 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/eviction.hpp"
 #include "core/user_store.hpp"
 
 #include <cstring>
@@ -75,11 +76,16 @@ int run_stats(const Config& config, const Output& out) {
       {"bytes", total_bytes},
       {"file_bytes", file_bytes},
       {"max_size", config.max_size ? nlohmann::json(*config.max_size) : nlohmann::json(nullptr)},
+      {"max_file_bytes",
+       config.max_size ? nlohmann::json(file_bound(*config.max_size)) : nlohmann::json(nullptr)},
       {"evicted", evicted},
       {"evicted_bytes", evicted_bytes},
       {"dir", dir}};
+  const std::string file_limit =
+      config.max_size ? ", at most " + format_size(file_bound(*config.max_size)) : "";
   out.emit(total, "total: " + std::to_string(total_entries) + " entries, " +
-                      format_size(total_bytes) + " (file " + format_size(file_bytes) + ") of " +
+                      format_size(total_bytes) + " (file " + format_size(file_bytes) +
+                      file_limit + ") of " +
                       (config.max_size ? format_size(*config.max_size) : "unlimited") + "; " +
                       std::to_string(evicted) + " evicted (" + format_size(evicted_bytes) +
                       ") in " + dir);
