@@ -379,12 +379,13 @@ Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver&
       claim.served = std::move(*again);
     return failed || claim.served;
   };
-  auto lease =
-      CompileLease::acquire(m_user->lease_dir(), key.digest, ready, CompileLease::Options{});
+  auto dir = m_user->lease_dir();
+  auto lease = dir ? CompileLease::acquire(*dir, key.digest, ready, CompileLease::Options{})
+                   : Expected<std::unique_ptr<CompileLease>>(dir.error());
   if (failed)
     return std::move(*failed);
   if (!lease)
-    log::write_once(LogLevel::warn, "lease:" + m_user->lease_dir().string(),
+    log::write_once(LogLevel::warn, "lease:" + m_user->name(),
                     lease.error().message + "; compiling without waiting for other processes");
   else
     claim.lease = std::move(*lease);

@@ -17,8 +17,6 @@
 
 namespace jitcache {
 
-namespace fs = std::filesystem;
-
 namespace {
 
 // The record fills the first bytes of the file; generation g is locked at byte k_lock_base + g
@@ -85,13 +83,13 @@ void write_record(int fd, const LeaseRecord& r) {
     log::debug(std::string("could not write a compile lease record: ") + std::strerror(errno));
 }
 
-// Whether `fd` is still the file at `path` (a holder removes the file when it lets go; a waiter
-// that locked the removed file must open the new one).
-bool is_linked(int fd, const fs::path& path) {
-  struct stat by_fd {
-  }, by_path{};
-  return ::fstat(fd, &by_fd) == 0 && ::stat(path.c_str(), &by_path) == 0 &&
-         by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+// Whether `fd` is still the file `name` in `dir` (a holder removes the file when it lets go; a
+// waiter that locked the removed file must open the new one).
+bool is_linked(int fd, const CacheDir& dir, const std::string& name) {
+  struct stat by_fd {};
+  const auto by_name = dir.stat(name);
+  return ::fstat(fd, &by_fd) == 0 && by_name && by_fd.st_dev == by_name->st_dev &&
+         by_fd.st_ino == by_name->st_ino;
 }
 
 // Whether the process a record names may still be running. Only a holder on this host can be
@@ -108,8 +106,8 @@ std::string describe(const LeaseRecord& r) {
 
 } // namespace
 
-CompileLease::CompileLease(fs::path path, int fd, std::uint32_t generation)
-    : m_path(std::move(path)), m_fd(fd), m_generation(generation),
+CompileLease::CompileLease(CacheDir dir, std::string name, int fd, std::uint32_t generation)
+    : m_dir(std::move(dir)), m_name(std::move(name)), m_fd(fd), m_generation(generation),
       m_fork_generation(fork_generation()) {}
 
 CompileLease::~CompileLease() {
@@ -117,30 +115,27 @@ CompileLease::~CompileLease() {
     // Remove the file first, so that nobody can lock a file that is about to go. A holder that
     // was taken over from leaves the file to the one who took over.
     const auto record = read_record(m_fd);
-    if ((record ? record->generation : 0) == m_generation && is_linked(m_fd, m_path))
-      ::unlink(m_path.c_str());
+    if ((record ? record->generation : 0) == m_generation && is_linked(m_fd, m_dir, m_name))
+      m_dir.remove(m_name);
     lock_byte(m_fd, F_UNLCK, m_generation);
   }
   ::close(m_fd);
 }
 
-Expected<std::unique_ptr<CompileLease>> CompileLease::acquire(const fs::path& dir,
+Expected<std::unique_ptr<CompileLease>> CompileLease::acquire(const CacheDir& dir,
                                                               const Digest& key,
                                                               const std::function<bool()>& ready,
                                                               const Options& options) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return Error(ErrorCode::io_error,
-                 "cannot create the lease directory " + dir.string() + ": " + std::strerror(errno));
-  const fs::path path = dir / key.hex();
+  const std::string name = key.hex();
   const std::int64_t waiting_since = now_ms();
   auto pause = std::chrono::milliseconds(1);
   int fd = -1;
   for (;;) {
     if (fd < 0) {
-      fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-      if (fd < 0)
-        return Error(ErrorCode::io_error, "cannot open the compile lease " + path.string() + ": " +
-                                              std::strerror(errno));
+      auto opened = dir.open_file(name, O_RDWR | O_CREAT);
+      if (!opened)
+        return Error(ErrorCode::io_error, "compile lease: " + opened.error().message);
+      fd = *opened;
     }
     if (ready()) {
       ::close(fd);
@@ -162,13 +157,13 @@ Expected<std::unique_ptr<CompileLease>> CompileLease::acquire(const fs::path& di
         won = current + 1;
     }
     if (won) {
-      if (!is_linked(fd, path)) { // its holder finished and removed it: look at the new one
+      if (!is_linked(fd, dir, name)) { // its holder finished and removed it: look at the new one
         lock_byte(fd, F_UNLCK, *won);
         ::close(fd);
         fd = -1;
         continue;
       }
-      std::unique_ptr<CompileLease> lease(new CompileLease(path, fd, *won));
+      std::unique_ptr<CompileLease> lease(new CompileLease(dir, name, fd, *won));
       if (ready())
         return std::unique_ptr<CompileLease>(); // stored just before: let go
       lease->m_taken_from = record;
@@ -190,30 +185,30 @@ Expected<std::unique_ptr<CompileLease>> CompileLease::acquire(const fs::path& di
   }
 }
 
-std::optional<LeaseRecord> CompileLease::read(const fs::path& dir, const Digest& key) {
-  const int fd = ::open((dir / key.hex()).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+std::optional<LeaseRecord> CompileLease::read(const CacheDir& dir, const Digest& key) {
+  const auto fd = dir.open_file(key.hex(), O_RDONLY);
+  if (!fd)
     return std::nullopt;
-  auto record = read_record(fd);
-  ::close(fd);
+  auto record = read_record(*fd);
+  ::close(*fd);
   return record;
 }
 
-std::size_t CompileLease::reap(const fs::path& dir) {
+std::size_t CompileLease::reap(const CacheDir& dir) {
   std::size_t removed = 0;
-  std::error_code ec;
-  for (const auto& item : fs::directory_iterator(dir, ec)) {
-    if (!Digest::from_hex(item.path().filename().string()))
+  for (const std::string& name : dir.names()) {
+    if (!Digest::from_hex(name))
       continue;
-    const int fd = ::open(item.path().c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0)
+    const auto opened = dir.open_file(name, O_RDWR);
+    if (!opened)
       continue;
+    const int fd = *opened;
     // Holding the current generation's byte of a still-linked file is exactly what a holder
     // has: removing it then is what a holder does when it lets go.
     const auto record = read_record(fd);
     const std::uint32_t current = record ? record->generation : 0;
     if (lock_byte(fd, F_WRLCK, current)) {
-      if (is_linked(fd, item.path()) && ::unlink(item.path().c_str()) == 0)
+      if (is_linked(fd, dir, name) && dir.remove(name))
         ++removed;
       lock_byte(fd, F_UNLCK, current);
     }

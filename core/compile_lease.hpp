@@ -1,11 +1,12 @@
 #pragma once
 
+#include "core/cache_dir.hpp"
+
 #include <jitcache/digest.hpp>
 #include <jitcache/expected.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -31,7 +32,9 @@ struct LeaseRecord {
 /// when it lets go; files left by killed processes are reused, or removed by reap().
 ///
 /// A lease involves no LMDB transaction: compiling under it never blocks a writer. The
-/// directory must be on a local filesystem (the user tier's rule: see LmdbStore).
+/// directory must be on a local filesystem (the user tier's rule: see LmdbStore). Lease files
+/// are opened, made and removed through the CacheDir (never through a symbolic link, never a
+/// file with a second link: a record is never written anywhere else).
 class CompileLease {
 public:
   struct Options {
@@ -47,9 +50,8 @@ public:
   /// (returns nullptr). `ready` is called before waiting, between waits and once more after the
   /// lease is won (an entry stored just before). The wait is bounded by the holders' leases.
   /// Errors: io_error when no lease file can be made in `dir` (the caller then compiles without
-  /// one). Creates `dir` (mode 0700) if needed.
-  static Expected<std::unique_ptr<CompileLease>> acquire(const std::filesystem::path& dir,
-                                                         const Digest& key,
+  /// one).
+  static Expected<std::unique_ptr<CompileLease>> acquire(const CacheDir& dir, const Digest& key,
                                                          const std::function<bool()>& ready,
                                                          const Options& options);
 
@@ -64,16 +66,17 @@ public:
   const std::optional<LeaseRecord>& taken_from() const { return m_taken_from; }
 
   /// The record of `key`'s lease file in `dir`, if there is one.
-  static std::optional<LeaseRecord> read(const std::filesystem::path& dir, const Digest& key);
+  static std::optional<LeaseRecord> read(const CacheDir& dir, const Digest& key);
 
   /// Removes the lease files in `dir` that no live process holds (left by killed processes).
   /// Safe while other processes use leases. Returns how many were removed.
-  static std::size_t reap(const std::filesystem::path& dir);
+  static std::size_t reap(const CacheDir& dir);
 
 private:
-  CompileLease(std::filesystem::path path, int fd, std::uint32_t generation);
+  CompileLease(CacheDir dir, std::string name, int fd, std::uint32_t generation);
 
-  std::filesystem::path m_path;
+  CacheDir m_dir;
+  std::string m_name;
   int m_fd;
   std::uint32_t m_generation;
   unsigned m_fork_generation;

@@ -165,9 +165,11 @@ using R = EnvRole;
 constexpr EnvVariable k_env_variables[] = {
     {"JITCACHE_DIR", R::setting, set_cache_dir, nullptr, nullptr,
      "user tier location; default `$XDG_CACHE_HOME/jitcache`, else `~/.cache/jitcache`. The "
-     "entry format version is part of the path (`.../v1`). Created with parents, mode 0700. A "
-     "directory that cannot be written is used read-only; a path that is a file disables the "
-     "tier (with a warning)"},
+     "entry format version is part of the path (`.../v1`). Created with parents, mode 0700, "
+     "unless the nearest existing parent belongs to another user (other than root): a process "
+     "never creates a cache in someone else's directory. A directory that cannot be written, or "
+     "that belongs to another user, is used read-only and nothing is created in it; a path that "
+     "is a file, or a symbolic link as the last component, disables the tier (with a warning)"},
     {"JITCACHE_DISABLE", R::setting, set_disable, nullptr, nullptr,
      "`1`: no persistent tiers; a list (`cuda,hip`): none for those backends; `0`: keep them "
      "even when a runtime's own cache control says otherwise"},

@@ -6,12 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <thread>
 
 namespace jitcache {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -53,19 +50,19 @@ EnvGate::~EnvGate() {
     ::close(m_fd);
 }
 
-Expected<EnvGate> EnvGate::enter_shared(const fs::path& dir, std::chrono::milliseconds wait) {
-  const fs::path path = dir / "gate";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM))
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); // flock needs no write access
-  if (fd < 0) {
-    if (errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM)
-      return EnvGate();
-    return Error(ErrorCode::io_error, "cannot open " + path.string() + ": " + std::strerror(errno));
+Expected<EnvGate> EnvGate::enter_shared(const CacheDir& dir, bool create,
+                                        std::chrono::milliseconds wait) {
+  if (!create && !dir.stat("gate"))
+    return EnvGate();
+  auto fd = dir.open_file("gate", O_RDONLY | (create ? O_CREAT : 0));
+  if (!fd) {
+    if (!create && (errno == ENOENT || errno == EACCES))
+      return EnvGate(); // gone meanwhile, or not readable: this reader moves no file anyway
+    return std::move(fd).error();
   }
-  EnvGate gate(fd);
-  if (!lock_within(fd, LOCK_SH, wait))
-    return Error(ErrorCode::io_error, "user tier " + dir.string() +
+  EnvGate gate(*fd);
+  if (!lock_within(*fd, LOCK_SH, wait))
+    return Error(ErrorCode::io_error, "user tier " + dir.path().string() +
                                           " is being compacted by another process; not waiting "
                                           "longer for it");
   return gate;

@@ -1,9 +1,10 @@
 #pragma once
 
+#include "core/cache_dir.hpp"
+
 #include <jitcache/expected.hpp>
 
 #include <chrono>
-#include <filesystem>
 
 namespace jitcache {
 
@@ -22,11 +23,12 @@ public:
   ~EnvGate();
 
   /// Enters `dir`'s gate shared, waiting up to `wait` while another process holds it
-  /// exclusively (a compaction). Creates the gate file when the directory can be written; in a
-  /// directory that cannot be written and has no gate yet, returns a gate that holds nothing
-  /// (no process can move a file there either). Errors: io_error (the wait ran out, or the gate
-  /// file cannot be opened), naming the directory.
-  static Expected<EnvGate> enter_shared(const std::filesystem::path& dir,
+  /// exclusively (a compaction). Creates the gate file (through CacheDir: never through a link)
+  /// when `create` - a process that writes the directory - and it is absent; otherwise an absent
+  /// gate gives a gate that holds nothing (a reader: it moves no file). The gate is opened
+  /// read-only (flock needs no more), so a reader changes nothing. Errors: io_error (the wait ran
+  /// out, or the gate is not a regular file or cannot be opened), naming the directory.
+  static Expected<EnvGate> enter_shared(const CacheDir& dir, bool create,
                                         std::chrono::milliseconds wait);
 
   /// Tries to trade a shared hold for an exclusive one, without waiting. Returns false when

@@ -59,6 +59,10 @@ std::optional<std::string> foreign_directory_problem(const fs::path& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0)
     return std::nullopt;
+  return foreign_directory_problem(st);
+}
+
+std::optional<std::string> foreign_directory_problem(const struct stat& st) {
   if (st.st_uid != ::geteuid())
     return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
            std::to_string(::geteuid()) + ")";

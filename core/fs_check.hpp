@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -30,5 +32,7 @@ std::optional<std::string> network_filesystem_name(long type);
 /// "writable by group or others (mode 0777)"). std::nullopt when it is private to this user or
 /// cannot be examined (the open that follows reports that).
 std::optional<std::string> foreign_directory_problem(const std::filesystem::path& dir);
+/// The same, for a directory already examined (`st` from fstat of the open directory).
+std::optional<std::string> foreign_directory_problem(const struct stat& st);
 
 } // namespace jitcache

@@ -32,6 +32,13 @@ constexpr unsigned k_max_readers = 1022;
 // LMDB's lock file for k_max_readers on 64-bit Linux: a 192-byte header and 64 bytes a slot.
 constexpr off_t k_lock_file_bytes = 192 + (k_max_readers - 1) * 64;
 
+// Whether every byte of the file has a disk block (sparse pages of a shared map are SIGBUS on a
+// full disk).
+bool fully_backed(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_size > 0 && st.st_blocks * 512 >= st.st_size;
+}
+
 // What is wrong with a data file LMDB opened: shorter than its metadata says (reading past the
 // end of a memory map is SIGBUS, so this is checked before any read), or marked damaged by an
 // earlier transaction. Empty when nothing is.
@@ -54,10 +61,9 @@ std::string integrity_problem(MDB_env* env, const fs::path& dir) {
 }
 
 // The marker that tells the next open to move the data file aside.
-void mark_damaged(const fs::path& dir) {
-  const int fd = ::open((dir / k_damage_marker).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-  if (fd >= 0)
-    ::close(fd);
+void mark_damaged(const CacheDir& cache) {
+  if (auto fd = cache.open_file(k_damage_marker, O_WRONLY | O_CREAT))
+    ::close(*fd);
 }
 
 // LMDB's assertions abort the process; inside a guarded region they end the region instead.
@@ -124,20 +130,89 @@ void release_lock_file_mutexes(const fs::path& dir, int lock_fd) {
 // made at the size LMDB would give it (before LMDB opens it: nothing to disturb); an existing
 // one keeps its size (other processes derived their reader count from it). Returns the
 // descriptor, which the Env keeps open until after mdb_env_close: closing any descriptor of the
-// lock file drops this process's POSIX locks on it, LMDB's included. -1 when the directory is
-// not ours to write (nothing is written there then); errno ENOSPC when the disk is full.
-int back_lock_file(const fs::path& dir, int& error) {
+// lock file drops this process's POSIX locks on it, LMDB's included. -1, with `error` set, when
+// it cannot be opened for writing or backed (ENOSPC: the disk is full); the file is never
+// deleted then (another process may have it open).
+int back_lock_file(const CacheDir& cache, int& error) {
   error = 0;
-  const fs::path path = dir / "lock.mdb";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
+  auto fd = cache.open_file("lock.mdb", O_RDWR | O_CREAT);
+  if (!fd) {
+    error = errno;
     return -1;
+  }
+  if (!fully_backed(*fd)) {
+    struct stat st {};
+    ::fstat(*fd, &st);
+    error = ::posix_fallocate(*fd, 0, st.st_size > 0 ? st.st_size : k_lock_file_bytes);
+    if (error) {
+      ::close(*fd);
+      return -1;
+    }
+  }
+  return *fd;
+}
+
+// A reader uses the lock file only as it is: present and fully backed (nothing to allocate).
+// Returns its descriptor (kept as back_lock_file's is), or -1: LMDB is then opened without one.
+int usable_lock_file(const CacheDir& cache) {
+  if (!cache.stat("lock.mdb"))
+    return -1;
+  auto fd = cache.open_file("lock.mdb", O_RDONLY);
+  if (!fd)
+    return -1;
+  if (fully_backed(*fd))
+    return *fd;
+  ::close(*fd);
+  return -1;
+}
+
+// A writer makes data.mdb and lock.mdb itself (O_EXCL: never through a link) before LMDB opens
+// them by path, and backs the lock file. Returns the lock file's descriptor; an error says why
+// this process can only read (a full disk, files it may not write).
+Expected<int> make_files(const CacheDir& cache) {
+  auto data = cache.open_file("data.mdb", O_RDWR | O_CREAT);
+  if (!data)
+    return std::move(data).error();
+  ::close(*data); // LMDB holds no lock on the data file: closing this descriptor drops none
+  int error = 0;
+  const int fd = back_lock_file(cache, error);
+  if (fd >= 0)
+    return fd;
+  if (error == ENOSPC)
+    return Error(ErrorCode::store_full, "the disk holding " + cache.path().string() +
+                                            " is full: LMDB's lock file cannot be given its "
+                                            "disk blocks");
+  return Error(ErrorCode::io_error, (cache.path() / "lock.mdb").string() +
+                                        " cannot be opened for writing: " + std::strerror(error));
+}
+
+// LMDB opens data.mdb and lock.mdb by path, following symlinks. Why it must not open them here:
+// one is a symbolic link or not a regular file of one link; empty when both are absent or fine.
+std::string unsafe_files(const CacheDir& cache) {
+  for (const char* name : {"data.mdb", "lock.mdb"}) {
+    const auto st = cache.stat(name);
+    if (!st || (S_ISREG(st->st_mode) && st->st_nlink == 1))
+      continue;
+    return (cache.path() / name).string() + (S_ISLNK(st->st_mode)   ? " is a symbolic link"
+                                             : S_ISREG(st->st_mode) ? " has more than one link"
+                                                                    : " is not a regular file");
+  }
+  return {};
+}
+
+bool same_file(int fd, const std::optional<struct stat>& there) {
   struct stat st {};
-  ::fstat(fd, &st);
-  const bool backed = st.st_size > 0 && st.st_blocks * 512 >= st.st_size; // by an earlier open
-  if (!backed)
-    error = ::posix_fallocate(fd, 0, st.st_size > 0 ? st.st_size : k_lock_file_bytes);
-  return fd;
+  return fd >= 0 && there && S_ISREG(there->st_mode) && ::fstat(fd, &st) == 0 &&
+         st.st_dev == there->st_dev && st.st_ino == there->st_ino;
+}
+
+// Whether LMDB opened the files that were checked: data.mdb (and the lock file held in
+// `lock_fd`, when one is used) are still those regular files, not links put there meanwhile.
+bool opened_what_was_checked(MDB_env* env, const CacheDir& cache, int lock_fd) {
+  int data_fd = -1;
+  return mdb_env_get_fd(env, &data_fd) == MDB_SUCCESS &&
+         same_file(data_fd, cache.stat("data.mdb")) &&
+         (lock_fd < 0 || same_file(lock_fd, cache.stat("lock.mdb")));
 }
 
 } // namespace
@@ -163,7 +238,7 @@ LmdbStore::Env::~Env() {
     log::warn("user tier " + dir.string() + ": " + fault::last_fault() +
               " while closing it (contained; the environment was left open)");
   else if (env && !read_only)
-    mark_clean_end(dir, gate);
+    mark_clean_end(cache, gate);
   if (lock_fd >= 0)
     ::close(lock_fd);
 }
@@ -230,7 +305,7 @@ void LmdbStore::Env::poison(const std::string& why) {
     lock_fd = -1;
   }
   if (!read_only)
-    mark_damaged(dir);
+    mark_damaged(cache);
   gate = EnvGate();
   log::write_once(LogLevel::warn, "damaged:" + dir.string(),
                   "user tier " + dir.string() + " is damaged (" + why +
@@ -241,35 +316,33 @@ void LmdbStore::Env::poison(const std::string& why) {
 // The file operations of the directory's data files, in one place.
 namespace {
 
-// Removes earlier files moved aside (kept for a post-mortem, not to grow without bound), the
-// lock file (a process that faulted may still hold locks in the old one, see Env::poison) and
-// the damage marker. Returns the data file's path.
-fs::path prepare_fresh_start(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& item : fs::directory_iterator(dir, ec))
-    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
-      fs::remove(item.path(), ec);
-  fs::remove(dir / "lock.mdb", ec);
-  fs::remove(dir / k_damage_marker, ec);
-  return dir / "data.mdb";
+// Removes earlier files moved aside (kept for a post-mortem, not to grow without bound) and the
+// damage marker. The lock file stays: the first process to open it takes LMDB's exclusive lock
+// and initialises it afresh (mdb_env_setup_locks), so a process that faulted and still maps the
+// old one holds nothing there (Env::poison released its locks and mutexes); deleting it would
+// only make the next open create it unbacked.
+void prepare_fresh_start(const CacheDir& cache) {
+  for (const std::string& name : cache.names())
+    if (name.rfind("data.mdb.corrupt-", 0) == 0)
+      cache.remove(name);
+  cache.remove(k_damage_marker);
 }
 
 } // namespace
 
-void quarantine(const fs::path& dir, const std::string& why) {
-  const fs::path data = prepare_fresh_start(dir);
-  const fs::path aside = dir / ("data.mdb.corrupt-" + std::to_string(std::time(nullptr)));
-  std::error_code ec;
-  fs::rename(data, aside, ec);
-  log::warn("user tier " + data.string() + " is damaged (" + why + "); moved it to " +
-            aside.string() + " and started a fresh one");
+void quarantine(const CacheDir& cache, const std::string& why) {
+  prepare_fresh_start(cache);
+  const std::string aside = "data.mdb.corrupt-" + std::to_string(std::time(nullptr));
+  cache.rename("data.mdb", aside);
+  log::warn("user tier " + (cache.path() / "data.mdb").string() + " is damaged (" + why +
+            "); moved it to " + (cache.path() / aside).string() + " and started a fresh one");
 }
 
-Expected<void> remove_data_files(const fs::path& dir) {
-  const fs::path data = prepare_fresh_start(dir);
-  std::error_code ec;
-  if (!fs::remove(data, ec) && ec)
-    return Error(ErrorCode::io_error, "cannot remove " + data.string() + ": " + ec.message());
+Expected<void> remove_data_files(const CacheDir& cache) {
+  prepare_fresh_start(cache);
+  if (!cache.remove("data.mdb") && errno != ENOENT)
+    return Error(ErrorCode::io_error, "cannot remove " + (cache.path() / "data.mdb").string() +
+                                          ": " + std::strerror(errno));
   return {};
 }
 
@@ -332,14 +405,21 @@ int create_env(MDB_env** out, const fs::path& dir, unsigned flags, std::size_t m
   return rc;
 }
 
-Expected<void> prepare_dir(const fs::path& dir, bool& read_only) {
+Expected<CacheDir> prepare_dir(const fs::path& dir, bool& read_only) {
   std::error_code ec;
   // The nearest existing ancestor (or the directory itself) must be a directory.
+  struct stat ancestor {};
   for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
-    if (fs::exists(p, ec)) {
+    if (::stat(p.c_str(), &ancestor) == 0) {
       if (!fs::is_directory(p, ec))
         return Error(ErrorCode::io_error,
                      "cache directory " + dir.string() + ": " + p.string() + " is not a directory");
+      if (p != dir && !read_only && ancestor.st_uid != ::geteuid() && ancestor.st_uid != 0)
+        return Error(ErrorCode::io_error,
+                     "cache directory " + dir.string() + " does not exist, and " + p.string() +
+                         " belongs to uid " + std::to_string(ancestor.st_uid) +
+                         ": not creating it (it would belong to uid " +
+                         std::to_string(::geteuid()) + ", and be useless to its owner)");
       break;
     }
     if (p == p.parent_path())
@@ -356,47 +436,90 @@ Expected<void> prepare_dir(const fs::path& dir, bool& read_only) {
       return Error(ErrorCode::io_error,
                    "cannot create cache directory " + dir.string() + ": " + ec.message());
   }
-  if (read_only)
-    return {};
+  auto cache = CacheDir::open(dir);
+  if (!cache || read_only)
+    return cache;
   // A cache shared with other users is a read-only package or a remote tier, never someone
-  // else's LMDB: whoever can write it can hand this user a binary to run.
-  if (auto problem = foreign_directory_problem(dir)) {
+  // else's LMDB: whoever can write it can hand this user a binary to run. Nor does a process
+  // create anything in another user's cache (root's included): its files would be useless to
+  // their owner.
+  if (auto problem = foreign_directory_problem(cache->status())) {
     log::write_once(LogLevel::warn, "ro:" + dir.string(),
                     "cache directory " + dir.string() + " is " + *problem +
                         "; using it read-only (use a directory of your own, mode 0700)");
     read_only = true;
-  } else if (::access(dir.c_str(), W_OK) != 0) {
+  } else if (::faccessat(cache->fd(), ".", W_OK, AT_EACCESS) != 0) {
     log::write_once(LogLevel::warn, "ro:" + dir.string(),
                     "cache directory " + dir.string() + " is not writable (" +
                         std::strerror(errno) + "); using it read-only");
     read_only = true;
   }
-  return {};
+  return cache;
 }
 
-Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool read_only,
+Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool read_only,
                                                    const LmdbStore::Options& options) {
-  auto gate = EnvGate::enter_shared(dir, k_gate_wait);
+  const fs::path& dir = cache.path();
+  if (const std::string unsafe = unsafe_files(cache); !unsafe.empty())
+    return Error(ErrorCode::io_error, unsafe +
+                                          "; jitcache never follows one in its cache directory, "
+                                          "so it does not use the user tier there");
+  auto gate = EnvGate::enter_shared(cache, !read_only, k_gate_wait);
   if (!gate)
     return std::move(gate).error();
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto env = std::make_shared<LmdbStore::Env>();
     env->dir = dir;
     env->initial_map_size = options.map_size;
-    env->read_only = read_only;
+    env->cache = cache;
     env->generation = fork_generation();
-    int backing_error = 0;
-    if (!read_only)
-      env->lock_fd = back_lock_file(dir, backing_error);
-    if (backing_error == ENOSPC)
-      return Error(ErrorCode::store_full, "the disk holding " + dir.string() +
-                                              " is full (LMDB's lock file cannot be written)");
-    const unsigned flags = MDB_NOTLS | (read_only ? MDB_RDONLY : 0u);
+    if (!read_only) {
+      auto lock_fd = make_files(cache);
+      const auto lock = cache.stat("lock.mdb");
+      if (!lock_fd && lock && lock->st_uid != ::geteuid() &&
+          gate->try_exclusive(std::chrono::milliseconds(0))) {
+        // Another user's lock file in this user's directory (left by an older jitcache run by
+        // root): unusable here, and nobody has it open now. Replace it.
+        cache.remove("lock.mdb");
+        gate->share();
+        lock_fd = make_files(cache);
+      }
+      if (lock_fd) {
+        env->lock_fd = *lock_fd;
+      } else {
+        log::write_once(LogLevel::warn, "ro:" + dir.string(),
+                        lock_fd.error().message + "; using the user tier read-only");
+        read_only = true;
+      }
+    }
+    env->read_only = read_only;
+    // A reader without a usable lock file (none yet, or not fully backed) opens LMDB with
+    // MDB_NOLOCK: it creates and writes nothing. The race that leaves: a writer (one that
+    // starts meanwhile and makes the lock file, or one running with a lock file this reader may
+    // not use), not seeing this reader in its reader table, may reuse pages of the reader's
+    // snapshot (from its second commit on). That is acceptable: every entry is
+    // verified (checksum) before it is used, so a reused page reads as damage - a miss, never a
+    // wrong binary - and a reader's transactions are short (one lookup, one listing). The gate
+    // does not exclude it (a reader takes it shared, as writers do, when it exists): only
+    // quarantine and compaction take it exclusively, and they replace the file, which a reader
+    // keeps mapped, rather than rewrite it.
+    if (read_only)
+      env->lock_fd = usable_lock_file(cache);
+    const auto data = cache.stat("data.mdb");
+    if (read_only && (!data || data->st_size == 0))
+      return Error(ErrorCode::io_error, "no user tier in " + dir.string() + " yet");
+    const unsigned flags =
+        MDB_NOTLS | (read_only ? MDB_RDONLY : 0u) | (env->lock_fd < 0 ? MDB_NOLOCK : 0u);
     int rc = create_env(&env->env, dir, flags, options.map_size);
     if (rc != MDB_SUCCESS && read_only && (rc == EACCES || rc == EROFS)) {
-      // A read-only filesystem cannot hold the lock file; nobody can write there either.
+      // A lock file this process may not write (another user's cache), or a read-only
+      // filesystem: nobody can write there either.
       rc = create_env(&env->env, dir, flags | MDB_NOLOCK, options.map_size);
     }
+    if (rc == MDB_SUCCESS && !opened_what_was_checked(env->env, cache, env->lock_fd))
+      return Error(ErrorCode::io_error, "user tier " + dir.string() +
+                                            ": data.mdb or lock.mdb was replaced while it was "
+                                            "being opened; not using it");
     std::string damage;
     if (rc == fault::k_fault)
       damage = fault::last_fault();
@@ -405,14 +528,14 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
     else if (rc == MDB_SUCCESS)
       damage = integrity_problem(env->env, dir);
     if (rc == MDB_SUCCESS && damage.empty())
-      damage = damage_after_unclean_end(dir, *gate, read_only, env->pages_checked);
+      damage = damage_after_unclean_end(cache, *gate, read_only, env->pages_checked);
     if (!damage.empty()) {
       env.reset();
       if (read_only)
         return Error(ErrorCode::corrupt,
                      "user tier " + dir.string() + " is damaged (" + damage + "); not using it");
       if (attempt == 0 && gate->try_exclusive(k_gate_wait)) {
-        quarantine(dir, damage);
+        quarantine(cache, damage);
         gate->share();
         continue;
       }
@@ -448,7 +571,7 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const fs::path& dir, bool rea
     } else if (is_damage(rc) && !read_only && attempt == 0) {
       env.reset(); // poisoned by transact: nothing of LMDB's is closed
       if (gate->try_exclusive(k_gate_wait)) {
-        quarantine(dir, describe(rc));
+        quarantine(cache, describe(rc));
         gate->share();
         continue;
       }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/access_log.hpp"
+#include "core/cache_dir.hpp"
 #include "core/env_gate.hpp"
 #include "core/fault_guard.hpp"
 #include "core/lmdb_store.hpp"
@@ -45,11 +46,13 @@ struct LmdbStore::Env {
   bool has_dbs = false;     // false: a read-only environment nobody has written yet
   bool has_records = false; // false: an environment no writer of this version has opened
   std::filesystem::path dir;
+  CacheDir cache; ///< `dir`, opened once: every file jitcache itself touches there goes through it
   bool read_only = false;
-  std::uint64_t max_size = 0;     ///< size limit (0: none); the map never grows past map_bound()
-  unsigned generation = 0;        ///< fork_generation() at open
-  EnvGate gate;                   ///< held shared while the environment is open
-  int lock_fd = -1;               ///< lock.mdb, kept open until after mdb_env_close (see open_env)
+  std::uint64_t max_size = 0; ///< size limit (0: none); the map never grows past map_bound()
+  unsigned generation = 0;    ///< fork_generation() at open
+  EnvGate gate;               ///< held shared while the environment is open
+  /// lock.mdb (when LMDB uses it), kept open until after mdb_env_close (see open_env)
+  int lock_fd = -1;
   std::shared_mutex resize_mutex; // transactions shared; map resizing exclusive
   std::atomic<std::uint64_t> corrupt{0};
   AccessLog uses;
@@ -182,14 +185,15 @@ int full_disk_or(int rc, const std::filesystem::path& dir, std::uint64_t bytes);
 /// EROFS and EPERM, corrupt for damage, io_error otherwise; the message names `what` and `dir`.
 Error lmdb_error(const std::string& what, int rc, const std::filesystem::path& dir);
 
-/// Moves `dir`'s data file aside (data.mdb.corrupt-<time>, the only one kept) and removes the
-/// lock file and the damage marker, so that the next open starts a fresh environment; warns
-/// once, naming `why`. The caller holds `dir`'s gate exclusively (no process has them open).
-void quarantine(const std::filesystem::path& dir, const std::string& why);
+/// Moves the data file of `cache` aside (data.mdb.corrupt-<time>, the only one kept) and removes
+/// the damage marker, so that the next open starts a fresh environment; the lock file stays
+/// (the next open initialises it afresh). Warns once, naming `why`. The caller holds the gate
+/// exclusively (no process has the files open).
+void quarantine(const CacheDir& cache, const std::string& why);
 
 /// Like quarantine, but removes the data file instead of keeping it (clearing the tier).
 /// Errors: io_error naming the file that could not be removed.
-Expected<void> remove_data_files(const std::filesystem::path& dir);
+Expected<void> remove_data_files(const CacheDir& cache);
 
 /// After a fault in an environment that is not an Env (create_env, compaction): releases what
 /// the faulting thread may hold of LMDB's lock file (see Env::poison); the environment itself
@@ -203,15 +207,23 @@ void forsake_env(const std::filesystem::path& dir);
 int create_env(MDB_env** out, const std::filesystem::path& dir, unsigned flags,
                std::size_t map_size);
 
-/// Prepares `dir` for open: makes it (parents too, mode 0700) unless `read_only`, and turns
-/// `read_only` on, with one warning, when it cannot be written or belongs to someone else.
-/// Errors: io_error (not a directory, cannot create, absent and read-only).
-Expected<void> prepare_dir(const std::filesystem::path& dir, bool& read_only);
+/// Prepares `dir` for open and opens it (CacheDir): makes it (parents too, mode 0700) unless
+/// `read_only` or the nearest existing ancestor belongs to another user (root's included only
+/// when it is root's own: a process never creates anything in a directory of another user),
+/// and turns `read_only` on, with one warning, when it cannot be written or belongs to someone
+/// else. Errors: io_error (not a directory, a symbolic link, cannot create, absent and
+/// read-only or not ours to create).
+Expected<CacheDir> prepare_dir(const std::filesystem::path& dir, bool& read_only);
 
-/// Opens the environment in the prepared `dir`: enters its gate, opens LMDB, moves a damaged
-/// data file aside (when no other process has it open), clears stale reader slots, backs the
-/// lock file with disk blocks, and opens the databases. Errors as LmdbStore::open.
-Expected<std::shared_ptr<LmdbStore::Env>> open_env(const std::filesystem::path& dir, bool read_only,
+/// Opens the environment in the prepared directory `cache`: enters its gate, checks that
+/// data.mdb and lock.mdb are absent or regular files (LMDB opens them by path: a symlink there
+/// means the user tier is not used, and nothing is touched), backs the lock file with disk
+/// blocks (a writer; a full disk makes it a reader, with one warning), opens LMDB - without a
+/// lock file, read-only, when there is none or it is not fully backed (see open_env's comment on
+/// readers without one) - checks that LMDB opened the files it checked, moves a damaged data
+/// file aside (when no other process has it open), clears stale reader slots, and opens the
+/// databases. A reader creates nothing. Errors as LmdbStore::open.
+Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool read_only,
                                                    const LmdbStore::Options& options);
 
 } // namespace jitcache

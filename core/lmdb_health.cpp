@@ -22,17 +22,16 @@ constexpr int k_snapshot_attempts = 3;
 
 } // namespace
 
-std::string damage_after_unclean_end(const fs::path& dir, EnvGate& gate, bool read_only,
+std::string damage_after_unclean_end(const CacheDir& cache, EnvGate& gate, bool read_only,
                                      bool& checked) {
   checked = false;
   if (!gate.try_exclusive(std::chrono::milliseconds(0)))
     return {}; // other processes have it open: the first of them checked it
-  const fs::path marker = dir / k_clean_marker;
-  const bool clean = ::access(marker.c_str(), F_OK) == 0;
+  const bool clean = cache.stat(k_clean_marker).has_value();
   if (clean && !read_only)
-    ::unlink(marker.c_str());
+    cache.remove(k_clean_marker);
   if (!clean) {
-    const PageCheck check = check_lmdb_pages(dir / "data.mdb");
+    const PageCheck check = check_lmdb_pages(cache.path() / "data.mdb");
     checked = check.ok();
     if (check.damaged())
       return check.problem; // the gate stays exclusive for the caller's quarantine
@@ -41,14 +40,11 @@ std::string damage_after_unclean_end(const fs::path& dir, EnvGate& gate, bool re
   return {};
 }
 
-void mark_clean_end(const fs::path& dir, EnvGate& gate) {
-  std::error_code ec;
-  if (fs::exists(dir / k_damage_marker, ec) || !gate.try_exclusive(std::chrono::milliseconds(0)))
+void mark_clean_end(const CacheDir& cache, EnvGate& gate) {
+  if (cache.stat(k_damage_marker) || !gate.try_exclusive(std::chrono::milliseconds(0)))
     return;
-  const int fd =
-      ::open((dir / k_clean_marker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd >= 0)
-    ::close(fd);
+  if (auto fd = cache.open_file(k_clean_marker, O_WRONLY | O_CREAT))
+    ::close(*fd);
 }
 
 int check_before_first_write(LmdbStore::Env& e) {

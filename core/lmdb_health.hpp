@@ -21,18 +21,18 @@
 
 namespace jitcache {
 
-/// At open, after LMDB opened `dir` (no transaction begun yet): when this process is the only
+/// At open, after LMDB opened the environment in `cache` (no transaction begun yet): when this process is the only
 /// one with the environment open and the last one did not end cleanly, checks the pages and
 /// returns the problem, holding `gate` exclusively (so the caller can move the file aside at
 /// once); otherwise returns empty, `gate` held shared. A writer (`read_only` false) takes the
 /// clean-end marker away: it stays away until the last process closes cleanly.
 /// `checked` says whether the pages were checked.
-std::string damage_after_unclean_end(const std::filesystem::path& dir, EnvGate& gate,
-                                     bool read_only, bool& checked);
+std::string damage_after_unclean_end(const CacheDir& cache, EnvGate& gate, bool read_only,
+                                     bool& checked);
 
 /// After mdb_env_close of a writable environment: when no other process has it open (the gate
 /// free to take exclusively) and no transaction found it damaged, leaves the clean-end marker.
-void mark_clean_end(const std::filesystem::path& dir, EnvGate& gate);
+void mark_clean_end(const CacheDir& cache, EnvGate& gate);
 
 /// Before the first write of this process to `e` (once; later calls return the first answer):
 /// checks the pages of the current snapshot unless they were checked at open. Returns

@@ -9,8 +9,6 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -54,11 +52,10 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
     return Error(ErrorCode::unsupported, "cache directory " + dir.string() +
                                              " is on a network filesystem (" + where.name +
                                              "), where LMDB's locking is unsafe");
-  if (auto ok = prepare_dir(dir, read_only); !ok)
-    return std::move(ok).error();
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0)
-    return Error(ErrorCode::io_error, "cannot stat " + dir.string() + ": " + std::strerror(errno));
+  auto cache = prepare_dir(dir, read_only);
+  if (!cache)
+    return std::move(cache).error();
+  const struct stat& st = cache->status();
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   auto& slot = g_registry[{st.st_dev, st.st_ino}];
   // A poisoned environment (see Env::poison) stays with the stores that have it; a new open
@@ -75,11 +72,11 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
   Options bounded = options;
   if (options.max_size && !read_only) {
     bounded.map_size = std::min<std::uint64_t>(options.map_size, map_bound(*options.max_size));
-    std::error_code ec;
-    if (fs::file_size(dir / "data.mdb", ec) > file_bound(*options.max_size) && !ec)
+    const auto data = cache->stat("data.mdb");
+    if (data && std::uint64_t(data->st_size) > file_bound(*options.max_size))
       static_cast<void>(compact(dir)); // not done: freed pages are reused, evictions free more
   }
-  auto env = open_env(dir, read_only, bounded);
+  auto env = open_env(*cache, read_only, bounded);
   if (!env)
     return std::move(env).error();
   if (options.max_size && !read_only)
@@ -129,8 +126,11 @@ bool LmdbStore::writable() const {
 fs::path LmdbStore::dir() const {
   return std::atomic_load(&m_env)->dir;
 }
-fs::path LmdbStore::lease_dir() const {
-  return dir() / "leases";
+Expected<CacheDir> LmdbStore::lease_dir() const {
+  const auto env = std::atomic_load(&m_env);
+  if (!env->cache.valid())
+    return Error(ErrorCode::io_error, "no user tier in " + env->dir.string());
+  return env->cache.subdir("leases", true);
 }
 std::optional<std::uint64_t> LmdbStore::max_size() const {
   return m_options.max_size;
@@ -303,11 +303,13 @@ Expected<void> LmdbStore::clear() {
 Expected<LmdbStore::Discarded> LmdbStore::discard(const fs::path& dir) {
   Discarded result;
   bool read_only = false;
-  if (auto ok = prepare_dir(dir, read_only); !ok || read_only) {
-    result.reason = ok ? "the user tier in " + dir.string() + " is read-only" : ok.error().message;
+  auto cache = prepare_dir(dir, read_only);
+  if (!cache || read_only) {
+    result.reason =
+        cache ? "the user tier in " + dir.string() + " is read-only" : cache.error().message;
     return result;
   }
-  auto gate = EnvGate::enter_shared(dir, std::chrono::milliseconds(0));
+  auto gate = EnvGate::enter_shared(*cache, true, std::chrono::milliseconds(0));
   if (!gate || !gate->held()) {
     result.reason = gate ? "the cache directory is read-only" : gate.error().message;
     return result;
@@ -346,7 +348,7 @@ Expected<LmdbStore::Discarded> LmdbStore::discard(const fs::path& dir) {
   result.counted = rc == MDB_SUCCESS || rc == MDB_NOTFOUND;
   if (!result.counted)
     result.entries = result.bytes = 0;
-  if (auto removed = remove_data_files(dir); !removed)
+  if (auto removed = remove_data_files(*cache); !removed)
     return std::move(removed).error();
   result.done = true;
   return result;

@@ -146,8 +146,8 @@ public:
 
   /// Damaged entries found by reads of this environment (each once; for tests and stats).
   std::uint64_t corrupt_seen() const override;
-  /// dir() / "leases".
-  std::filesystem::path lease_dir() const override;
+  /// dir() / "leases", opened relative to the directory the environment was opened in.
+  Expected<CacheDir> lease_dir() const override;
 
   /// What compact() did.
   struct Compacted {
@@ -156,12 +156,13 @@ public:
     std::uint64_t file_bytes_before = 0;
     std::uint64_t file_bytes_after = 0;
   };
-  /// Rewrites `dir`'s data file without its free pages (mdb_env_copy2 with MDB_CP_COMPACT into
-  /// a new file, then an atomic rename over the old one). Only done while no process, this one
-  /// included, has the environment open (its gate held exclusively; processes that open it
-  /// meanwhile wait for the rename); otherwise nothing is changed and `reason` says so: freed
-  /// pages are reused by later writes anyway. Errors: io_error/store_full when the copy
-  /// cannot be written (the original is kept).
+  /// Rewrites `dir`'s data file without its free pages (mdb_env_copyfd2 with MDB_CP_COMPACT into
+  /// a new file, data.mdb.compact, made through CacheDir, then an atomic rename over the old
+  /// one; the lock file is kept). Only done while no process, this one included, has the
+  /// environment open (its gate held exclusively; processes that open it meanwhile wait for
+  /// the rename), and only in a directory of this user's; otherwise nothing is changed and
+  /// `reason` says why: freed pages are reused by later writes anyway. A full disk is a reason
+  /// too. Errors: io_error when the copy cannot be made or written (the original is kept).
   static Expected<Compacted> compact(const std::filesystem::path& dir);
 
   struct Env; // internal: the shared environment (core/lmdb_env.hpp)

@@ -1,10 +1,11 @@
 #pragma once
 
+#include "core/cache_dir.hpp"
+
 #include <jitcache/stats.hpp>
 #include <jitcache/store.hpp>
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <string_view>
 
@@ -36,8 +37,9 @@ public:
   /// The counters kept in the tier.
   virtual Expected<Stats> counters() = 0;
 
-  /// The directory compile leases are taken in (see CompileLease).
-  virtual std::filesystem::path lease_dir() const = 0;
+  /// The directory compile leases are taken in (see CompileLease), opened (made first when
+  /// absent). Errors: io_error when it cannot be made or opened (a symbolic link there, ...).
+  virtual Expected<CacheDir> lease_dir() const = 0;
   /// Damaged entries this tier has found since the process started (each counted once by the
   /// core as `corrupt`).
   virtual std::uint64_t corrupt_seen() const = 0;

@@ -1,4 +1,5 @@
 // The command-line contract of DESIGN.md: subcommands, flags, JSON fields, errors, exit codes.
+#include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -7,26 +8,17 @@
 
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace jitcache {
 namespace {
 
+using test::json_lines;
 using test::run_cli;
 
 const std::string k_kernels = JITCACHE_KERNELS;
 const std::string k_options = "-I " + k_kernels;
-
-std::vector<nlohmann::json> json_lines(const std::string& out) {
-  std::vector<nlohmann::json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty())
-      lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
 
 std::size_t line_count(const std::string& text) {
   std::size_t n = 0;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace jitcache {
@@ -39,7 +40,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 class CompileLeaseTest : public ::testing::Test {
 protected:
-  std::filesystem::path leases() const { return dir.path() / "leases"; }
+  CacheDir leases() const {
+    return CacheDir::open(dir.path()).value().subdir("leases", true).value();
+  }
+  std::filesystem::path lease_path() const { return dir.path() / "leases"; }
   // A child that takes the lease for `key`, says "held", and then does `then` (wait forever by
   // default: the parent kills it).
   std::unique_ptr<ChildProcess> holder(
@@ -77,7 +81,8 @@ TEST_F(CompileLeaseTest, AWaiterLoadsWhatTheHolderStoredInsteadOfCompiling) {
   EXPECT_EQ(*lease, nullptr) << "the entry was stored: nothing to compile";
   EXPECT_GT(looks, 1);
   EXPECT_EQ(child->wait(), 0);
-  EXPECT_FALSE(std::filesystem::exists(leases() / k_key.hex())) << "the holder removes its file";
+  EXPECT_FALSE(std::filesystem::exists(lease_path() / k_key.hex()))
+      << "the holder removes its file";
 }
 
 TEST_F(CompileLeaseTest, AWaiterTakesOverAtOnceFromAKilledHolder) {
@@ -156,18 +161,43 @@ TEST_F(CompileLeaseTest, ReapRemovesOnlyFilesNobodyHolds) {
   dead->kill(SIGKILL);
   dead->wait();
   auto alive = holder(k_other);
-  ASSERT_TRUE(std::filesystem::exists(leases() / k_key.hex())) << "a killed holder leaves it";
+  ASSERT_TRUE(std::filesystem::exists(lease_path() / k_key.hex())) << "a killed holder leaves it";
   EXPECT_EQ(CompileLease::reap(leases()), 1u);
-  EXPECT_FALSE(std::filesystem::exists(leases() / k_key.hex()));
-  EXPECT_TRUE(std::filesystem::exists(leases() / k_other.hex()));
+  EXPECT_FALSE(std::filesystem::exists(lease_path() / k_key.hex()));
+  EXPECT_TRUE(std::filesystem::exists(lease_path() / k_other.hex()));
 }
 
-TEST_F(CompileLeaseTest, AnUnusableDirectoryIsAnError) {
-  std::ofstream(dir.path() / "file") << "x";
-  auto lease = CompileLease::acquire(dir.path() / "file" / "leases", k_key, never, quick());
-  ASSERT_FALSE(lease);
-  EXPECT_EQ(lease.error().code, ErrorCode::io_error);
-  EXPECT_NE(lease.error().message.find("leases"), std::string::npos);
+std::string bytes_of(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(CompileLeaseTest, ALinkAtALeaseFileIsNeverFollowed) {
+  test::TempDir elsewhere;
+  const auto victim = elsewhere.path() / "victim";
+  std::ofstream(victim) << "precious";
+  std::filesystem::create_directory(lease_path());
+  std::filesystem::create_symlink(victim, lease_path() / k_key.hex());
+  std::filesystem::create_hard_link(victim, lease_path() / k_other.hex());
+  for (const Digest& key : {k_key, k_other}) {
+    auto lease = CompileLease::acquire(leases(), key, never, quick());
+    ASSERT_FALSE(lease);
+    EXPECT_EQ(lease.error().code, ErrorCode::io_error);
+    EXPECT_NE(lease.error().message.find(key.hex()), std::string::npos) << lease.error().message;
+  }
+  EXPECT_EQ(CompileLease::reap(leases()), 0u);
+  EXPECT_EQ(bytes_of(victim), "precious");
+  EXPECT_TRUE(std::filesystem::is_symlink(lease_path() / k_key.hex()));
+}
+
+TEST_F(CompileLeaseTest, ALeaseDirectoryThatIsALinkIsNeverOpened) {
+  test::TempDir elsewhere;
+  std::filesystem::create_directory_symlink(elsewhere.path(), lease_path());
+  auto leases = CacheDir::open(dir.path()).value().subdir("leases", true);
+  ASSERT_FALSE(leases);
+  EXPECT_NE(leases.error().message.find("is a symbolic link"), std::string::npos)
+      << leases.error().message;
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere.path()));
 }
 
 } // namespace

@@ -14,19 +14,20 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <random>
+#include <set>
 
 namespace jitcache {
 namespace {
 
 namespace fs = std::filesystem;
 using test::ChildProcess;
+using test::private_mounts;
 
 constexpr int k_skip = 77; // a child's exit status meaning "not permitted here"
 
@@ -50,12 +51,6 @@ bool has_aside_file(const fs::path& dir) {
     if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
       return true;
   return false;
-}
-
-// In a child: a mount namespace of its own, so that mounts vanish with it.
-bool private_mounts() {
-  return ::unshare(CLONE_NEWNS) == 0 &&
-         ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
 }
 
 class UserTierFaults : public ::testing::Test {
@@ -178,6 +173,7 @@ TEST_F(UserTierFaults, AGarbageDataFileIsMovedAsideAndAFreshOneUsed) {
   ASSERT_TRUE(store) << store.error().message;
   EXPECT_NE(err.find("moved it to"), std::string::npos) << err;
   EXPECT_TRUE(has_aside_file(dir.path()));
+  EXPECT_EQ(fs::file_size(dir.path() / "lock.mdb"), 65536u) << "kept, and initialised afresh";
   ASSERT_TRUE((*store)->put(key(0), entry_of(0, 1000)));
 }
 
@@ -293,11 +289,35 @@ TEST_F(UserTierFaults, CompactionShrinksTheFileAndKeepsEveryEntry) {
   EXPECT_EQ(fs::file_size(dir.path() / "data.mdb"), compacted->file_bytes_after);
   EXPECT_EQ(fs::status(dir.path() / "data.mdb").permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::file_size(dir.path() / "lock.mdb"), 65536u) << "the lock file is kept";
+  EXPECT_FALSE(fs::exists(dir.path() / "data.mdb.compact"));
   auto store = open();
   for (int i = 0; i < 5; ++i)
     EXPECT_EQ(store->get(key(i)).value()->payload, entry_of(i, 50 << 10).payload);
   ASSERT_TRUE(store->put(key(99), entry_of(99, 50 << 10)));
   EXPECT_EQ(store->usage().value().entries, 6u);
+}
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& item : fs::directory_iterator(dir))
+    names.insert(item.path().filename().string());
+  return names;
+}
+
+TEST_F(UserTierFaults, AReaderWithoutALockFileCreatesNothing) {
+  fill(0, 3, 1000);
+  fs::remove(dir.path() / "lock.mdb");
+  fs::remove(dir.path() / "gate");
+  const auto before = names_in(dir.path());
+  {
+    auto store = LmdbStore::open(dir.path(), true).value();
+    EXPECT_EQ(store->get(key(1)).value()->payload, entry_of(1, 1000).payload);
+    EXPECT_EQ(store->usage().value().entries, 3u);
+  }
+  EXPECT_EQ(names_in(dir.path()), before);
+  EXPECT_FALSE(LmdbStore::open(dir.path() / "absent", true)) << "nor a directory";
+  EXPECT_FALSE(fs::exists(dir.path() / "absent"));
 }
 
 TEST_F(UserTierFaults, CompactionLeavesAFileInUseByAnotherProcessAlone) {

@@ -3,7 +3,9 @@
 #include "core/lmdb_store.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +16,11 @@ namespace jitcache::test {
 namespace {
 int g_to_parent = -1; // in a child: the write end of its message pipe
 } // namespace
+
+bool private_mounts() {
+  return ::unshare(CLONE_NEWNS) == 0 &&
+         ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+}
 
 ChildProcess::ChildProcess(const std::function<int()>& body) {
   int messages[2], err[2];

@@ -48,6 +48,10 @@ private:
   std::optional<int> m_status;
 };
 
+/// In a child: gives it a mount namespace of its own (unshare, mounts made private), so that
+/// what it mounts vanishes with it. False when that is not permitted (needs CAP_SYS_ADMIN).
+bool private_mounts();
+
 /// A child process that opens the user tier in `dir` for writing and keeps it open until it is
 /// killed (by the destructor at the latest); returns once it is open.
 std::unique_ptr<ChildProcess> process_holding_user_tier(const std::filesystem::path& dir);

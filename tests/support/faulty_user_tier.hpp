@@ -120,7 +120,7 @@ public:
       return *failed;
     return m_inner->counters();
   }
-  std::filesystem::path lease_dir() const override { return m_inner->lease_dir(); }
+  Expected<CacheDir> lease_dir() const override { return m_inner->lease_dir(); }
   std::uint64_t corrupt_seen() const override { return m_inner->corrupt_seen(); }
 
 private:

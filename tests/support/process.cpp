@@ -1,6 +1,7 @@
 #include "tests/support/process.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -13,8 +14,39 @@ extern char** environ;
 
 namespace jitcache::test {
 
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env) {
+namespace {
+
+// Starts argv[0] with stdout and stderr on the pipes' write ends; as `who` when given.
+pid_t start(char* const* args, char* const* envp, int out, int err, const Identity* who) {
+  if (!who) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out, 1);
+    posix_spawn_file_actions_adddup2(&actions, err, 2);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0)
+      throw std::runtime_error(std::string("posix_spawn ") + args[0] + ": " + std::strerror(rc));
+    return pid;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(who->gid, who->gid, who->gid) != 0 ||
+        ::setresuid(who->uid, who->uid, who->uid) != 0)
+      ::_exit(126);
+    ::execve(args[0], args, envp);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+ProcessResult run(const Identity* who, const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env) {
   // The child's environment: ours, with `env` applied.
   std::map<std::string, std::string> merged;
   for (char** e = environ; *e; ++e) {
@@ -39,20 +71,16 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
+  try {
+    pid = start(args.data(), envp.data(), out_pipe[1], err_pipe[1], who);
+  } catch (...) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+      close(fd);
+    throw;
+  }
   close(out_pipe[1]);
   close(err_pipe[1]);
-  if (rc != 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
-  }
   ProcessResult result;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
@@ -80,11 +108,30 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   return result;
 }
 
+} // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env) {
+  return run(nullptr, argv, env);
+}
+
+ProcessResult run_process_as(const Identity& who, const std::vector<std::string>& argv,
+                             const std::map<std::string, std::string>& env) {
+  return run(&who, argv, env);
+}
+
 ProcessResult run_cli(const std::vector<std::string>& args,
                       const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv{JITCACHE_CLI};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, env);
+}
+
+ProcessResult run_cli_as(const Identity& who, const std::vector<std::string>& args,
+                         const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv{JITCACHE_CLI};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process_as(who, argv, env);
 }
 
 } // namespace jitcache::test

@@ -18,8 +18,23 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env = {});
 
+/// A user and group a child process runs as (see run_cli_as).
+struct Identity {
+  unsigned uid = 0;
+  unsigned gid = 0;
+};
+
+/// Like run_process, in a child that drops to `who` (setgroups, setresgid, setresuid: needs
+/// root) before it executes `argv`. exit_code is 126 when it cannot drop.
+ProcessResult run_process_as(const Identity& who, const std::vector<std::string>& argv,
+                             const std::map<std::string, std::string>& env = {});
+
 /// Runs the jitcache CLI with `args` and `env`.
 ProcessResult run_cli(const std::vector<std::string>& args,
                       const std::map<std::string, std::string>& env = {});
+
+/// Runs the jitcache CLI as `who` (see run_process_as).
+ProcessResult run_cli_as(const Identity& who, const std::vector<std::string>& args,
+                         const std::map<std::string, std::string>& env = {});
 
 } // namespace jitcache::test

@@ -4,13 +4,11 @@
 #include "core/dir_size.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/runtime_caches.hpp"
-#include "core/user_store.hpp"
 
 namespace jitcache::cli {
 
 int run_clear(const Config& config, const Output& out) {
-  std::error_code ec;
-  if (!std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
+  if (!has_user_tier(config)) {
     out.emit({{"cleared", 0}, {"bytes", 0}}, "nothing to clear");
     return 0;
   }

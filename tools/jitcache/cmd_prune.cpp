@@ -2,7 +2,6 @@
 #include "tools/jitcache/user_tier.hpp"
 
 #include "core/compile_lease.hpp"
-#include "core/user_store.hpp"
 
 #include <optional>
 
@@ -16,9 +15,7 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
       return fail(Error(ErrorCode::invalid_argument,
                         "--max-size " + max_size + ": not a size such as 10G, 512M or 4096"));
   }
-  std::error_code ec;
-  if (!config.cache_dir.empty() &&
-      !std::filesystem::exists(user_store_dir(config) / "data.mdb", ec)) {
+  if (!config.cache_dir.empty() && !has_user_tier(config)) {
     out.emit({{"evicted", 0}, {"entries", 0}}, "nothing to prune");
     return 0;
   }
@@ -36,7 +33,8 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
   auto usage = (*store)->usage();
   if (!usage)
     return fail(usage.error());
-  const std::size_t leases = CompileLease::reap(dir / "leases");
+  const auto lease_dir = (*store)->lease_dir();
+  const std::size_t leases = lease_dir ? CompileLease::reap(*lease_dir) : 0;
   store->reset(); // compaction needs the environment closed in this process too
   auto compacted = LmdbStore::compact(dir);
   if (!compacted)

@@ -6,6 +6,12 @@
 
 namespace jitcache::cli {
 
+bool has_user_tier(const Config& config) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(user_store_dir(config) / "data.mdb", ec);
+  return !config.cache_dir.empty() && !ec && size > 0;
+}
+
 Expected<void> may_change(const Config& config) {
   if (config.cache_dir.empty())
     return Error(ErrorCode::invalid_argument,
@@ -20,8 +26,7 @@ Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool w
   if (auto ok = may_change(config);
       !ok && (write || ok.error().code == ErrorCode::invalid_argument))
     return std::move(ok).error();
-  std::error_code ec;
-  if (!write && !std::filesystem::exists(user_store_dir(config) / "data.mdb", ec))
+  if (!write && !has_user_tier(config))
     return std::shared_ptr<LmdbStore>();
   auto store = open_user_store(config, !write);
   if (!store)

@@ -8,6 +8,10 @@
 
 namespace jitcache::cli {
 
+/// Whether `config` has a user tier to look at: a data file that is not empty (one a full disk
+/// left empty holds nothing). Never creates anything.
+bool has_user_tier(const Config& config);
+
 /// Opens the user tier of `config` for inspection (`write` false: never creates anything) or
 /// for changes. Returns nullptr, not an error, when there is no user tier yet and `write` is
 /// false: an absent cache is an empty one. Errors: io_error/read_only with the reason.
