@@ -160,11 +160,11 @@ void CacheCore::reject(Tier& tier, const Key& key, const Error& why, BuildInfo& 
   count(key.backend, Counter::rejected);
   const bool evict = tier.store->writable() && !m_config.read_only;
   // Once per entry and process: a read-only tier keeps the binary, and each request refuses it.
-  log::write_once(LogLevel::warn, "refused:" + tier.store->name() + ":" + key.digest.hex(),
-                  "stored " + key.backend + " binary " + key.digest.hex() + " (" +
-                      tier.store->name() + " tier) refused: " + why.message +
-                      (evict ? "; evicted, compiling it again"
-                             : "; the tier is read-only, compiling it"));
+  log::write_once(
+      LogLevel::warn, "refused:" + tier.store->name() + ":" + key.digest.hex(),
+      "stored " + key.backend + " binary " + key.digest.hex() + " (" + tier.store->name() +
+          " tier) refused: " + why.message +
+          (evict ? "; evicted, compiling it again" : "; the tier is read-only, compiling it"));
   if (evict)
     static_cast<void>(tier.store->remove(key.digest)); // a failed removal is replaced by the store
   static_cast<void>(m_memory->remove(key.digest));
@@ -492,7 +492,10 @@ void CacheCore::hand_over_pending() {
     file = Error(ErrorCode::io_error, "the user tier is not usable");
   } else if (auto worker = store_worker()) {
     // The user tier's own directory: the worker, given the same variables, opens the same one.
-    file = hand_over(*worker, m_user->lease_dir().parent_path() / "pending", records);
+    if (auto leases = m_user->lease_dir())
+      file = hand_over(*worker, leases->path().parent_path() / "pending", records);
+    else
+      file = std::move(leases).error();
   }
   if (file) {
     log::debug("handed " + std::to_string(records.size()) + " store(s) over to a detached " +

@@ -21,12 +21,12 @@
 
 namespace jitcache {
 
-/// At open, after LMDB opened the environment in `cache` (no transaction begun yet): when this process is the only
-/// one with the environment open and the last one did not end cleanly, checks the pages and
-/// returns the problem, holding `gate` exclusively (so the caller can move the file aside at
-/// once); otherwise returns empty, `gate` held shared. A writer (`read_only` false) takes the
-/// clean-end marker away: it stays away until the last process closes cleanly.
-/// `checked` says whether the pages were checked.
+/// At open, after LMDB opened the environment in `cache` (no transaction begun yet): when this
+/// process is the only one with the environment open and the last one did not end cleanly, checks
+/// the pages and returns the problem, holding `gate` exclusively (so the caller can move the file
+/// aside at once); otherwise returns empty, `gate` held shared. A writer (`read_only` false) takes
+/// the clean-end marker away: it stays away until the last process closes cleanly. `checked` says
+/// whether the pages were checked.
 std::string damage_after_unclean_end(const CacheDir& cache, EnvGate& gate, bool read_only,
                                      bool& checked);
 

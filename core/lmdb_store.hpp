@@ -49,8 +49,9 @@ struct LmdbOptions {
 /// used ones (down to 90% of the limit) in the same transaction. Entries count the pages they
 /// take; the map is never grown past map_bound(limit), and a write that finds it full there
 /// evicts more first (make_room); a data file found over file_bound(limit) by an open that has
-/// the directory to itself is compacted first (never waiting for other processes). Uses are recorded in memory
-/// on hits and written with the next write (see AccessLog), never one write per hit.
+/// the directory to itself is compacted first (never waiting for other processes). Uses are
+/// recorded in memory on hits and written with the next write (see AccessLog), never one write per
+/// hit.
 class LmdbStore final : public UserTier {
 public:
   using Options = LmdbOptions;

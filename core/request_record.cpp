@@ -6,9 +6,8 @@ namespace jitcache::detail {
 
 std::string encode_request(const RequestRecord& record) {
   const nlohmann::json line = {
-      {"backend", record.backend}, {"device", record.device},
-      {"options", record.options}, {"directory", record.directory},
-      {"source", record.source},   {"key", record.key},
+      {"backend", record.backend},     {"device", record.device}, {"options", record.options},
+      {"directory", record.directory}, {"source", record.source}, {"key", record.key},
       {"variables", record.variables},
   };
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

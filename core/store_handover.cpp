@@ -3,10 +3,10 @@
 #include "core/shared_library.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
-#include <ctime>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -116,7 +116,8 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
                            std::to_string(now.tv_sec) + std::to_string(now.tv_nsec);
   const fs::path partial = pending / (stem + ".part");
   const fs::path file = pending / (stem + ".jsonl");
-  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int fd =
+      ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return io_error("cannot create", partial, errno);
   auto written = write_all(fd, bytes);

@@ -39,7 +39,7 @@ std::optional<detail::RequestRecord> handover(const Identity& id, const Config& 
   const std::filesystem::path directory = std::filesystem::current_path(ec);
   if (ec)
     return std::nullopt;
-  return detail::RequestRecord{k_backend,          id.device_name,    options,
+  return detail::RequestRecord{k_backend,          id.device_name,      options,
                                directory.string(), std::string(source), key.digest.hex(),
                                config.variables};
 }

@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
       } else {
         const char* text = source.c_str();
         program = clCreateProgramWithSource(context, 1, &text, nullptr, &rc);
-        if (rc != CL_SUCCESS || clBuildProgram(program, 1, &device, options.c_str(), nullptr,
-                                               nullptr) != CL_SUCCESS)
+        if (rc != CL_SUCCESS ||
+            clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr) != CL_SUCCESS)
           die(std::string(argv[i]) + ": build failed");
         ++outcomes["built"];
       }

@@ -26,8 +26,8 @@ protected:
   std::map<std::string, std::string> env() { return {{"JITCACHE_DIR", dir.path().string()}}; }
   // Builds every sample kernel; returns the outcome of each ("hit"/"miss"), in order.
   std::vector<std::string> build_all() {
-    std::vector<std::string> args{"build", "--backend", "opencl", "--options", "-I " + k_kernels,
-                                  "--json"};
+    std::vector<std::string> args{"build",     "--backend",       "opencl",
+                                  "--options", "-I " + k_kernels, "--json"};
     for (const auto& source : k_sources)
       args.push_back(k_kernels + "/" + source);
     const auto r = run_cli(args, env());

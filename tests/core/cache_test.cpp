@@ -242,7 +242,7 @@ TEST_F(CacheTest, AnEntryRefusedWhileServingIsNotRefusedAgainByObtain) {
     return {};
   };
   const detail::Compiler compile = []() -> Expected<detail::Compiled> {
-    return detail::Compiled{Entry{"opencl", "GOOD"}, {}, {}};
+    return detail::Compiled{Entry{"opencl", "GOOD"}, {}, {}, {}};
   };
   testing::internal::CaptureStderr();
   BuildInfo info;

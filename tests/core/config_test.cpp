@@ -150,7 +150,8 @@ const std::map<std::string, SettingCase>& setting_cases() {
       {"JITCACHE_LOG",
        {"info", [](const Config& c) { EXPECT_EQ(c.log_level, LogLevel::info); }, {"loud"}}},
       {"JITCACHE_OPENCL_STORE",
-       {"wait", [](const Config& c) { EXPECT_EQ(c.opencl_store, StoreMode::wait); },
+       {"wait",
+        [](const Config& c) { EXPECT_EQ(c.opencl_store, StoreMode::wait); },
         {"later", "1"}}},
   };
   return cases;

@@ -152,18 +152,19 @@ TEST_F(EvictionTest, TheDataFileStaysWithinTheLimitPlusItsSlack) {
       const int n = process * 150 + i;
       const std::size_t bytes = 512 + (n * 7919) % (40 << 10);
       last = KeyBuilder("opencl").source("kernel " + std::to_string(n)).finish();
-      ASSERT_TRUE(cache.get_or_compile(
-          last, [bytes] { return Expected<Entry>(Entry{"", std::string(bytes, 'x'), {}, 0}); }));
+      ASSERT_TRUE(cache.get_or_compile(last, [bytes] {
+        return Expected<Entry>(Entry{"", std::string(bytes, 'x'), {}, 0});
+      }));
       struct stat st {};
       ASSERT_EQ(::stat(data.c_str(), &st), 0);
-      largest = std::max<std::uint64_t>({largest, std::uint64_t(st.st_size),
-                                         std::uint64_t(st.st_blocks) * 512});
+      largest = std::max<std::uint64_t>(
+          {largest, std::uint64_t(st.st_size), std::uint64_t(st.st_blocks) * 512});
       ASSERT_LE(std::uint64_t(st.st_size), file_bound(k_limit)) << "after build " << n;
       ASSERT_LE(std::uint64_t(st.st_blocks) * 512, file_bound(k_limit)) << "after build " << n;
     }
   }
-  std::cout << "largest data file: " << largest << " bytes for a limit of " << k_limit
-            << " (bound " << file_bound(k_limit) << ")\n";
+  std::cout << "largest data file: " << largest << " bytes for a limit of " << k_limit << " (bound "
+            << file_bound(k_limit) << ")\n";
   auto store = LmdbStore::open(dir.path() / "v1", true).value();
   const auto usage = store->usage().value();
   EXPECT_LE(usage.value_bytes, k_limit);

@@ -21,7 +21,9 @@ char* g_forbidden = nullptr; // a page that may not be read
 void app_siginfo(int signal, siginfo_t* info, void*) {
   const bool same = info->si_addr == g_forbidden;
   std::printf("app siginfo handler: signal %d, %s\n", signal,
-              info->si_code <= 0 ? "sent" : same ? "same address" : "other address");
+              info->si_code <= 0 ? "sent"
+              : same             ? "same address"
+                                 : "other address");
   std::fflush(stdout);
   ::_exit(42);
 }
@@ -56,10 +58,10 @@ int raise_again() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const struct rlimit no_core {0, 0}; // the tests look at the exit status, not at a core file
+  const struct rlimit no_core { 0, 0 }; // the tests look at the exit status, not at a core file
   ::setrlimit(RLIMIT_CORE, &no_core);
-  g_forbidden = static_cast<char*>(
-      ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  g_forbidden =
+      static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   struct sigaction app {};
   sigemptyset(&app.sa_mask);
   if (mode == "plain") {

@@ -16,8 +16,8 @@ namespace jitcache {
 namespace {
 
 int read_forbidden_page() {
-  static char* page = static_cast<char*>(
-      ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  static char* page =
+      static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   return *static_cast<volatile char*>(page);
 }
 
@@ -64,8 +64,7 @@ TEST(FaultGuard, EscapeLeavesTheRegionWithItsMessage) {
 
 TEST(FaultGuard, AnExceptionLeavesTheRegion) {
   fault::install();
-  EXPECT_THROW(fault::guarded([]() -> int { throw std::runtime_error("x"); }),
-               std::runtime_error);
+  EXPECT_THROW(fault::guarded([]() -> int { throw std::runtime_error("x"); }), std::runtime_error);
   fault::escape("outside every region: returns");
 }
 
@@ -75,15 +74,13 @@ TEST(FaultGuard, ContainsSegvBusAndReraisedFaultsThenChainsAFaultOutside) {
   EXPECT_NE(r.out.find("contained: 1 SIGSEGV at 0x"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("contained: 1 SIGBUS at 0x"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("contained: 1 SIGSEGV raised again"), std::string::npos) << r.out; // raised
-  EXPECT_NE(r.out.find("app siginfo handler: signal 11, same address"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("app siginfo handler: signal 11, same address"), std::string::npos) << r.out;
 }
 
 TEST(FaultGuard, AFaultOutsideARegionReachesTheApplicationsSiginfoHandler) {
   const auto r = run_child("siginfo");
   EXPECT_EQ(r.exit_code, 42) << r.out << r.err;
-  EXPECT_NE(r.out.find("app siginfo handler: signal 11, same address"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("app siginfo handler: signal 11, same address"), std::string::npos) << r.out;
 }
 
 TEST(FaultGuard, AFaultOutsideARegionReachesTheApplicationsPlainHandler) {

@@ -35,8 +35,8 @@ Entry entry_of(int i) {
 
 // Stands for LMDB touching a damaged page: a read that faults.
 void touch_forbidden_page() {
-  static char* page = static_cast<char*>(
-      ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  static char* page =
+      static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   (void)*static_cast<volatile char*>(page);
 }
 
@@ -87,7 +87,7 @@ TEST_F(UserTierGuard, AFaultInATransactionPoisonsTheEnvironmentAndTheNextOpenSta
 }
 
 TEST_F(UserTierGuard, AnAssertionInAWriteIsContainedAndNamed) {
-  auto env = open_env(dir.path(), false, {}).value();
+  auto env = open_env(CacheDir::open(dir.path()).value(), false, {}).value();
   testing::internal::CaptureStderr();
   // What LMDB's assertion callback does (create_env installs it): fault::escape.
   const int rc = env->transact(true, [](MDB_txn*) -> int {
@@ -97,8 +97,7 @@ TEST_F(UserTierGuard, AnAssertionInAWriteIsContainedAndNamed) {
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(rc, fault::k_fault);
   EXPECT_TRUE(env->poisoned);
-  EXPECT_NE(err.find("Assertion 'mp->mp_upper >= mp->mp_lower' failed"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("Assertion 'mp->mp_upper >= mp->mp_lower' failed"), std::string::npos) << err;
   EXPECT_EQ(env->transact(false, [](MDB_txn*) { return MDB_SUCCESS; }), k_poisoned);
 }
 
@@ -107,7 +106,7 @@ TEST_F(UserTierGuard, AProcessPoisonedMidWriteDoesNotBlockAnotherProcesssWrites)
   const fs::path go = dir.path() / "go";
   // A: faults inside a write transaction (holding LMDB's writer mutex), then stays alive.
   ChildProcess a([&] {
-    auto env = open_env(dir.path(), false, {}).value();
+    auto env = open_env(CacheDir::open(dir.path()).value(), false, {}).value();
     const int rc = env->transact(true, [&](MDB_txn*) {
       ChildProcess::tell_parent("writing");
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -146,7 +145,7 @@ TEST_F(UserTierGuard, AProcessPoisonedMidWriteDoesNotBlockAnotherProcesssWrites)
 TEST_F(UserTierGuard, AWriteThatKeepsGrowingTheMapIsStoppedAsDamage) {
   LmdbStore::Options options;
   options.map_size = 1 << 20;
-  auto env = open_env(dir.path(), false, options).value();
+  auto env = open_env(CacheDir::open(dir.path()).value(), false, options).value();
   testing::internal::CaptureStderr();
   // A transaction that asks for pages without end, as one walking a damaged free list does:
   // no healthy write of 0 bytes into a small file needs a map of 64 MiB and more.

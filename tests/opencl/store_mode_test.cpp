@@ -246,14 +246,15 @@ TEST_F(StoreModeTest, KillingTheStoreProcessLeavesAHealthyCacheThatMissesWhatItD
 TEST_F(StoreModeTest, ARequestWhoseFilesChangedIsDroppedNotStored) {
   test::TempDir kernels;
   fs::copy_file(fs::path(JITCACHE_KERNELS) / "common.h", kernels.path() / "common.h");
-  const std::string source = "#include \"common.h\"\nkernel void k(global float* x) { x[0] = 1; }\n";
+  const std::string source =
+      "#include \"common.h\"\nkernel void k(global float* x) { x[0] = 1; }\n";
   const std::string options = "-I " + kernels.path().string();
   const Config cfg = config("detach");
   auto key = opencl::make_key(cfg, device, source, options);
   ASSERT_TRUE(key) << key.error().message;
   const fs::path file = dir.path() / "requests.jsonl";
-  std::ofstream(file) << detail::encode_request({"opencl", "", options, "/", source,
-                                                 key->digest.hex(), cfg.variables})
+  std::ofstream(file) << detail::encode_request(
+                             {"opencl", "", options, "/", source, key->digest.hex(), cfg.variables})
                       << "\n";
   std::ofstream(kernels.path() / "common.h", std::ios::app) << "// edited\n";
   auto stored = test::run_cli({"store", "--json", file.string()}, {});
@@ -272,16 +273,17 @@ TEST_F(StoreModeTest, CliBuildReportsUnknownBytesUntilStoredAndWaitsWithWait) {
   EXPECT_FALSE(fs::exists(pending()));
 
   const std::string other = std::string(JITCACHE_KERNELS) + "/matmul.cl";
-  auto handed = test::run_cli(
-      {"build", "--backend", "opencl", "--options", k_options, "--json", other},
-      variables("detach"));
+  auto handed =
+      test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", other},
+                    variables("detach"));
   ASSERT_EQ(handed.exit_code, 0) << handed.err;
   const auto line = nlohmann::json::parse(handed.out);
   EXPECT_EQ(line["outcome"], "miss");
   EXPECT_TRUE(line["bytes"].is_null()) << handed.out;
   wait_for_stores(pending());
-  auto hit = test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", other},
-                           variables("detach"));
+  auto hit =
+      test::run_cli({"build", "--backend", "opencl", "--options", k_options, "--json", other},
+                    variables("detach"));
   ASSERT_EQ(hit.exit_code, 0) << hit.err;
   EXPECT_EQ(nlohmann::json::parse(hit.out)["outcome"], "hit");
 }

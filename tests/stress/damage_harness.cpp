@@ -38,12 +38,12 @@ std::string read_all(const fs::path& path) {
 }
 
 // Runs `argv` with JITCACHE_DIR=`cache` (OpenCL stores in the process: the next build must
-// find them, not race a detached store process), output to files in `scratch`, killed after the limit.
-// Everything the child needs is made before fork (trials run on several threads).
+// find them, not race a detached store process), output to files in `scratch`, killed after the
+// limit. Everything the child needs is made before fork (trials run on several threads).
 Run run(const std::vector<std::string>& argv, const fs::path& cache, const fs::path& scratch) {
   const std::string out = (scratch / "out").string(), err = (scratch / "err").string();
   std::vector<std::string> env = {"JITCACHE_DIR=" + cache.string(), "JITCACHE_LOG=warn",
-                                    "JITCACHE_OPENCL_STORE=wait"};
+                                  "JITCACHE_OPENCL_STORE=wait"};
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "JITCACHE_", 9) != 0)
       env.emplace_back(*e);

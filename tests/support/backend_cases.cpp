@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 Config config_of(const fs::path& dir, bool read_only = false) {
   // wait: the entry is stored when the Cache is gone (tests/opencl/store_mode_test: detach).
   std::map<std::string, std::string> variables{{"JITCACHE_DIR", dir.string()},
-                                                {"JITCACHE_OPENCL_STORE", "wait"}};
+                                               {"JITCACHE_OPENCL_STORE", "wait"}};
   if (read_only)
     variables.emplace("JITCACHE_READONLY", "1");
   return Config::from_variables(variables);

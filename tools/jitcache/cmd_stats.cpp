@@ -85,10 +85,9 @@ int run_stats(const Config& config, const Output& out) {
   const std::string file_limit =
       config.max_size ? ", at most " + format_size(file_bound(*config.max_size)) : "";
   out.emit(total, "total: " + std::to_string(total_entries) + " entries, " +
-                      format_size(total_bytes) + " (file " + format_size(file_bytes) +
-                      file_limit + ") of " +
-                      (config.max_size ? format_size(*config.max_size) : "unlimited") + "; " +
-                      std::to_string(evicted) + " evicted (" + format_size(evicted_bytes) +
+                      format_size(total_bytes) + " (file " + format_size(file_bytes) + file_limit +
+                      ") of " + (config.max_size ? format_size(*config.max_size) : "unlimited") +
+                      "; " + std::to_string(evicted) + " evicted (" + format_size(evicted_bytes) +
                       ") in " + dir);
   return 0;
 }

@@ -6,8 +6,8 @@
 #include <jitcache/cache.hpp>
 
 #include <cerrno>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -20,7 +20,8 @@ namespace {
 // The device of `backend` on which `request` has the key `digest`, with that key; nullopt when
 // none has it (the files, the device or jitcache changed since the request was made).
 std::optional<std::pair<int, Key>> device_with_key(Backend& backend, const Config& config,
-                                                   BuildRequest request, const std::string& digest) {
+                                                   BuildRequest request,
+                                                   const std::string& digest) {
   for (request.device = 0;; ++request.device) {
     auto key = backend.key(config, request);
     if (!key)
@@ -76,7 +77,8 @@ int run_store(const std::vector<std::string>& files, bool remove, const Output& 
   for (const std::string& file : paths) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
-      status = fail(Error(ErrorCode::io_error, "cannot open " + file + ": " + std::strerror(errno)));
+      status =
+          fail(Error(ErrorCode::io_error, "cannot open " + file + ": " + std::strerror(errno)));
       continue;
     }
     // One process per file: another `jitcache store` that has it is doing the same work.
