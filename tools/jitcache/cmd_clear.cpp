@@ -4,6 +4,7 @@
 #include "core/dir_size.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/runtime_caches.hpp"
+#include "core/user_store.hpp"
 
 namespace jitcache::cli {
 
