@@ -186,8 +186,8 @@ Expected<int> make_files(const CacheDir& cache) {
                                         " cannot be opened for writing: " + std::strerror(error));
 }
 
-// LMDB opens data.mdb and lock.mdb by path, following symlinks. Why it must not open them here:
-// one is a symbolic link or not a regular file of one link; empty when both are absent or fine.
+} // namespace
+
 std::string unsafe_files(const CacheDir& cache) {
   for (const char* name : {"data.mdb", "lock.mdb"}) {
     const auto st = cache.stat(name);
@@ -199,6 +199,8 @@ std::string unsafe_files(const CacheDir& cache) {
   }
   return {};
 }
+
+namespace {
 
 bool same_file(int fd, const std::optional<struct stat>& there) {
   struct stat st {};

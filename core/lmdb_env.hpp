@@ -185,6 +185,11 @@ int full_disk_or(int rc, const std::filesystem::path& dir, std::uint64_t bytes);
 /// EROFS and EPERM, corrupt for damage, io_error otherwise; the message names `what` and `dir`.
 Error lmdb_error(const std::string& what, int rc, const std::filesystem::path& dir);
 
+/// LMDB opens data.mdb and lock.mdb by path, following symbolic links. Why it must not open them
+/// in `cache`: one is a symbolic link, or not a regular file of one link (the message names it);
+/// empty when both are absent or fine.
+std::string unsafe_files(const CacheDir& cache);
+
 /// Moves the data file of `cache` aside (data.mdb.corrupt-<time>, the only one kept) and removes
 /// the damage marker, so that the next open starts a fresh environment; the lock file stays
 /// (the next open initialises it afresh). Warns once, naming `why`. The caller holds the gate

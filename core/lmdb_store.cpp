@@ -7,8 +7,6 @@
 #include "core/lmdb_txn.hpp"
 #include "core/log.hpp"
 
-#include <sys/stat.h>
-
 #include <map>
 #include <mutex>
 #include <set>
@@ -318,8 +316,14 @@ Expected<LmdbStore::Discarded> LmdbStore::discard(const fs::path& dir) {
     result.reason = "other processes have the user tier open";
     return result;
   }
+  // A link planted there is not jitcache's to remove, nor to read through.
+  if (const std::string unsafe = unsafe_files(*cache); !unsafe.empty()) {
+    result.reason = unsafe + "; not clearing it";
+    return result;
+  }
+  // Counted without the lock file: the gate is held exclusively, nobody has the environment open.
   MDB_env* env = nullptr;
-  int rc = create_env(&env, dir, MDB_NOTLS | MDB_RDONLY, 0);
+  int rc = create_env(&env, dir, MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK, 0);
   if (rc == MDB_SUCCESS) {
     rc = fault::guarded([&] {
       MDB_txn* txn = nullptr;

@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_key.hpp"
 #include "core/cache_core.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
+#include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -92,8 +93,11 @@ TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
   const auto [full, deps] = make_key(**tools, target, in(dir), program);
   EXPECT_GT(deps.read.size(), 50u) << "CUB pulls in many toolkit headers";
   std::optional<Digest> guessed; // what the pending key offered before its stamps were checked
+  test::FakeStampClock clock;
+  clock.settle(); // the toolkit's headers, and the directories this test process just made
   const auto remembered = [&](std::string_view request) {
     Cache cache(in(dir));
+    detail::core_of(cache).set_stamp_clock(clock.clock());
     auto pending = remembered_key(detail::core_of(cache), **tools, target, program, request);
     guessed.reset();
     if (const Key* guess = pending.guess())
