@@ -530,7 +530,7 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
     else if (rc == MDB_SUCCESS)
       damage = integrity_problem(env->env, dir);
     if (rc == MDB_SUCCESS && damage.empty())
-      damage = damage_after_unclean_end(cache, *gate, read_only, env->pages_checked);
+      damage = damage_after_unclean_end(cache, *gate, env->pages_checked);
     if (!damage.empty()) {
       env.reset();
       if (read_only)

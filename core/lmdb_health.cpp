@@ -22,14 +22,14 @@ constexpr int k_snapshot_attempts = 3;
 
 } // namespace
 
-std::string damage_after_unclean_end(const CacheDir& cache, EnvGate& gate, bool read_only,
-                                     bool& checked) {
+std::string damage_after_unclean_end(const CacheDir& cache, EnvGate& gate, bool& checked) {
   checked = false;
   if (!gate.try_exclusive(std::chrono::milliseconds(0)))
     return {}; // other processes have it open: the first of them checked it
+  // The marker is taken away before this process's first write (check_before_first_write), not
+  // here: a process that only reads cannot leave the file half written, and a hit in a fresh
+  // process pays no file removal.
   const bool clean = cache.stat(k_clean_marker).has_value();
-  if (clean && !read_only)
-    cache.remove(k_clean_marker);
   if (!clean) {
     const PageCheck check = check_lmdb_pages(cache.path() / "data.mdb");
     checked = check.ok();
@@ -49,6 +49,7 @@ void mark_clean_end(const CacheDir& cache, EnvGate& gate) {
 
 int check_before_first_write(LmdbStore::Env& e) {
   std::call_once(e.write_check_once, [&] {
+    e.cache.remove(k_clean_marker); // until the last process closes cleanly (mark_clean_end)
     if (e.pages_checked)
       return;
     // Under a read transaction: its snapshot's pages cannot be reused by writers meanwhile.

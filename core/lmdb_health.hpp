@@ -24,21 +24,20 @@ namespace jitcache {
 /// At open, after LMDB opened the environment in `cache` (no transaction begun yet): when this
 /// process is the only one with the environment open and the last one did not end cleanly, checks
 /// the pages and returns the problem, holding `gate` exclusively (so the caller can move the file
-/// aside at once); otherwise returns empty, `gate` held shared. A writer (`read_only` false) takes
-/// the clean-end marker away: it stays away until the last process closes cleanly. `checked` says
-/// whether the pages were checked.
-std::string damage_after_unclean_end(const CacheDir& cache, EnvGate& gate, bool read_only,
-                                     bool& checked);
+/// aside at once); otherwise returns empty, `gate` held shared. `checked` says whether the pages
+/// were checked. (The clean-end marker is taken away before a process's first write, see
+/// check_before_first_write, and stays away until the last process closes cleanly.)
+std::string damage_after_unclean_end(const CacheDir& cache, EnvGate& gate, bool& checked);
 
 /// After mdb_env_close of a writable environment: when no other process has it open (the gate
 /// free to take exclusively) and no transaction found it damaged, leaves the clean-end marker.
 void mark_clean_end(const CacheDir& cache, EnvGate& gate);
 
 /// Before the first write of this process to `e` (once; later calls return the first answer):
-/// checks the pages of the current snapshot unless they were checked at open. Returns
-/// MDB_SUCCESS, or MDB_CORRUPTED when they are damaged (the environment is then poisoned, see
-/// Env::poison: never used again by this process, and moved aside by the next open).
-/// Thread-safe.
+/// takes the clean-end marker away, and checks the pages of the current snapshot unless they were
+/// checked at open. Returns MDB_SUCCESS, or MDB_CORRUPTED when they are damaged (the environment is
+/// then poisoned, see Env::poison: never used again by this process, and moved aside by the next
+/// open). Thread-safe.
 int check_before_first_write(LmdbStore::Env& e);
 
 } // namespace jitcache

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 
@@ -67,18 +69,29 @@ protected:
   test::TempDir m_tmp;
 };
 
-TEST_F(LmdbHealthTest, ACleanEndLeavesItsMarkerAnOpenTakesItAway) {
+TEST_F(LmdbHealthTest, ACleanEndLeavesItsMarkerAFirstWriteTakesItAway) {
   EXPECT_TRUE(fs::exists(dir() / "closed"));
   {
     auto store = LmdbStore::open(dir(), false).value();
-    EXPECT_FALSE(fs::exists(dir() / "closed")) << "open: an end now would be unclean";
+    EXPECT_TRUE(fs::exists(dir() / "closed")) << "open: reading cannot leave it half written";
+    ASSERT_TRUE(store->put(key(60), entry_of(60)));
+    EXPECT_FALSE(fs::exists(dir() / "closed")) << "a write: an end now would be unclean";
     auto reader = LmdbStore::open(dir(), true).value();
   }
   EXPECT_TRUE(fs::exists(dir() / "closed"));
 }
 
 TEST_F(LmdbHealthTest, AfterAnUncleanEndDamageIsMovedAsideAtOpen) {
-  { auto user = test::process_holding_user_tier(dir()); } // killed: no clean end
+  { // killed after a write: no clean end
+    test::ChildProcess writer([&] {
+      auto store = LmdbStore::open(dir(), false);
+      const bool wrote = store && (*store)->put(key(50), entry_of(50));
+      test::ChildProcess::tell_parent(wrote ? "wrote" : "failed");
+      ::pause();
+      return 0;
+    });
+    ASSERT_EQ(writer.next_message(), "wrote");
+  }
   EXPECT_FALSE(fs::exists(dir() / "closed"));
   damage_main_root();
   testing::internal::CaptureStderr();
