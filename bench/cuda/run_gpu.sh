@@ -92,6 +92,6 @@ fi
 section benchmark
 cupy_flag=()
 [ "$cupy" = yes ] || cupy_flag=(--no-cupy)
-timeout 300 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
+timeout 500 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
   --kernels kernels --runs 21 \
   --raw "$OUT/bench_raw.jsonl" "${cupy_flag[@]}" | tee "$OUT/bench.md"
