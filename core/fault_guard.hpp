@@ -53,6 +53,12 @@ struct Pause {
   ~Pause();
 };
 
+/// Calls `body` in a frame of its own: nothing of it lives in guarded()'s frame, where the jump
+/// lands (so no local of it can be clobbered there, and -Wclobbered has nothing to say).
+template <typename Body> [[gnu::noinline]] int call_body(Body&& body) {
+  return std::forward<Body>(body)();
+}
+
 } // namespace detail
 
 /// Runs `body()` (which returns an int status) on this thread; when a SIGSEGV or SIGBUS is
@@ -67,7 +73,7 @@ template <typename Body> int guarded(Body&& body) {
   if (sigsetjmp(region.jump, 0) != 0)
     return k_fault;
   region.enter();
-  const int status = std::forward<Body>(body)();
+  const int status = detail::call_body(std::forward<Body>(body));
   region.leave();
   return status;
 }
