@@ -6,7 +6,9 @@ namespace jitcache::test {
 
 namespace {
 
-std::atomic<std::int64_t> g_now{detail::real_time_ns()}; // stopped at the start
+// Constant-initialised: a FakeStampClock at namespace scope in another file (constructed, and
+// stopped, during dynamic initialisation) may set it before this file's dynamic initialisation.
+std::atomic<std::int64_t> g_now{0};
 
 } // namespace
 
