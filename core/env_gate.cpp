@@ -50,6 +50,17 @@ EnvGate::~EnvGate() {
     ::close(m_fd);
 }
 
+Expected<EnvGate> EnvGate::enter_alone(const CacheDir& dir) {
+  auto gate = enter_shared(dir, true, std::chrono::milliseconds(0));
+  if (!gate)
+    return gate;
+  if (!gate->held())
+    return Error(ErrorCode::read_only, "the cache directory is read-only");
+  if (!gate->try_exclusive(std::chrono::milliseconds(0)))
+    return Error(ErrorCode::io_error, "other processes have the user tier open");
+  return gate;
+}
+
 Expected<EnvGate> EnvGate::enter_shared(const CacheDir& dir, bool create,
                                         std::chrono::milliseconds wait) {
   if (!create && !dir.stat("gate"))

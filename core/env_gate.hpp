@@ -31,6 +31,12 @@ public:
   static Expected<EnvGate> enter_shared(const CacheDir& dir, bool create,
                                         std::chrono::milliseconds wait);
 
+  /// Enters `dir`'s gate exclusively now, or not at all (creating the gate file as enter_shared
+  /// does): for work that replaces or removes the data file (compaction, clear). Errors:
+  /// read_only "the cache directory is read-only" (no gate can be held), io_error "other
+  /// processes have the user tier open", or enter_shared's.
+  static Expected<EnvGate> enter_alone(const CacheDir& dir);
+
   /// Tries to trade a shared hold for an exclusive one, without waiting. Returns false when
   /// another process (or another descriptor in this process) holds the gate; the shared hold is
   /// then taken again, waiting up to `wait` as enter_shared does (if that runs out, the gate

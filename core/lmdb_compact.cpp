@@ -32,13 +32,9 @@ Expected<LmdbStore::Compacted> LmdbStore::compact(const fs::path& dir) {
   }
   // Alone, or not at all: a process with the environment open keeps the old file mapped and
   // its lock file tied to it (see EnvGate).
-  auto gate = EnvGate::enter_shared(*cache, true, std::chrono::milliseconds(0));
-  if (!gate || !gate->held()) {
-    result.reason = gate ? "the cache directory is read-only" : gate.error().message;
-    return result;
-  }
-  if (!gate->try_exclusive(std::chrono::milliseconds(0))) {
-    result.reason = "other processes have the user tier open (freed pages are reused anyway)";
+  auto gate = EnvGate::enter_alone(*cache);
+  if (!gate) {
+    result.reason = gate.error().message; // not compacted: freed pages are reused anyway
     return result;
   }
   // The copy is written through a descriptor of ours (made with O_EXCL, never through a link),

@@ -307,13 +307,9 @@ Expected<LmdbStore::Discarded> LmdbStore::discard(const fs::path& dir) {
         cache ? "the user tier in " + dir.string() + " is read-only" : cache.error().message;
     return result;
   }
-  auto gate = EnvGate::enter_shared(*cache, true, std::chrono::milliseconds(0));
-  if (!gate || !gate->held()) {
-    result.reason = gate ? "the cache directory is read-only" : gate.error().message;
-    return result;
-  }
-  if (!gate->try_exclusive(std::chrono::milliseconds(0))) {
-    result.reason = "other processes have the user tier open";
+  auto gate = EnvGate::enter_alone(*cache);
+  if (!gate) {
+    result.reason = gate.error().message;
     return result;
   }
   // A link planted there is not jitcache's to remove, nor to read through.
