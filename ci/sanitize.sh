@@ -29,7 +29,11 @@ supp="$PWD/ci/sanitizers"
 # use_sigaltstack=0: the LLVM inside comgr (hipRTC) finds ASan's alternate signal stack of a
 # thread too small and installs a larger one from malloc, which ASan then fails to unmap when the
 # thread ends ("failed to deallocate ... unable to unmap": HipCompile.ConcurrentRequests...).
-export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1:protect_shadow_gap=0:use_sigaltstack=0"
+# handle_segv=0, handle_sigbus=0: jitcache's fault guard (core/fault_guard) takes SIGSEGV and
+# SIGBUS inside the store and hands every other fault to the action the process had before; with
+# ASan's handler installed, that action would be ASan's report and exit 1, not the default death
+# by the signal that the guard's tests check. A real fault still kills the test with the signal.
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1:protect_shadow_gap=0:use_sigaltstack=0:handle_segv=0:handle_sigbus=0"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 # die_after_fork=0: the tests fork children of a process that has threads (the background store,
