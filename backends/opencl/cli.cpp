@@ -46,6 +46,18 @@ Expected<cl_device_id> device_at(int index) {
   return (*devices)[static_cast<std::size_t>(index)];
 }
 
+// The device at `index` and a context of its own for it (the caller releases the context).
+Expected<std::pair<cl_device_id, cl_context>> device_context(int index) {
+  auto device = device_at(index);
+  if (!device)
+    return std::move(device).error();
+  cl_int rc = CL_SUCCESS;
+  cl_context context = clCreateContext(nullptr, 1, &*device, nullptr, nullptr, &rc);
+  if (rc != CL_SUCCESS)
+    return opencl::cl_error("clCreateContext", rc);
+  return std::make_pair(*device, context);
+}
+
 class OpenclBackend final : public Backend {
 public:
   std::string name() const override { return "opencl"; }
@@ -55,14 +67,11 @@ public:
       return Error(
           ErrorCode::unsupported,
           "--arch is not supported by the OpenCL backend (it builds for a present device)");
-    auto device = device_at(request.device);
-    if (!device)
-      return std::move(device).error();
-    cl_int rc = CL_SUCCESS;
-    cl_context context = clCreateContext(nullptr, 1, &*device, nullptr, nullptr, &rc);
-    if (rc != CL_SUCCESS)
-      return opencl::cl_error("clCreateContext", rc);
-    auto program = opencl::build_program(cache, context, *device, request.source, request.options);
+    auto opened = device_context(request.device);
+    if (!opened)
+      return std::move(opened).error();
+    const auto [device, context] = *opened;
+    auto program = opencl::build_program(cache, context, device, request.source, request.options);
     if (program)
       clReleaseProgram(program->program);
     clReleaseContext(context);
@@ -73,17 +82,14 @@ public:
 
   Expected<std::uint64_t> store(Cache& cache, const BuildRequest& request,
                                 const Key& key) override {
-    auto device = device_at(request.device);
-    if (!device)
-      return std::move(device).error();
-    cl_int rc = CL_SUCCESS;
-    cl_context context = clCreateContext(nullptr, 1, &*device, nullptr, nullptr, &rc);
-    if (rc != CL_SUCCESS)
-      return opencl::cl_error("clCreateContext", rc);
+    auto opened = device_context(request.device);
+    if (!opened)
+      return std::move(opened).error();
+    const auto [device, context] = *opened;
     // Over PoCL's warm cache the build is a hit there; reading the binary compiles the kernels
     // the requesting process never launched (and holds those it did).
     const Stopwatch clock;
-    auto program = opencl::from_source(context, *device, request.source, request.options);
+    auto program = opencl::from_source(context, device, request.source, request.options);
     if (!program) {
       clReleaseContext(context);
       return std::move(program).error();
