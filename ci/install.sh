@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config clang-format
-  liblmdb-dev libxxhash-dev libssl-dev
+  liblmdb-dev libxxhash-dev libssl-dev libhiredis-dev redis-server
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libamdhip64-dev

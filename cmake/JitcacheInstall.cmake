@@ -25,10 +25,13 @@ export(EXPORT jitcacheTargets NAMESPACE jitcache::
 configure_file(cmake/jitcacheConfig.cmake.in ${PROJECT_BINARY_DIR}/jitcacheConfig.cmake @ONLY)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/jitcacheConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
-configure_file(cmake/FindJitcacheHip.cmake ${PROJECT_BINARY_DIR}/FindJitcacheHip.cmake COPYONLY)
+foreach(module FindJitcacheHip JitcacheEmbed)
+  configure_file(cmake/${module}.cmake ${PROJECT_BINARY_DIR}/${module}.cmake COPYONLY)
+endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/jitcacheConfig.cmake
               ${PROJECT_BINARY_DIR}/jitcacheConfigVersion.cmake
               cmake/FindJitcacheHip.cmake
+              cmake/JitcacheEmbed.cmake
         DESTINATION ${JITCACHE_CMAKE_DIR} COMPONENT dev)
 
 # pkg-config: relative to the .pc file, so a package unpacked anywhere (dpkg -x) still works.

@@ -1,6 +1,10 @@
 #pragma once
 
+#include "core/request_record.hpp"
+
 #include <jitcache/cache.hpp>
+
+#include <filesystem>
 
 #include <memory>
 #include <string>
@@ -39,6 +43,26 @@ public:
     static_cast<void>(key);
     return Error(ErrorCode::unsupported, "the " + name() + " backend hands no stores over");
   }
+  /// Whether `target` is of this backend's kind (CUDA "sm_XY", HIP "gfx..."), supported or not.
+  /// Loads no runtime: `jitcache warm` routes each `--arch` target to its backend with it.
+  virtual bool claims_target(const std::string& target) const = 0;
+  /// Checks a target given to `jitcache warm --arch`. Errors: invalid_argument or unsupported,
+  /// the message listing the targets the installed compiler supports; unsupported for a backend
+  /// that builds only for present devices.
+  virtual Expected<void> check_target(const std::string& target) = 0;
+  /// Makes `record`, a request of this backend recorded by JITCACHE_RECORD, again through
+  /// `cache` (for `jitcache warm`): for `target` (CUDA, HIP: a target that need not be present;
+  /// empty: the recorded one), or on device `device` (OpenCL). First proves that the replay has
+  /// the recorded key for the recorded target, so that what it stores answers the recording
+  /// application's own request; nothing is compiled or stored otherwise. CUDA and HIP give the
+  /// recorded headers in memory; OpenCL builds as recorded when that has the key, else with the
+  /// recorded headers written into a new folder under `scratch` (which the caller removes once
+  /// the cache has been flushed) and the include paths pointed there. Errors: invalid_argument
+  /// saying how the key differs (see detail::check_replayed_key), and as build(). Thread-safe:
+  /// any number of threads may replay through one backend and one cache at once.
+  virtual Expected<BuildInfo> replay(Cache& cache, const detail::RequestRecord& record,
+                                     const std::string& target, int device,
+                                     const std::filesystem::path& scratch) = 0;
   /// The key `request` would use under `config` (for `jitcache explain`).
   virtual Expected<Key> key(const Config& config, const BuildRequest& request) = 0;
   /// Facts for `jitcache info`: the runtime's version, its own cache locations and sizes,

@@ -1,8 +1,11 @@
 #include "core/cache_core.hpp"
 
 #include "core/clock.hpp"
+#include "core/embedded_packages.hpp"
 #include "core/entry_codec.hpp"
 #include "core/log.hpp"
+#include "core/package_store.hpp"
+#include "core/redis_url.hpp"
 #include "core/store_handover.hpp"
 #include "core/user_store.hpp"
 
@@ -22,12 +25,20 @@ bool refusal(const Error& error) {
   return error.code == ErrorCode::load_failed || error.code == ErrorCode::corrupt;
 }
 
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 } // namespace
 
 class CacheCore::Ticket {
 public:
-  Ticket(CacheCore& core, std::string backend, std::unique_ptr<CompileLease> lease)
-      : m_core(core), m_backend(std::move(backend)), m_lease(std::move(lease)) {
+  Ticket(CacheCore& core, std::string backend, std::unique_ptr<CompileLease> lease,
+         std::shared_ptr<RemoteLease> remote_lease)
+      : m_core(core), m_backend(std::move(backend)), m_lease(std::move(lease)),
+        m_remote_lease(std::move(remote_lease)) {
     std::lock_guard<std::mutex> lock(m_core.m_stats_mutex);
     m_core.m_session.add(m_backend, Counter::compiles);
   }
@@ -49,13 +60,19 @@ public:
     return count;
   }
   void counted() { m_counted = true; }
-  /// Waiters in other processes find the entry from now on.
-  void release() { m_lease.reset(); }
+  /// Waiters in other processes find the entry from now on (on other machines, once the
+  /// remote writes holding remote_lease() have ended).
+  void release() {
+    m_lease.reset();
+    m_remote_lease.reset();
+  }
+  const std::shared_ptr<RemoteLease>& remote_lease() const { return m_remote_lease; }
 
 private:
   CacheCore& m_core;
   std::string m_backend;
   std::unique_ptr<CompileLease> m_lease;
+  std::shared_ptr<RemoteLease> m_remote_lease;
   bool m_counted = false;
 };
 
@@ -69,12 +86,23 @@ CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<St
         std::any_of(std::begin(k_backends), std::end(k_backends),
                     [&](const char* b) { return m_config.persistence(b).enabled; });
     if (any_persistent) {
+      // Lookup order (README "Packages"): a package hit is a binary search in memory already
+      // mapped, cheaper than the user tier's read transaction, and embedded packages need no
+      // file at all; the three hold the same binary for a key.
+      for (auto packages :
+           {PackageStore::open_embedded(embedded_packages()),
+            PackageStore::open_system(m_config.system_path, m_config.system_path_default)})
+        if (!packages->packages().empty())
+          stores->push_back(std::move(packages));
       auto user = open_user_store(m_config, m_config.read_only);
       if (user)
         stores->push_back(*user);
       else
         log::write_once(LogLevel::warn, "user:" + user.error().message,
                         user.error().message + "; continuing without the user tier");
+      std::vector<std::string> complaints; // config.remote holds only the URLs that parsed
+      for (RedisUrl& url : parse_redis_urls(m_config.remote, complaints))
+        stores->push_back(std::make_shared<RemoteStore>(std::move(url), m_config.remote_key));
     }
   }
   auto memory = std::make_unique<Tier>();
@@ -86,6 +114,8 @@ CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<St
     tier->store = store;
     if (!m_user && (m_user = std::dynamic_pointer_cast<UserTier>(store)))
       m_user_tier = tier.get();
+    tier->packages = dynamic_cast<PackageStore*>(store.get());
+    tier->remote = std::dynamic_pointer_cast<RemoteStore>(store);
     m_tiers.push_back(std::move(tier));
   }
 }
@@ -103,7 +133,29 @@ bool CacheCore::persistent(const std::string& backend) const {
   return m_config.persistence(backend).enabled;
 }
 
+bool CacheCore::up(const Tier& tier) {
+  return !tier.dead && (!tier.remote || tier.down_until_ns.load() <= steady_ns());
+}
+
 void CacheCore::mark_dead(Tier& tier, const Error& error) {
+  if (tier.remote) {
+    // A remote comes back (a restart, a network blip): left alone for its back-off, then tried
+    // again, so a dead remote costs at most one timeout per back-off period.
+    const std::int64_t now = steady_ns();
+    std::int64_t until = tier.down_until_ns.load();
+    const std::int64_t back_off =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(tier.remote->url().back_off).count();
+    if (until > now || !tier.down_until_ns.compare_exchange_strong(until, now + back_off))
+      return; // another thread marked it first
+    count("all", Counter::remote_down);
+    const std::string seconds = std::to_string(tier.remote->url().back_off.count() / 1000.0);
+    log::write_once(LogLevel::warn, "remote-down:" + tier.remote->url().display(),
+                    "remote tier " + tier.remote->url().display() + " failed (" + error.message +
+                        "); skipping it for " + seconds.substr(0, seconds.find('.') + 2) +
+                        " s at a time while it fails");
+    log::debug("remote tier " + tier.remote->url().display() + " failed: " + error.message);
+    return;
+  }
   if (!tier.dead.exchange(true)) {
     count("all", Counter::dead_tiers);
     log::warn("tier '" + tier.store->name() + "' failed (" + error.message +
@@ -115,10 +167,14 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
                                                 BuildInfo& info, Refusals& refused, Memory memory) {
   const bool persistent_on = persistent(key.backend);
   for (auto& tier : m_tiers) {
-    if (tier->dead || (tier->persistent && !persistent_on) ||
+    if (!up(*tier) || (tier->persistent && !persistent_on) ||
         std::find(refused.tiers.begin(), refused.tiers.end(), tier.get()) != refused.tiers.end())
       continue;
-    const std::uint64_t corrupt_before = m_user ? m_user->corrupt_seen() : 0;
+    if (tier->packages)
+      tier->packages->check_target(key);
+    const std::uint64_t corrupt_before = corrupt_seen(*tier);
+    const std::uint64_t remote_corrupt = tier->remote ? tier->remote->corrupt_seen() : 0;
+    const std::uint64_t remote_refused = tier->remote ? tier->remote->refused_seen() : 0;
     bool other_request = false;
     Expected<void> used;
     Served served{tier->store->name(), 0, 0};
@@ -129,14 +185,23 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
       served.compile_ns = entry.compile_ns;
       served.bytes = entry.payload.size();
       used = use(entry);
-      if (used && tier->persistent && memory == Memory::keep)
+      if (used && tier->persistent && (memory == Memory::keep || tier->remote))
         copy = to_entry(entry);
     });
     if (!seen) {
       mark_dead(*tier, seen.error());
       continue;
     }
-    count_corrupt_since(key.backend, corrupt_before);
+    if (corrupt_seen(*tier) != corrupt_before)
+      count(key.backend, Counter::corrupt);
+    if (tier->remote && (tier->remote->corrupt_seen() != remote_corrupt ||
+                         tier->remote->refused_seen() != remote_refused)) {
+      // Counted once per request: the value stays on the server, and the walk runs again.
+      count(key.backend, tier->remote->refused_seen() != remote_refused ? Counter::remote_refused
+                                                                        : Counter::corrupt);
+      refused.tiers.push_back(tier.get());
+      continue;
+    }
     if (!*seen)
       continue;
     if (other_request) {
@@ -144,8 +209,10 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
       continue;
     }
     if (used) {
-      if (copy)
+      if (copy && memory == Memory::keep)
         static_cast<void>(m_memory->put(key.digest, *copy)); // the memory tier never fails
+      if (copy && tier->remote)
+        backfill(key, std::move(*copy));
       return std::optional<Served>(std::move(served));
     }
     if (!refusal(used.error()))
@@ -171,9 +238,10 @@ void CacheCore::reject(Tier& tier, const Key& key, const Error& why, BuildInfo& 
   info.note = "stored binary rejected (" + why.message + "); rebuilt";
 }
 
-void CacheCore::count_corrupt_since(const std::string& backend, std::uint64_t corrupt_before) {
-  if (m_user && m_user->corrupt_seen() != corrupt_before)
-    count(backend, Counter::corrupt);
+std::uint64_t CacheCore::corrupt_seen(const Tier& tier) const {
+  if (tier.packages)
+    return tier.packages->corrupt_seen();
+  return m_user ? m_user->corrupt_seen() : 0;
 }
 
 void CacheCore::refuse_other_request(Tier& tier, const Key& key) {
@@ -231,7 +299,8 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
     return std::move(compiled).error();
   }
   const std::uint64_t compile_ns = clock.ns();
-  auto ticket = std::make_shared<Ticket>(*this, key.backend, std::move(claim->lease));
+  auto ticket = std::make_shared<Ticket>(*this, key.backend, std::move(claim->lease),
+                                         std::move(claim->remote_lease));
   Flight flight;
   std::uint64_t bytes = 0;
   if (compiled->entry) {
@@ -356,8 +425,21 @@ void CacheCore::remember(const std::string& backend, const Digest& name, const R
                     "could not remember a record: " + ok.error().message);
 }
 
+std::shared_ptr<UserTier> CacheCore::usable_user_tier(const std::string& backend) const {
+  return user_usable(backend) ? m_user : nullptr;
+}
+
+bool CacheCore::user_tier_writes() const {
+  return m_user && m_user->writable() && !m_config.read_only;
+}
+
+void CacheCore::user_tier_failed(const Error& error) {
+  if (m_user_tier)
+    mark_dead(*m_user_tier, error);
+}
+
 bool CacheCore::leases_apply(const std::string& backend) const {
-  return user_usable(backend) && m_user->writable() && !m_config.read_only;
+  return user_usable(backend) && user_tier_writes();
 }
 
 Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver& use,
@@ -367,8 +449,8 @@ Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver&
   if (!served)
     return std::move(served).error();
   claim.served = std::move(*served);
-  if (claim.served || !leases_apply(key.backend))
-    return claim; // a hit touches no lease file
+  if (claim.served)
+    return claim; // a hit touches no lease
   // acquire() looks again before it waits, and once it holds the lease.
   std::optional<Error> failed;
   const auto ready = [&] {
@@ -379,17 +461,46 @@ Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver&
       claim.served = std::move(*again);
     return failed || claim.served;
   };
-  auto dir = m_user->lease_dir();
-  auto lease = dir ? CompileLease::acquire(*dir, key.digest, ready, CompileLease::Options{})
-                   : Expected<std::unique_ptr<CompileLease>>(dir.error());
-  if (failed)
-    return std::move(*failed);
-  if (!lease)
-    log::write_once(LogLevel::warn, "lease:" + m_user->name(),
-                    lease.error().message + "; compiling without waiting for other processes");
-  else
-    claim.lease = std::move(*lease);
+  if (leases_apply(key.backend)) {
+    auto dir = m_user->lease_dir();
+    auto lease = dir ? CompileLease::acquire(*dir, key.digest, ready, CompileLease::Options{})
+                     : Expected<std::unique_ptr<CompileLease>>(dir.error());
+    if (failed)
+      return std::move(*failed);
+    if (!lease)
+      log::write_once(LogLevel::warn, "lease:" + m_user->name(),
+                      lease.error().message + "; compiling without waiting for other processes");
+    else
+      claim.lease = std::move(*lease);
+    if (claim.served)
+      return claim;
+  }
+  // The machine's lease first: one process per machine asks the fleet.
+  if (auto ok = claim_remote(key, ready, claim, failed); !ok)
+    return std::move(ok).error();
   return claim;
+}
+
+Expected<void> CacheCore::claim_remote(const Key& key, const std::function<bool()>& ready,
+                                       Claim& claim, std::optional<Error>& failed) {
+  if (!persistent(key.backend) || m_config.read_only)
+    return {};
+  for (auto& tier : m_tiers) {
+    if (!tier->remote || !up(*tier) || !tier->store->writable())
+      continue;
+    auto lease = RemoteLease::acquire(tier->remote, key.digest, ready, RemoteLease::Options{});
+    if (failed)
+      return std::move(*failed);
+    if (lease)
+      claim.remote_lease = std::move(*lease);
+    else if (lease.error().code == ErrorCode::unsupported)
+      log::write_once(LogLevel::warn, "remote-lease:" + key.digest.hex(),
+                      lease.error().message + "; compiling it here too");
+    else
+      mark_dead(*tier, lease.error());
+    return {};
+  }
+  return {};
 }
 
 void CacheCore::store(const Key& key, const Entry& entry) {
@@ -401,8 +512,9 @@ void CacheCore::store(const Key& key, const Entry& entry) {
 void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
   static_cast<void>(m_memory->put(key.digest, entry)); // the memory tier never fails
   if (persistent(key.backend) && !m_config.read_only) {
+    write_remote(key, entry, ticket ? ticket->remote_lease() : nullptr);
     for (auto& tier : m_tiers) {
-      if (!tier->persistent || tier->dead || !tier->store->writable())
+      if (!tier->persistent || tier->remote || tier->dead || !tier->store->writable())
         continue;
       Expected<void> ok;
       std::optional<Stats> compile_count;
@@ -424,6 +536,47 @@ void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
   }
   if (ticket)
     ticket->release();
+}
+
+void CacheCore::write_remote(const Key& key, const Entry& entry,
+                             std::shared_ptr<RemoteLease> lease) {
+  std::shared_ptr<const Entry> copy;
+  for (auto& tier : m_tiers) {
+    if (!tier->remote || !up(*tier) || !tier->store->writable() ||
+        !tier->remote->fits(entry.payload.size()))
+      continue;
+    if (!copy)
+      copy = std::make_shared<const Entry>(entry);
+    m_queue.push([this, key, copy, lease, tier = tier.get()] {
+      auto ok = tier->store->put(key.digest, *copy);
+      if (ok) {
+        count(key.backend, Counter::remote_writes);
+      } else if (ok.error().code == ErrorCode::io_error ||
+                 ok.error().code == ErrorCode::runtime_error) {
+        mark_dead(*tier, ok.error());
+      } else {
+        count(key.backend, Counter::store_errors);
+        log::write_once(LogLevel::warn,
+                        "put:" + tier->remote->url().display() + to_string(ok.error().code),
+                        ok.error().message);
+      }
+    });
+  }
+}
+
+void CacheCore::backfill(const Key& key, Entry entry) {
+  if (!user_usable(key.backend) || !m_user->writable() || m_config.read_only)
+    return;
+  m_queue.push([this, key, entry = std::move(entry)] {
+    // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
+    if (auto ok = m_user->put(key.digest, entry); !ok) {
+      count(key.backend, Counter::store_errors);
+      log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+                      ok.error().message + "; the remote's kernel is used, but not kept here");
+    } else {
+      count(key.backend, Counter::bytes_stored, entry.payload.size());
+    }
+  });
 }
 
 void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce,
@@ -535,7 +688,7 @@ void CacheCore::flush_counters() {
 
 void CacheCore::evict(const Key& key) {
   for (auto& tier : m_tiers)
-    if (!tier->dead && tier->store->writable() && (!tier->persistent || !m_config.read_only))
+    if (up(*tier) && tier->store->writable() && (!tier->persistent || !m_config.read_only))
       static_cast<void>(tier->store->remove(key.digest)); // best effort: a miss compiles again
 }
 

@@ -4,6 +4,8 @@
 #include "core/handle_cache.hpp"
 #include "core/manifest.hpp"
 #include "core/memory_store.hpp"
+#include "core/remote_lease.hpp"
+#include "core/remote_store.hpp"
 #include "core/request_record.hpp"
 #include "core/single_flight.hpp"
 #include "core/store_queue.hpp"
@@ -20,6 +22,8 @@
 #include <vector>
 
 namespace jitcache::detail {
+
+class PackageStore;
 
 /// What a backend's compile produced (CacheCore::obtain).
 struct Compiled {
@@ -57,16 +61,25 @@ struct Served {
 /// core_of(Cache&).
 ///
 /// The tier walk: memory (an LRU of entries), then the persistent tiers of the request's
-/// backend (when its persistence is on) in lookup order, the user tier among them. A tier whose
+/// backend (when its persistence is on) in lookup order, the user tier among them, the remote
+/// tiers (RemoteStore) after it. A tier whose
 /// entry answers another request is counted corrupt and skipped; one that fails is marked dead
-/// for the rest of the process (one warning); one whose entry the receiver refuses has it
+/// for the rest of the process (one warning), a remote one for its back-off period (counted
+/// remote_down each time, one warning); one whose entry the receiver refuses has it
 /// counted `rejected` and evicted (where writable), and the walk goes on past it. After the
-/// walk, a miss compiles: once per key in the process (single flight) and, with a writable user
-/// tier, once across processes (CompileLease).
+/// walk, a miss compiles: once per key in the process (single flight), with a writable user
+/// tier once across processes (CompileLease), and with a writable remote tier once across the
+/// machines sharing it (RemoteLease, held until the entry is on the remote).
+///
+/// A remote hit is copied into the user tier in the background (backfill); entries are written
+/// to the remote tiers in the background too (StoreQueue), never on the caller's path.
 class CacheCore {
 public:
-  /// `stores` are the persistent tiers in lookup order (nullopt: the user tier of `config`). The
-  /// first that is a UserTier is the user tier (counters, records, leases).
+  /// `stores` are the persistent tiers in lookup order (nullopt: those of `config`: the
+  /// embedded packages, the system packages (JITCACHE_SYSTEM_PATH), the user tier, then a
+  /// RemoteStore per URL of config.remote; a tier of packages only when it has one). The first
+  /// that is a UserTier is the user tier (counters, records, leases); a PackageStore is told of
+  /// each lookup that reaches it (check_target); each RemoteStore is a remote tier.
   CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores);
   ~CacheCore();
 
@@ -151,11 +164,28 @@ public:
   Stats session_stats() const;
   std::vector<std::shared_ptr<Store>> tiers() const;
 
+  /// The user tier, when `backend`'s persistent tiers are on and it has not failed; null
+  /// otherwise. For what the core keeps there besides entries (the tuning database).
+  std::shared_ptr<UserTier> usable_user_tier(const std::string& backend) const;
+  /// Whether this process writes to the user tier (writable, and not JITCACHE_READONLY).
+  bool user_tier_writes() const;
+  /// A failure of the user tier met outside the tier walk: it is skipped for the rest of the
+  /// process (one warning, counted in dead_tiers).
+  void user_tier_failed(const Error& error);
+  /// Counts `amount` of `counter` for `backend` (session and user tier).
+  void count(const std::string& backend, Counter counter, std::uint64_t amount = 1);
+  /// Counts a hit of `backend` from `tier`.
+  void count_hits(const std::string& backend, const std::string& tier);
+
 private:
   struct Tier {
     std::shared_ptr<Store> store;
     bool persistent = true;
     std::atomic<bool> dead{false};
+    PackageStore* packages = nullptr;    ///< `store`, when it is a tier of packages
+    std::shared_ptr<RemoteStore> remote; ///< set when `store` is a remote tier
+    /// A remote tier that failed is skipped until then (steady clock, ns), then tried again.
+    std::atomic<std::int64_t> down_until_ns{0};
   };
 
   /// A compile on its way to the tiers: holds the compile lease until the entry is stored (or
@@ -168,6 +198,7 @@ private:
   struct Claim {
     std::optional<Served> served;        ///< a tier has it (perhaps after waiting for it)
     std::unique_ptr<CompileLease> lease; ///< else: held while compiling; null when none applies
+    std::shared_ptr<RemoteLease> remote_lease; ///< likewise, across machines
   };
 
   Expected<std::optional<Served>> walk(const Key& key, const EntryReceiver& use, BuildInfo& info,
@@ -185,17 +216,27 @@ private:
              std::function<Expected<Entry>()> refresh, std::shared_ptr<Ticket> ticket);
   /// Starts the detached process for the requests handed over since the last flush.
   void hand_over_pending();
+  /// Whether `tier` is to be asked now (not dead, not backing off).
+  static bool up(const Tier& tier);
+  /// Sends `entry` to each remote tier that is up and writable, in the background; `lease` is
+  /// let go once every send has ended.
+  void write_remote(const Key& key, const Entry& entry, std::shared_ptr<RemoteLease> lease);
+  /// Takes the fleet's compile lease for `key` on the first remote tier that can hold one (see
+  /// claim()).
+  Expected<void> claim_remote(const Key& key, const std::function<bool()>& ready, Claim& claim,
+                              std::optional<Error>& failed);
+  /// Copies a remote hit into the user tier, in the background.
+  void backfill(const Key& key, Entry entry);
   void reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info);
   void mark_dead(Tier& tier, const Error& error);
-  /// Counts damage the user tier found since it had seen `corrupt_before`.
-  void count_corrupt_since(const std::string& backend, std::uint64_t corrupt_before);
+  /// Damaged entries `tier` has found so far (a package tier's own; else the user tier's, which
+  /// is what any other tier's damage is counted by).
+  std::uint64_t corrupt_seen(const Tier& tier) const;
   /// An entry `tier` holds for `key` was stored with other fields: counted, warned about and
   /// removed.
   void refuse_other_request(Tier& tier, const Key& key);
   bool user_usable(const std::string& backend) const;
   bool leases_apply(const std::string& backend) const;
-  void count(const std::string& backend, Counter counter, std::uint64_t amount = 1);
-  void count_hits(const std::string& backend, const std::string& tier);
   void flush_counters();
   void refresh();
 

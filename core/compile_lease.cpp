@@ -180,6 +180,10 @@ Expected<std::unique_ptr<CompileLease>> CompileLease::acquire(const CacheDir& di
                   " ended without storing a result (the process died?); compiling it here");
       return lease;
     }
+    if (options.max_wait && now_ms() - waiting_since >= options.max_wait->count()) {
+      ::close(fd);
+      return std::unique_ptr<CompileLease>();
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, options.max_poll);
   }

@@ -43,12 +43,16 @@ public:
     /// The longest pause between two looks at the lock and at `ready` (pauses start at 1 ms
     /// and double).
     std::chrono::milliseconds max_poll = std::chrono::milliseconds(100);
+    /// How long to wait for another holder before giving up (acquire() then returns nullptr,
+    /// as when `ready`); nullopt: as long as the holders' leases say.
+    std::optional<std::chrono::milliseconds> max_wait;
   };
 
   /// Waits until either this process may compile `key` (returns the held lease: compile, store,
   /// then destroy it), or `ready()` returns true because another process stored the entry
   /// (returns nullptr). `ready` is called before waiting, between waits and once more after the
-  /// lease is won (an entry stored just before). The wait is bounded by the holders' leases.
+  /// lease is won (an entry stored just before). The wait is bounded by the holders' leases,
+  /// and by Options::max_wait.
   /// Errors: io_error when no lease file can be made in `dir` (the caller then compiles without
   /// one).
   static Expected<std::unique_ptr<CompileLease>> acquire(const CacheDir& dir, const Digest& key,

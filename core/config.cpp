@@ -3,6 +3,11 @@
 #include <jitcache/version.hpp>
 
 #include "core/log.hpp"
+#include "core/redis_url.hpp"
+#include "core/regular_file.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +16,9 @@
 
 #ifndef JITCACHE_DEFAULT_DIR
 #define JITCACHE_DEFAULT_DIR "<xdg>"
+#endif
+#ifndef JITCACHE_DEFAULT_SYSTEM_PATH
+#define JITCACHE_DEFAULT_SYSTEM_PATH ""
 #endif
 
 namespace jitcache {
@@ -99,19 +107,48 @@ void set_system_path(const std::string& value, Config& config, Complaints&) {
 }
 
 void set_remote(const std::string& value, Config& config, Complaints& complaints) {
-  const std::string prefix = "redis://";
-  const std::string rest = value.substr(std::min(value.size(), prefix.size()));
-  const auto colon = rest.rfind(':');
-  bool ok = value.compare(0, prefix.size(), prefix) == 0 && !rest.empty() && rest[0] != ':';
-  if (ok && colon != std::string::npos) {
-    const std::string port = rest.substr(colon + 1);
-    ok = !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit) &&
-         std::stoi(port) > 0 && std::stoi(port) < 65536;
+  std::string kept;
+  for (const RedisUrl& url : parse_redis_urls(value, complaints))
+    kept += (kept.empty() ? "" : ",") + url.text;
+  config.remote = kept;
+}
+
+void set_remote_key(const std::string& value, Config& config, Complaints&) {
+  config.remote_key = value;
+  config.remote_key_source = "JITCACHE_REMOTE_KEY";
+}
+
+// A key file is a secret: refused unless only its owner, this user, can read or change it.
+void set_remote_key_file(const std::string& value, Config& config, Complaints& complaints) {
+  if (!config.remote_key.empty()) {
+    complaints.push_back("JITCACHE_REMOTE_KEY is set too; using JITCACHE_REMOTE_KEY");
+    return;
   }
-  if (ok)
-    config.remote = value;
-  else
-    complaints.push_back("not a redis://host[:port] address; no remote tier");
+  struct stat st {};
+  auto key = detail::read_regular_file(value, 64 * 1024, &st);
+  if (!key) {
+    complaints.push_back(key.error().message + "; no remote key");
+    return;
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    complaints.push_back("the key file must belong to this user and have mode 0600 (it has uid " +
+                         std::to_string(st.st_uid) + ", mode " + mode + "); no remote key");
+    return;
+  }
+  while (!key->empty() && (key->back() == '\n' || key->back() == '\r'))
+    key->pop_back();
+  if (key->empty()) {
+    complaints.push_back("the key file is empty; no remote key");
+    return;
+  }
+  config.remote_key = std::move(*key);
+  config.remote_key_source = "JITCACHE_REMOTE_KEY_FILE=" + value;
+}
+
+void set_record(const std::string& value, Config& config, Complaints&) {
+  config.record = std::filesystem::absolute(value);
 }
 
 void set_log_level(const std::string& value, Config& config, Complaints& complaints) {
@@ -136,6 +173,21 @@ void set_opencl_store(const std::string& value, Config& config, Complaints& comp
     config.opencl_store = StoreMode::detach;
   else
     complaints.push_back("expected wait or detach; using detach");
+}
+
+void set_tune(const std::string& value, Config& config, Complaints& complaints) {
+  static const std::pair<const char*, TuneMode> k_modes[] = {{"off", TuneMode::off},
+                                                             {"missing", TuneMode::missing},
+                                                             {"all", TuneMode::all},
+                                                             {"retune", TuneMode::retune},
+                                                             {"clean", TuneMode::clean}};
+  const std::string v = lower(value);
+  for (const auto& [name, mode] : k_modes)
+    if (v == name) {
+      config.tune = mode;
+      return;
+    }
+  complaints.push_back("expected off, missing, all, retune or clean; using off");
 }
 
 // The documentation lines several rows share (one README row each).
@@ -181,9 +233,26 @@ constexpr EnvVariable k_env_variables[] = {
      "an eighth of it, at least 256 KiB (LMDB's other pages, its free list, manifests); a file "
      "found larger is compacted once no other process has it open"},
     {"JITCACHE_SYSTEM_PATH", R::setting, set_system_path, nullptr, nullptr,
-     "colon-separated read-only package files or folders; parsed and reported now"},
+     "colon-separated read-only package files or folders (a folder: its `*.jcpkg` files, in "
+     "name order), searched before the user tier; default: the build's "
+     "`<prefix>/share/jitcache/packages`; `:` for none"},
     {"JITCACHE_REMOTE", R::setting, set_remote, nullptr, nullptr,
-     "`redis://host[:port]`; parsed and reported now"},
+     "remote tiers after the user tier, comma-separated, read in order and written to all: "
+     "`redis://[user:password@]host[:port][/db][?timeout_ms=100&backoff_ms=30000&prefix=P&"
+     "readonly=1&unsigned=1&max_bytes=16777216]` (see \"Remote tier\"); a bad URL is skipped "
+     "with a warning"},
+    {"JITCACHE_REMOTE_KEY", R::setting, set_remote_key, nullptr, nullptr,
+     "the secret that signs (HMAC-SHA256) every entry written to the remote tiers; entries read "
+     "that it did not sign for the key asked for are refused. Without a key the remote tiers are "
+     "read-only unless a URL says `unsigned=1`. Never printed"},
+    {"JITCACHE_REMOTE_KEY_FILE", R::setting, set_remote_key_file, nullptr, nullptr,
+     "a file holding that secret (a trailing newline is dropped); refused, with a warning, "
+     "unless it is a regular file of this user with mode 0600 (or stricter)"},
+    {"JITCACHE_RECORD", R::setting, set_record, nullptr, nullptr,
+     "append every distinct request of each process (its source, options and every header by "
+     "content, the target or device identity, the key) to this JSON-lines file, once per key, for "
+     "`jitcache warm` to compile again, here or elsewhere, for other targets. Safe from many "
+     "processes at once; a file that cannot be written is one warning and never fails a build"},
     {"JITCACHE_LOG", R::setting, set_log_level, nullptr, nullptr,
      "`error`, `warn` (default), `info`, `debug`"},
     {"JITCACHE_OPENCL_STORE", R::setting, set_opencl_store, nullptr, nullptr,
@@ -191,6 +260,11 @@ constexpr EnvVariable k_env_variables[] = {
      "kernel in it): `detach` (default): at `Cache::flush()` or exit, by a detached "
      "idle-priority `jitcache store` process over PoCL's warm cache, not waited for; `wait`: in "
      "the process, `flush()` and exit wait. Other OpenCL runtimes always store in the process"},
+    {"JITCACHE_TUNE", R::setting, set_tune, nullptr, nullptr,
+     "the tuning database (`jitcache/tuning.hpp`): `off` (default): use the records and the "
+     "heuristic, never tune; `missing`: tune each problem no record has, once; `all`: tune every "
+     "problem the user tier has no record of, ignoring the heuristic; `retune`: tune again and "
+     "replace the records; `clean`: drop the records of the problems met"},
 
     {"XDG_CACHE_HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
     {"HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
@@ -244,6 +318,14 @@ std::filesystem::path default_cache_dir(const std::map<std::string, std::string>
 }
 
 } // namespace
+
+std::string shown_value(std::string_view name, const std::string& value) {
+  if (name == "JITCACHE_REMOTE_KEY")
+    return "(secret, " + std::to_string(value.size()) + " bytes)";
+  if (name == "JITCACHE_REMOTE")
+    return hide_passwords(value);
+  return value;
+}
 
 EnvTable env_table() {
   return {std::begin(k_env_variables), std::size(k_env_variables)};
@@ -354,10 +436,18 @@ Config Config::from_variables(const std::map<std::string, std::string>& vars) {
     Complaints complaints;
     v.parse(value, config, complaints);
     for (const std::string& why : complaints)
-      config.warnings.push_back(std::string(v.name) + "=" + value + ": " + why);
+      config.warnings.push_back(std::string(v.name) + "=" + shown_value(v.name, value) + ": " +
+                                why);
   }
   if (config.cache_dir.empty())
     config.cache_dir = default_cache_dir(config.variables);
+  const auto system_path = config.variables.find("JITCACHE_SYSTEM_PATH");
+  const std::string default_system_path = JITCACHE_DEFAULT_SYSTEM_PATH;
+  if ((system_path == config.variables.end() || system_path->second.empty()) &&
+      !default_system_path.empty()) {
+    config.system_path = {default_system_path};
+    config.system_path_default = true;
+  }
   return config;
 }
 

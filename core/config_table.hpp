@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace jitcache {
@@ -41,6 +42,10 @@ struct EnvTable {
   const EnvVariable* begin() const { return rows; }
   const EnvVariable* end() const { return rows + size; }
 };
+
+/// `value` of variable `name` as it may be shown (warnings, `jitcache info`): secrets hidden
+/// (JITCACHE_REMOTE_KEY entirely, the passwords in JITCACHE_REMOTE's URLs).
+std::string shown_value(std::string_view name, const std::string& value);
 
 /// Every environment variable jitcache reads (core/config.cpp); Config::from_variables reads
 /// them all. Static storage: valid for the life of the process.

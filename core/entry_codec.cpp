@@ -4,7 +4,13 @@
 
 #include <jitcache/version.hpp>
 
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
+#ifdef JITCACHE_HAVE_XXH_DISPATCH
+// The AVX2/AVX-512 XXH3 where the CPU has it (see core/handle_cache.cpp): verifying an entry
+// reads all of it, and that checksum is most of a package lookup.
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <cstring>
 

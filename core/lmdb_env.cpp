@@ -566,6 +566,8 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
         r = mdb_dbi_open(txn, "meta", create, &env->meta);
       if (r == MDB_SUCCESS && !read_only)
         r = mdb_dbi_open(txn, "records", create, &env->records);
+      if (r == MDB_SUCCESS && !read_only)
+        r = mdb_dbi_open(txn, "tuning", create, &env->tuning);
       return r;
     });
     if (rc == MDB_SUCCESS) {
@@ -583,12 +585,16 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
     }
     // Records came later than the other databases: a read-only open of an environment no
     // writer of this version has opened goes on without them.
-    if (env->has_dbs && read_only)
+    if (env->has_dbs && read_only) {
       env->has_records = env->transact(false, [&](MDB_txn* txn) {
         return mdb_dbi_open(txn, "records", 0, &env->records);
       }) == MDB_SUCCESS;
-    else
-      env->has_records = env->has_dbs;
+      env->has_tuning = env->transact(false, [&](MDB_txn* txn) {
+        return mdb_dbi_open(txn, "tuning", 0, &env->tuning);
+      }) == MDB_SUCCESS;
+    } else {
+      env->has_records = env->has_tuning = env->has_dbs;
+    }
     env->gate = std::move(*gate);
     return env;
   }

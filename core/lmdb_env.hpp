@@ -43,8 +43,10 @@ struct LmdbStore::Env {
   MDB_dbi access = 0;       ///< digest -> u64 last use (AccessLog::now_us())
   MDB_dbi meta = 0;         ///< "bytes" -> u64 stored size of all entries
   MDB_dbi records = 0;      ///< digest -> record (LmdbStore::get_record); not entries
+  MDB_dbi tuning = 0;       ///< digest -> tuning record (core/tuning_record.hpp)
   bool has_dbs = false;     // false: a read-only environment nobody has written yet
   bool has_records = false; // false: an environment no writer of this version has opened
+  bool has_tuning = false;  // the same, for the tuning records
   std::filesystem::path dir;
   CacheDir cache; ///< `dir`, opened once: every file jitcache itself touches there goes through it
   bool read_only = false;

@@ -11,15 +11,12 @@ Expected<std::optional<std::string>> LmdbStore::get_record(const Digest& name) {
   return found;
 }
 
-Expected<bool> LmdbStore::visit_record(const Digest& name,
-                                       const std::function<void(std::string_view)>& use) {
-  auto e = env();
-  if (!e->has_records)
-    return false;
+Expected<bool> visit_value(LmdbStore::Env& e, MDB_dbi dbi, const Digest& name,
+                           const std::function<void(std::string_view)>& use) {
   bool found = false;
-  const int rc = e->read([&](MDB_txn* txn) {
+  const int rc = e.read([&](MDB_txn* txn) {
     MDB_val k = as_val(name), v;
-    const int r = mdb_get(txn, e->records, &k, &v);
+    const int r = mdb_get(txn, dbi, &k, &v);
     if (r == MDB_SUCCESS) {
       // Guarded, unlike an entry's use (see visit): a record is not verified before it is
       // used, so reading it may be the first touch of a damaged value's pages.
@@ -29,8 +26,16 @@ Expected<bool> LmdbStore::visit_record(const Digest& name,
     return r;
   });
   if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
-    return lmdb_error("read", rc, e->dir);
+    return lmdb_error("read", rc, e.dir);
   return found;
+}
+
+Expected<bool> LmdbStore::visit_record(const Digest& name,
+                                       const std::function<void(std::string_view)>& use) {
+  auto e = env();
+  if (!e->has_records)
+    return false;
+  return visit_value(*e, e->records, name, use);
 }
 
 Expected<void> LmdbStore::put_record(const Digest& name, std::string_view bytes) {

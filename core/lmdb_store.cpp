@@ -288,7 +288,7 @@ Expected<void> LmdbStore::clear() {
     return read_only_error(e->dir);
   e->uses.take();
   const int rc = e->transact(true, [&](MDB_txn* txn) {
-    for (MDB_dbi dbi : {e->entries, e->counters, e->access, e->meta, e->records})
+    for (MDB_dbi dbi : {e->entries, e->counters, e->access, e->meta, e->records, e->tuning})
       if (int r = mdb_drop(txn, dbi, 0); r != MDB_SUCCESS)
         return r;
     return MDB_SUCCESS;

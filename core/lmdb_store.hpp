@@ -102,8 +102,19 @@ public:
   Expected<void> put_record(const Digest& name, std::string_view bytes) override;
   static constexpr std::uint64_t k_max_records = 16384;
 
-  /// Removes every entry, counter and record, in a write transaction (mdb_drop): LMDB reads
-  /// the whole tree. See discard() for a tier that may be damaged.
+  /// Tuning records: see UserTier (core/lmdb_tuning.cpp). `use` and `fn` run inside the fault
+  /// guard, as visit_record's `use` does: they read unverified bytes of the map.
+  Expected<bool> visit_tuning(const Digest& name,
+                              const std::function<void(std::string_view)>& use) override;
+  Expected<void> put_tuning(const Digest& name, std::string_view bytes) override;
+  Expected<bool> remove_tuning(const Digest& name) override;
+  Expected<void>
+  for_each_tuning(const std::function<void(const Digest&, std::string_view)>& fn) override;
+  /// Removes every tuning record, in one write transaction; returns how many there were.
+  Expected<std::uint64_t> clear_tuning();
+
+  /// Removes every entry, counter, record and tuning record, in a write transaction (mdb_drop):
+  /// LMDB reads the whole tree. See discard() for a tier that may be damaged.
   Expected<void> clear();
 
   /// What discard() did.

@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
+#include <string_view>
 
 namespace jitcache {
 
@@ -46,6 +48,13 @@ template <typename Fn> int scan(MDB_txn* txn, MDB_dbi dbi, Fn&& fn) {
   mdb_cursor_close(cursor);
   return r == MDB_NOTFOUND ? MDB_SUCCESS : r;
 }
+
+/// Runs `use` on the value stored under `name` in `dbi`, in place inside a read transaction,
+/// and says whether there was one (lmdb_records.cpp). `use` runs guarded: the value is not
+/// verified before it is used, so reading it may be the first touch of a damaged value's pages.
+/// Errors: lmdb_error.
+Expected<bool> visit_value(LmdbStore::Env& e, MDB_dbi dbi, const Digest& name,
+                           const std::function<void(std::string_view)>& use);
 
 /// Writes the recorded uses of entries that still exist. Returns an LMDB status.
 int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch);

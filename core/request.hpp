@@ -1,6 +1,9 @@
 #pragma once
 
 #include "core/byte_io.hpp"
+#include "core/request_record.hpp"
+
+#include <jitcache/config.hpp>
 
 #include <filesystem>
 #include <string>
@@ -32,6 +35,25 @@ template <typename Program> std::string flatten_request(const Program& program) 
   for (const std::string& expression : program.name_expressions)
     append_sized(out, expression);
   return out;
+}
+
+/// The request `program` makes for `target` under `config`, as a record carries it (the key's
+/// part is filled by record_request): the program's name, source, options and name expressions,
+/// the target, the current directory and the configuration's variables. `Program` as for
+/// flatten_request().
+template <typename Program>
+RequestRecord describe_request(const Program& program, const std::string& target,
+                               const Config& config) {
+  RequestRecord record;
+  std::error_code ec;
+  record.device = target;
+  record.options = program.options;
+  record.directory = std::filesystem::current_path(ec).string();
+  record.name = program.name;
+  record.source = program.source;
+  record.name_expressions = program.name_expressions;
+  record.variables = config.variables;
+  return record;
 }
 
 } // namespace jitcache::detail

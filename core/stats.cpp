@@ -28,6 +28,14 @@ const char* to_string(Counter counter) noexcept {
     return "dead_tiers";
   case Counter::handed_over:
     return "handed_over";
+  case Counter::tuned:
+    return "tuned";
+  case Counter::remote_writes:
+    return "remote_writes";
+  case Counter::remote_refused:
+    return "remote_refused";
+  case Counter::remote_down:
+    return "remote_down";
   }
   return "unknown";
 }

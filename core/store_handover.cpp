@@ -1,5 +1,6 @@
 #include "core/store_handover.hpp"
 
+#include "core/fd_write.hpp"
 #include "core/shared_library.hpp"
 
 #include <atomic>
@@ -31,19 +32,6 @@ Error io_error(const std::string& what, const fs::path& path, int err) {
 bool executable(const fs::path& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-Expected<void> write_all(int fd, const std::string& bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return Error(ErrorCode::io_error, std::strerror(errno));
-    done += static_cast<std::size_t>(n);
-  }
-  return {};
 }
 
 // The detached grandchild: lowest priorities, no inherited streams or descriptors, then the

@@ -31,6 +31,22 @@ public:
   /// Stores `bytes` as the record `name`, replacing it. Errors as put().
   virtual Expected<void> put_record(const Digest& name, std::string_view bytes) = 0;
 
+  /// Tuning records (core/tuning_record.hpp), in a database of their own: unlike records they
+  /// are listed, never dropped to make room, and removed only by remove_tuning() and clearing.
+  /// Runs `use` on the bytes stored under `name`, in place and unverified (`use` verifies
+  /// them, and must not call this tier), and says whether there were any. Errors as visit().
+  virtual Expected<bool> visit_tuning(const Digest& name,
+                                      const std::function<void(std::string_view)>& use) = 0;
+  /// Stores `bytes` as the tuning record `name`, replacing it. Errors as put().
+  virtual Expected<void> put_tuning(const Digest& name, std::string_view bytes) = 0;
+  /// Removes the tuning record `name`; says whether there was one. Errors as remove().
+  virtual Expected<bool> remove_tuning(const Digest& name) = 0;
+  /// Calls `fn(name, bytes)` for every tuning record, in name order, inside one read
+  /// transaction (bytes unverified and valid during the call only; `fn` must not call this
+  /// tier). Errors as for_each().
+  virtual Expected<void>
+  for_each_tuning(const std::function<void(const Digest&, std::string_view)>& fn) = 0;
+
   /// Adds `delta` to the counters kept in the tier (and writes the uses recorded since the last
   /// write). Errors as put().
   virtual Expected<void> add_counters(const Stats& delta) = 0;

@@ -3,8 +3,10 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_key.hpp"
+#include "backends/cuda/cuda_targets.hpp"
 #include "core/backend.hpp"
 #include "core/includes.hpp"
+#include "core/request_replay.hpp"
 
 #include <jitcache/cuda.hpp>
 
@@ -45,6 +47,33 @@ public:
     if (!module)
       return std::move(module).error();
     return module->info;
+  }
+
+  bool claims_target(const std::string& target) const override {
+    return target.rfind("sm_", 0) == 0 || target.rfind("compute_", 0) == 0;
+  }
+
+  Expected<void> check_target(const std::string& target) override {
+    auto tools = cuda::toolchain();
+    if (!tools)
+      return tools.error();
+    if (auto known = cuda::arch_target(**tools, target); !known)
+      return std::move(known).error();
+    return {};
+  }
+
+  Expected<BuildInfo> replay(Cache& cache, const detail::RequestRecord& record,
+                             const std::string& target, int,
+                             const std::filesystem::path&) override {
+    auto program = detail::replayed_program<cuda::Program>(record, [&](const auto& program) {
+      return cuda::make_key(cache.config(), program, record.device);
+    });
+    if (!program)
+      return program.error();
+    auto binary = cuda::compile(cache, target.empty() ? record.device : target, *program);
+    if (!binary)
+      return std::move(binary).error();
+    return binary->info;
   }
 
   Expected<Key> key(const Config& config, const BuildRequest& request) override {

@@ -9,6 +9,7 @@
 #include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/request.hpp"
+#include "core/request_log.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -235,6 +236,9 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   }
   if (!loaded)
     return std::move(loaded).error();
+  detail::record_request(cache.config(), keyed.key, [&] {
+    return detail::describe_request(program, loaded->info.device, cache.config());
+  });
   handles.alias(request, *loaded, std::move(keyed.guards));
   if (!ran)
     return module_of(*loaded, memory_hit(core, *loaded, total));
@@ -280,6 +284,9 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
       info);
   if (!got)
     return std::move(got).error();
+  detail::record_request(cache.config(), key, [&] {
+    return detail::describe_request(program, target->arch, cache.config());
+  });
   info.total_ms = total.ms();
   binary->info = std::move(info);
   return std::move(*binary);

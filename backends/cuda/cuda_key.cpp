@@ -26,12 +26,12 @@ Expected<Toolchain> probe(const NvrtcApi& api) {
   if (nvrtcResult rc = api.nvrtcVersion(&major, &minor); rc != NVRTC_SUCCESS)
     return nvrtc_error(api, "nvrtcVersion", rc, {});
   toolchain.version = std::to_string(major) + "." + std::to_string(minor);
-  // NVRTC reports no build number; its library file tells builds apart (the file name carries
-  // the full version in a toolkit install, the size differs between builds).
+  // NVRTC reports no build number; its library file's size tells builds apart. Not the file's
+  // name: one build is installed as libnvrtc.so.13.0.88 by a toolkit and as libnvrtc.so.13 by a
+  // package, and a package of kernels made with one must serve a machine with the other.
   std::error_code ec;
   const auto size = fs::file_size(api.file, ec);
-  toolchain.build = fs::path(api.file).filename().string() + ", " +
-                    (ec ? std::string("size unknown") : std::to_string(size) + " bytes");
+  toolchain.build = ec ? std::string("size unknown") : std::to_string(size) + " bytes";
   int count = 0;
   if (nvrtcResult rc = api.nvrtcGetNumSupportedArchs(&count); rc != NVRTC_SUCCESS)
     return nvrtc_error(api, "nvrtcGetNumSupportedArchs", rc, {});

@@ -22,7 +22,7 @@ using detail::GuardedKey;
 /// NVRTC's identity, as key fields, and what it can target.
 struct Toolchain {
   std::string version;    ///< "13.0"
-  std::string build;      ///< the library file and its size: "libnvrtc.so.13.0.88, 109338064 bytes"
+  std::string build;      ///< the library file's size: "109338064 bytes"
   std::vector<int> archs; ///< nvrtcGetSupportedArchs, ascending: 75, 80, ..., 121
   friend bool operator==(const Toolchain& a, const Toolchain& b) {
     return a.version == b.version && a.build == b.build && a.archs == b.archs;

@@ -48,7 +48,8 @@ Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch) 
   if (digits.size() < 2 || ec != std::errc() || end != digits.data() + digits.size() ||
       number > 999)
     return Error(ErrorCode::invalid_argument,
-                 "CUDA architecture '" + std::string(arch) + "' is not of the form sm_80");
+                 "CUDA architecture '" + std::string(arch) + "' is not of the form sm_80; NVRTC " +
+                     toolchain.version + " can target " + supported_list(toolchain));
   if (!supports(toolchain, static_cast<int>(number)))
     return Error(ErrorCode::unsupported, "NVRTC " + toolchain.version + " cannot target " +
                                              std::string(arch) + "; it can target " +

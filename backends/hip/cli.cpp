@@ -2,8 +2,10 @@
 // without one), its key, and facts for `jitcache info`.
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_error.hpp"
+#include "backends/hip/hip_targets.hpp"
 #include "core/backend.hpp"
 #include "core/includes.hpp"
+#include "core/request_replay.hpp"
 
 #include <jitcache/hip.hpp>
 
@@ -78,6 +80,33 @@ public:
     if (!module)
       return module.error();
     return module->info;
+  }
+
+  bool claims_target(const std::string& target) const override {
+    return target.rfind("gfx", 0) == 0;
+  }
+
+  Expected<void> check_target(const std::string& target) override {
+    auto table = hip::target_table();
+    if (!table)
+      return table.error();
+    if (auto known = hip::canonical_target(target, **table); !known)
+      return known.error();
+    return {};
+  }
+
+  Expected<BuildInfo> replay(Cache& cache, const detail::RequestRecord& record,
+                             const std::string& target, int,
+                             const std::filesystem::path&) override {
+    auto program = detail::replayed_program<hip::Program>(record, [&](const auto& program) {
+      return hip::make_key(cache.config(), program, record.device);
+    });
+    if (!program)
+      return program.error();
+    auto code = hip::compile(cache, target.empty() ? record.device : target, *program);
+    if (!code)
+      return code.error();
+    return code->info;
   }
 
   Expected<Key> key(const Config& config, const BuildRequest& request) override {

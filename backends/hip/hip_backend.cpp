@@ -10,6 +10,7 @@
 #include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/request.hpp"
+#include "core/request_log.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -204,6 +205,9 @@ Expected<CodeObject> compile(Cache& cache, std::string_view target, const Progra
             info);
         if (!got)
           return std::move(got).error();
+        detail::record_request(cache.config(), key, [&] {
+          return detail::describe_request(program, *canonical, cache.config());
+        });
         info.total_ms = total.ms();
         code->info = std::move(info);
         return std::move(*code);
@@ -286,6 +290,9 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
             ran);
         if (!loaded)
           return loaded.error();
+        detail::record_request(cache.config(), key, [&] {
+          return detail::describe_request(program, *target, cache.config());
+        });
         handles.alias(request, *loaded, std::move(keyed.guards));
         if (!ran)
           return hand_out(*loaded, core.memory_hit(k_backend, loaded->info));

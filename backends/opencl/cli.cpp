@@ -4,6 +4,7 @@
 #include "backends/opencl/opencl_key.hpp"
 #include "core/backend.hpp"
 #include "core/clock.hpp"
+#include "core/request_replay.hpp"
 
 #include <jitcache/opencl.hpp>
 
@@ -12,7 +13,7 @@ namespace jitcache {
 namespace {
 
 // Every OpenCL device of every platform, in platform order: the CLI's --device index.
-Expected<std::vector<cl_device_id>> all_devices() {
+Expected<std::vector<cl_device_id>> find_devices() {
   cl_uint count = 0;
   cl_int rc = clGetPlatformIDs(0, nullptr, &count);
   if (rc != CL_SUCCESS || count == 0)
@@ -31,6 +32,13 @@ Expected<std::vector<cl_device_id>> all_devices() {
   }
   if (devices.empty())
     return Error(ErrorCode::no_device, "no OpenCL device found on any platform");
+  return devices;
+}
+
+// find_devices(), once per process: the first clGetPlatformIDs is not safe to make from
+// several threads at once (`jitcache warm` replays on several).
+const Expected<std::vector<cl_device_id>>& all_devices() {
+  static const Expected<std::vector<cl_device_id>> devices = find_devices();
   return devices;
 }
 
@@ -102,6 +110,42 @@ public:
     const std::uint64_t bytes = binary->size();
     cache.store(key, Entry{"opencl", std::move(*binary), {}, clock.ns()});
     return bytes;
+  }
+
+  bool claims_target(const std::string& target) const override {
+    static_cast<void>(target);
+    return false;
+  }
+
+  Expected<void> check_target(const std::string& target) override {
+    return Error(ErrorCode::unsupported, "the OpenCL backend builds for a present device "
+                                         "(--device N), not for a target such as " +
+                                             target);
+  }
+
+  Expected<BuildInfo> replay(Cache& cache, const detail::RequestRecord& record, const std::string&,
+                             int index, const std::filesystem::path& scratch) override {
+    if (record.options.size() != 1)
+      return Error(ErrorCode::invalid_argument, "an OpenCL request has one option string");
+    auto device = device_at(index);
+    if (!device)
+      return std::move(device).error();
+    std::string options = record.options.front();
+    auto key = opencl::make_key(cache.config(), *device, record.source, options);
+    if (key && key->digest.hex() != record.key) {
+      // The headers are not where the options say (another machine or directory): the
+      // recorded ones, written where the include paths now point.
+      const std::filesystem::path dir = scratch / record.key;
+      if (auto written = detail::write_headers(record, dir); !written)
+        return std::move(written).error();
+      options = detail::options_including(options, dir);
+      key = opencl::make_key(cache.config(), *device, record.source, options);
+    }
+    if (!key)
+      return std::move(key).error();
+    if (auto same = detail::check_replayed_key(record, *key); !same)
+      return std::move(same).error();
+    return build(cache, BuildRequest{"", record.source, options, index, ""});
   }
 
   Expected<Key> key(const Config& config, const BuildRequest& request) override {

@@ -6,6 +6,7 @@
 #include "core/cache_core.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
+#include "core/request_log.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -30,18 +31,30 @@ bool pocl_cache_on(const Identity& id, const Config& config) {
   return pocl(id) && (it == config.variables.end() || it->second != "0");
 }
 
+// The request as a record carries it (the key's part is filled by record_request).
+detail::RequestRecord describe(const Identity& id, const Config& config, std::string_view source,
+                               const std::string& options) {
+  std::error_code ec;
+  detail::RequestRecord record;
+  record.backend = k_backend;
+  record.device = id.device_name;
+  record.options = {options};
+  record.directory = std::filesystem::current_path(ec).string();
+  record.source = std::string(source);
+  record.variables = config.variables;
+  return record;
+}
+
 // The request as a detached `jitcache store` makes it again (StoreMode::detach). nullopt when
 // the current directory is gone: relative paths could not be resolved again.
 std::optional<detail::RequestRecord> handover(const Identity& id, const Config& config,
                                               const Key& key, std::string_view source,
                                               const std::string& options) {
-  std::error_code ec;
-  const std::filesystem::path directory = std::filesystem::current_path(ec);
-  if (ec)
+  detail::RequestRecord record = describe(id, config, source, options);
+  if (record.directory.empty())
     return std::nullopt;
-  return detail::RequestRecord{k_backend,          id.device_name,      options,
-                               directory.string(), std::string(source), key.digest.hex(),
-                               config.variables};
+  record.key = key.digest.hex();
+  return record;
 }
 
 detail::HandleCache::Handle hold(cl_program program) {
@@ -98,6 +111,15 @@ Expected<Key> make_key(const Config& config, cl_device_id device, std::string_vi
   if (!id)
     return std::move(id).error();
   return key_for(*id, config, source, options);
+}
+
+Expected<tuning::Device> tuning_device(cl_device_id device) {
+  auto id = identity(device);
+  if (!id)
+    return std::move(id).error();
+  tuning::Device out{k_backend, id->device_name, id->device};
+  out.identity.insert(out.identity.end(), id->toolchain.begin(), id->toolchain.end());
+  return out;
 }
 
 Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id device,
@@ -170,6 +192,8 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
       ran);
   if (!loaded)
     return std::move(loaded).error();
+  detail::record_request(cache.config(), key,
+                         [&] { return describe(*id, cache.config(), source, options); });
   handles.alias(request, *loaded, keyed.guards);
   if (!ran)
     return memory_hit(*loaded);

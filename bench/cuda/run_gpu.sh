@@ -30,13 +30,15 @@ has_cmake_package() { # name: a <name>Config.cmake or <name>-config.cmake somewh
 }
 # Headers and static libraries carried in build-deps/ stand in for what the machine lacks.
 deps=${JITCACHE_DEPS:-$PWD/build-deps}
-if { ! pkg-config --exists lmdb || ! pkg-config --exists libxxhash; } && [ -d "$deps/lib/pkgconfig" ]; then
-  echo "lmdb or libxxhash missing here: using the copies carried in $deps"
+if { ! pkg-config --exists lmdb || ! pkg-config --exists libxxhash || ! pkg-config --exists hiredis; } &&
+  [ -d "$deps/lib/pkgconfig" ]; then
+  echo "lmdb, libxxhash or hiredis missing here: using the copies carried in $deps"
   export PKG_CONFIG_PATH="$deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 fi
 missing=()
 pkg-config --exists lmdb || missing+=("lmdb (liblmdb-dev)")
 pkg-config --exists libxxhash || missing+=("libxxhash (libxxhash-dev)")
+pkg-config --exists hiredis || missing+=("hiredis (libhiredis-dev)")
 pkg-config --exists libcrypto || missing+=("OpenSSL (libssl-dev)")
 has_cmake_package nlohmann_json || missing+=("nlohmann_json (nlohmann-json3-dev)")
 has_cmake_package CLI11 || missing+=("CLI11 (libcli11-dev)")

@@ -31,6 +31,21 @@ enum class StoreMode {
   detach,
 };
 
+/// What the tuning database does when a problem is met (JITCACHE_TUNE; see tuning.hpp).
+enum class TuneMode {
+  /// Use the databases, the heuristic where they are silent; never tune (the default).
+  off,
+  /// Incremental: tune a problem no database has, once, and keep the result in the user tier.
+  missing,
+  /// Exhaustive: ignore the system tier and the heuristic; tune every problem the user tier
+  /// does not have yet.
+  all,
+  /// Tune again even the problems the user tier has, replacing their records.
+  retune,
+  /// Drop the user tier's records of the problems met; answer as `off` would without them.
+  clean,
+};
+
 /// Whether a backend's persistent tiers are used, and why (for `jitcache info`).
 struct PersistencePolicy {
   bool enabled = true;
@@ -55,14 +70,31 @@ struct JITCACHE_EXPORT Config {
   bool read_only = false;
   /// JITCACHE_MAX_SIZE in bytes; nullopt = unlimited.
   std::optional<std::uint64_t> max_size;
-  /// JITCACHE_SYSTEM_PATH entries, in order.
+  /// JITCACHE_SYSTEM_PATH entries, in order (files, and folders whose `*.jcpkg` files count);
+  /// when it is unset, the build's default folder (JITCACHE_DEFAULT_SYSTEM_PATH in CMake).
   std::vector<std::filesystem::path> system_path;
-  /// JITCACHE_REMOTE, e.g. "redis://host:6379"; empty = none.
+  /// Whether system_path is the build's default (then a folder that is absent is not warned
+  /// about: nothing was installed there).
+  bool system_path_default = false;
+  /// JITCACHE_REMOTE: the remote tiers' URLs that parsed, comma-separated, in lookup order, e.g.
+  /// "redis://host:6379"; empty = none. Each bad URL was left out with a warning.
   std::string remote;
+  /// JITCACHE_REMOTE_KEY, or the content of JITCACHE_REMOTE_KEY_FILE: the HMAC-SHA256 key that
+  /// signs the entries written to the remote tiers and checks those read. Empty: none (remote
+  /// tiers are then read-only unless a URL says unsigned=1). A secret: never printed.
+  std::string remote_key;
+  /// Where remote_key came from ("JITCACHE_REMOTE_KEY" or "JITCACHE_REMOTE_KEY_FILE=path"), for
+  /// `jitcache info`; empty when there is no key.
+  std::string remote_key_source;
+  /// JITCACHE_RECORD: the file every distinct request is appended to (core/request_log), for
+  /// `jitcache warm`; empty = none. Absolute.
+  std::filesystem::path record;
   /// JITCACHE_LOG.
   LogLevel log_level = LogLevel::warn;
   /// JITCACHE_OPENCL_STORE: when a PoCL program's binary is read and stored.
   StoreMode opencl_store = StoreMode::detach;
+  /// JITCACHE_TUNE: the tuning database's mode.
+  TuneMode tune = TuneMode::off;
   /// Byte bound of the per-process blob LRU (memory tier).
   std::uint64_t memory_bytes = 64ull << 20;
 

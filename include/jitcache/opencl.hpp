@@ -2,6 +2,7 @@
 
 #include <jitcache/cache.hpp>
 #include <jitcache/export.hpp>
+#include <jitcache/tuning.hpp>
 
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
@@ -45,5 +46,12 @@ JITCACHE_EXPORT Expected<Program> build_program(Cache& cache, cl_context context
 /// failing clGetDeviceInfo/clGetPlatformInfo.
 JITCACHE_EXPORT Expected<Key> make_key(const Config& config, cl_device_id device,
                                        std::string_view source, std::string_view options);
+
+/// `device` as the tuning database knows it (jitcache/tuning.hpp): backend "opencl", its name,
+/// and the device and toolchain fields of its kernel key (platform, device, driver, PoCL build
+/// hash, jitcache version), so a record measured on it never applies to another device or
+/// runtime version. Errors: runtime_error naming the failing clGetDeviceInfo/clGetPlatformInfo.
+/// Thread-safe; asks the runtime once per device per process.
+JITCACHE_EXPORT Expected<tuning::Device> tuning_device(cl_device_id device);
 
 } // namespace jitcache::opencl

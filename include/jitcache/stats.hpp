@@ -24,6 +24,10 @@ enum class Counter {
   evicted_bytes,  ///< their stored bytes (backend "all")
   dead_tiers,     ///< tiers that failed and were skipped for the rest of the process ("all")
   handed_over,    ///< misses whose binary was handed to a detached process to store
+  tuned,          ///< problems tuned and recorded (backend "tuning"; see jitcache/tuning.hpp)
+  remote_writes,  ///< entries written to a remote tier
+  remote_refused, ///< remote entries refused for their signature (unsigned, another key, ...)
+  remote_down,    ///< times a remote tier failed and was left alone for its back-off ("all")
 };
 
 /// The stored and printed name of `counter` ("misses", "compile_errors", ...).

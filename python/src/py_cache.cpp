@@ -1,5 +1,8 @@
 // jitcache.Cache: construction from keyword arguments over the environment, stats, info, close.
 #include "python/src/py_cache.hpp"
+
+#include "core/config_table.hpp"
+#include "core/redis_url.hpp"
 #include "python/src/bindings.hpp"
 #include "python/src/errors.hpp"
 
@@ -94,10 +97,13 @@ py::dict info_of(const Cache& cache) {
   info["max_size"] =
       config.max_size ? py::object(py::int_(*config.max_size)) : py::object(py::none());
   info["system_path"] = system_path;
-  info["remote"] = config.remote;
+  info["remote"] = hide_passwords(config.remote);
   info["log"] = k_levels[static_cast<int>(config.log_level)];
   info["persistent"] = persistent;
-  info["variables"] = config.variables;
+  py::dict variables;
+  for (const auto& [name, value] : config.variables)
+    variables[py::str(name)] = shown_value(name, value);
+  info["variables"] = variables;
   info["warnings"] = config.warnings;
   return info;
 }

@@ -1,6 +1,9 @@
 #include "core/config_table.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 
 #include <fstream>
 #include <functional>
@@ -67,6 +70,20 @@ TEST(ConfigTest, EachBadValueGivesOneWarningNamingTheVariableAndTheDefault) {
   EXPECT_FALSE(c.persistence("opencl").enabled);
 }
 
+TEST(ConfigTest, SecretsNeverAppearInWarnings) {
+  auto c = Config::from_variables({{"JITCACHE_DIR", "/c"},
+                                   {"JITCACHE_REMOTE", "redis://u:hunter2@h:99999,redis://ok"},
+                                   {"JITCACHE_REMOTE_KEY", "zq9"},
+                                   {"JITCACHE_REMOTE_KEY_FILE", "/nonexistent"}});
+  EXPECT_EQ(c.remote, "redis://ok");
+  EXPECT_EQ(c.remote_key, "zq9");
+  ASSERT_EQ(c.warnings.size(), 2u);
+  for (const std::string& warning : c.warnings)
+    EXPECT_EQ(warning.find("hunter2"), std::string::npos) << warning;
+  EXPECT_NE(c.warnings[1].find("using JITCACHE_REMOTE_KEY"), std::string::npos) << c.warnings[1];
+  EXPECT_EQ(shown_value("JITCACHE_REMOTE_KEY", "zq9").find("zq9"), std::string::npos);
+}
+
 TEST(ConfigTest, ParseSize) {
   EXPECT_EQ(parse_size("4096"), 4096u);
   EXPECT_EQ(parse_size("512M"), 512ull << 20);
@@ -109,8 +126,11 @@ void expect_same_settings(const Config& a, const Config& b, const std::string& c
   EXPECT_EQ(a.max_size, b.max_size) << context;
   EXPECT_EQ(a.system_path, b.system_path) << context;
   EXPECT_EQ(a.remote, b.remote) << context;
+  EXPECT_EQ(a.remote_key, b.remote_key) << context;
   EXPECT_EQ(a.log_level, b.log_level) << context;
   EXPECT_EQ(a.opencl_store, b.opencl_store) << context;
+  EXPECT_EQ(a.record, b.record) << context;
+  EXPECT_EQ(a.tune, b.tune) << context;
 }
 
 // One good and the bad values of a setting, and what the good one must set.
@@ -119,6 +139,19 @@ struct SettingCase {
   std::function<void(const Config&)> check_good;
   std::vector<const char*> bad; // empty: every value is accepted
 };
+
+// A key file of `mode` holding "key\n", in a directory that lives as long as the test binary.
+const char* key_file(const char* name, mode_t mode) {
+  static test::TempDir dir;
+  static std::map<std::string, std::string> paths;
+  std::string& path = paths[name];
+  if (path.empty()) {
+    path = (dir.path() / name).string();
+    std::ofstream(path) << "key\n";
+    ::chmod(path.c_str(), mode);
+  }
+  return path.c_str();
+}
 
 const std::map<std::string, SettingCase>& setting_cases() {
   static const std::map<std::string, SettingCase> cases = {
@@ -146,13 +179,36 @@ const std::map<std::string, SettingCase>& setting_cases() {
       {"JITCACHE_REMOTE",
        {"redis://cache.example:6379",
         [](const Config& c) { EXPECT_EQ(c.remote, "redis://cache.example:6379"); },
-        {"http://x", "redis://h:99999", "redis://:6379", "redis://h:", "redis://"}}},
+        {"http://x", "redis://h:99999", "redis://:6379", "redis://h:", "redis://",
+         "redis://h?readonly=2"}}},
+      {"JITCACHE_RECORD",
+       {"/tmp/record.jsonl",
+        [](const Config& c) { EXPECT_EQ(c.record, "/tmp/record.jsonl"); },
+        {}}},
+      {"JITCACHE_REMOTE_KEY",
+       {"s3cret",
+        [](const Config& c) {
+          EXPECT_EQ(c.remote_key, "s3cret");
+          EXPECT_EQ(c.remote_key_source, "JITCACHE_REMOTE_KEY");
+        },
+        {}}},
+      {"JITCACHE_REMOTE_KEY_FILE",
+       {key_file("good", 0600),
+        [](const Config& c) {
+          EXPECT_EQ(c.remote_key, "key");
+          EXPECT_NE(c.remote_key_source.find("JITCACHE_REMOTE_KEY_FILE="), std::string::npos);
+        },
+        {key_file("readable", 0644), key_file("group", 0660), "/nonexistent/key"}}},
       {"JITCACHE_LOG",
        {"info", [](const Config& c) { EXPECT_EQ(c.log_level, LogLevel::info); }, {"loud"}}},
       {"JITCACHE_OPENCL_STORE",
        {"wait",
         [](const Config& c) { EXPECT_EQ(c.opencl_store, StoreMode::wait); },
         {"later", "1"}}},
+      {"JITCACHE_TUNE",
+       {"Missing",
+        [](const Config& c) { EXPECT_EQ(c.tune, TuneMode::missing); },
+        {"sometimes", "1", "exhaustive"}}},
   };
   return cases;
 }

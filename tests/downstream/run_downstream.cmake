@@ -1,5 +1,7 @@
 # Builds tests/downstream/project against jitcache as a user would get it, then runs both
-# programs (C++ and C) twice each with a fresh JITCACHE_DIR: a miss, then a hit.
+# programs (C++ and C) twice each with a fresh JITCACHE_DIR: both hits from the package they
+# embed (made at build time by the jitcache tool); the program built with pkg-config's flags,
+# which embeds none: a miss, then a hit.
 #
 #   cmake -DMODE=install|build-tree|deb|subdirectory|fetchcontent|missing-component
 #         -DBUILD_DIR=<jitcache build dir>
@@ -78,12 +80,20 @@ if(MODE STREQUAL "missing-component")
 endif()
 
 run(${CMAKE_COMMAND} -S "${project_dir}" -B "${downstream_build}" ${find_args}
-    -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_BUILD_TYPE=Release "-DDOWNSTREAM_KERNELS=${SOURCE_DIR}/kernels")
 if(MODE MATCHES "^(subdirectory|fetchcontent)$" AND NOT BUILD_EMBEDDED)
   file(REMOVE_RECURSE "${WORK_DIR}")
   return()
 endif()
 run(${CMAKE_COMMAND} --build "${downstream_build}" --parallel 2)
+# What embeds a package (jitcache_embed_packages) must keep a non-executable stack.
+find_program(readelf readelf)
+if(readelf)
+  foreach(file app_cpp libapp_kernels.so)
+    run(${CMAKE_COMMAND} -DREADELF=${readelf} "-DFILE=${downstream_build}/${file}"
+        -P "${SOURCE_DIR}/tests/embed/check_stack.cmake")
+  endforeach()
+endif()
 
 # The installed target must not point into the source tree.
 if(DEFINED prefix)
@@ -114,7 +124,12 @@ endif()
 foreach(program IN LISTS programs)
   set(ENV{JITCACHE_DIR} "${WORK_DIR}/cache-${program}")
   set(ENV{JITCACHE_OPENCL_STORE} "wait") # stored when the miss's process exits
-  foreach(expected "outcome=miss tier=compile" "outcome=hit tier=user")
+  if(program STREQUAL "app_pc")
+    set(outcomes "outcome=miss tier=compile" "outcome=hit tier=user")
+  else()
+    set(outcomes "outcome=hit tier=embedded" "outcome=hit tier=embedded")
+  endif()
+  foreach(expected IN LISTS outcomes)
     run("${downstream_build}/${program}" "${SOURCE_DIR}/kernels/vector_ops.cl"
         "${SOURCE_DIR}/kernels")
     if(NOT run_output MATCHES "${expected}")

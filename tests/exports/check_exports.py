@@ -4,10 +4,11 @@
 Usage: check_exports.py LIBRARY INCLUDE_DIR
 
 Reads the dynamic symbol table (nm -D --defined-only -C) and accepts a symbol only when it is a
-function of the C header (jitcache.h) or names a class or function declared in a public header, in that header's namespace (jitcache, or a
-backend's jitcache::<backend>), outside jitcache::detail. Anything else (an internal function, a
-detail:: type, a symbol of a library linked in statically such as LMDB, xxHash or OpenSSL, a
-standard-library template instantiated for an internal type) is listed and the check fails.
+function of a C header (jitcache.h, embed.h) or names a class or function declared in a public
+header, in that header's namespace (jitcache, or a backend's jitcache::<backend>), outside
+jitcache::detail. Anything else (an internal function, a detail:: type, a symbol of a library
+linked in statically such as LMDB, xxHash or OpenSSL, a standard-library template instantiated
+for an internal type) is listed and the check fails.
 """
 import pathlib
 import re
@@ -40,12 +41,12 @@ def public_names(include_dir):
 
 
 def c_functions(include_dir):
-    """The functions the C header (jitcache.h) declares."""
-    header = pathlib.Path(include_dir) / "jitcache.h"
-    if not header.exists():
-        return set()
-    text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
-    return set(re.findall(r"\b(jitcache_\w+)\s*\(", text))
+    """The functions the C headers (jitcache.h, embed.h) declare."""
+    functions = set()
+    for header in sorted(pathlib.Path(include_dir).glob("*.h")):
+        text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
+        functions.update(re.findall(r"\b(jitcache_\w+)\s*\(", text))
+    return functions
 
 
 def strip_templates(name):

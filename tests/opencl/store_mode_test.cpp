@@ -184,6 +184,20 @@ TEST_F(StoreModeTest, AReadOnlyCacheHandsNothingOver) {
   EXPECT_FALSE(fs::exists(pending()));
 }
 
+// A request as a process hands it over (the fields a hand-over fills).
+detail::RequestRecord handed_over(const std::string& options, const std::string& directory,
+                                  const std::string& source, const std::string& key,
+                                  const std::map<std::string, std::string>& variables) {
+  detail::RequestRecord record;
+  record.backend = "opencl";
+  record.options = {options};
+  record.directory = directory;
+  record.source = source;
+  record.key = key;
+  record.variables = variables;
+  return record;
+}
+
 // A request file as a process hands it over, written here (no process started for it).
 fs::path write_requests(const Config& config, cl_device_id device, const fs::path& file) {
   std::ofstream out(file);
@@ -191,8 +205,8 @@ fs::path write_requests(const Config& config, cl_device_id device, const fs::pat
     const std::string source = read_file(fs::path(JITCACHE_KERNELS) / name);
     auto key = opencl::make_key(config, device, source, k_options);
     EXPECT_TRUE(key) << key.error().message;
-    out << detail::encode_request({"opencl", "", k_options, fs::current_path().string(), source,
-                                   key->digest.hex(), config.variables})
+    out << detail::encode_request(handed_over(k_options, fs::current_path().string(), source,
+                                              key->digest.hex(), config.variables))
         << "\n";
   }
   return file;
@@ -254,7 +268,7 @@ TEST_F(StoreModeTest, ARequestWhoseFilesChangedIsDroppedNotStored) {
   ASSERT_TRUE(key) << key.error().message;
   const fs::path file = dir.path() / "requests.jsonl";
   std::ofstream(file) << detail::encode_request(
-                             {"opencl", "", options, "/", source, key->digest.hex(), cfg.variables})
+                             handed_over(options, "/", source, key->digest.hex(), cfg.variables))
                       << "\n";
   std::ofstream(kernels.path() / "common.h", std::ios::app) << "// edited\n";
   auto stored = test::run_cli({"store", "--json", file.string()}, {});

@@ -29,8 +29,12 @@ public:
     put_record,   ///< a record written
     add_counters, ///< counters written
     counters,     ///< counters read
+    visit_tuning, ///< a tuning record read
+    put_tuning,   ///< a tuning record written
+    remove_tuning,
+    for_each_tuning,
   };
-  static constexpr std::size_t k_ops = 10;
+  static constexpr std::size_t k_ops = 14;
 
   explicit FaultyUserTier(std::shared_ptr<UserTier> inner) : m_inner(std::move(inner)) {}
 
@@ -110,6 +114,28 @@ public:
       return *failed;
     return m_inner->put_record(name, bytes);
   }
+  Expected<bool> visit_tuning(const Digest& name,
+                              const std::function<void(std::string_view)>& use) override {
+    if (auto failed = fault(Op::visit_tuning))
+      return *failed;
+    return m_inner->visit_tuning(name, use);
+  }
+  Expected<void> put_tuning(const Digest& name, std::string_view bytes) override {
+    if (auto failed = fault(Op::put_tuning))
+      return *failed;
+    return m_inner->put_tuning(name, bytes);
+  }
+  Expected<bool> remove_tuning(const Digest& name) override {
+    if (auto failed = fault(Op::remove_tuning))
+      return *failed;
+    return m_inner->remove_tuning(name);
+  }
+  Expected<void>
+  for_each_tuning(const std::function<void(const Digest&, std::string_view)>& fn) override {
+    if (auto failed = fault(Op::for_each_tuning))
+      return *failed;
+    return m_inner->for_each_tuning(fn);
+  }
   Expected<void> add_counters(const Stats& delta) override {
     if (auto failed = fault(Op::add_counters))
       return *failed;
@@ -143,8 +169,9 @@ private:
     return std::nullopt;
   }
   static constexpr const char* k_names[k_ops] = {
-      "get",      "visit",        "put",        "put_counted",  "remove",
-      "for_each", "visit_record", "put_record", "add_counters", "counters"};
+      "get",          "visit",        "put",           "put_counted",    "remove",
+      "for_each",     "visit_record", "put_record",    "add_counters",   "counters",
+      "visit_tuning", "put_tuning",   "remove_tuning", "for_each_tuning"};
 
   std::shared_ptr<UserTier> m_inner;
   std::array<std::atomic<int>, k_ops> m_from{};

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +18,15 @@ inline std::vector<nlohmann::json> json_lines(const std::string& out) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty())
       lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+/// The lines of the text file at `path`, without their newlines (none when it cannot be read).
+inline std::vector<std::string> file_lines(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
   return lines;
 }
 

@@ -4,6 +4,7 @@
 #include <jitcache/cache.hpp>
 
 #include <cstdio>
+#include <filesystem>
 
 namespace jitcache::cli {
 
@@ -14,6 +15,8 @@ int run_build(const Config& environment, const BuildOptions& options, const Outp
   Config config = environment;
   if (options.wait)
     config.opencl_store = StoreMode::wait;
+  if (!options.record.empty())
+    config.record = std::filesystem::absolute(options.record);
   // Stores that wait are waited for per file, so that each line reports its size; handed-over
   // ones go to one detached process at exit, and their size is not known yet.
   const bool wait = config.opencl_store == StoreMode::wait;

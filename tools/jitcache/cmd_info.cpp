@@ -1,7 +1,9 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 
+#include "core/config_table.hpp"
 #include "core/dir_size.hpp"
+#include "core/redis_url.hpp"
 #include "core/runtime_caches.hpp"
 
 #include <jitcache/version.hpp>
@@ -22,11 +24,17 @@ int run_info(const Config& config, const Output& out) {
       {"read_only", config.read_only},
       {"max_size", config.max_size ? nlohmann::json(*config.max_size) : nlohmann::json(nullptr)},
       {"system_path", system_path},
-      {"remote", config.remote},
+      {"remote", hide_passwords(config.remote)},
+      {"remote_key", config.remote_key_source},
       {"log", k_levels[static_cast<int>(config.log_level)]},
-      {"variables", config.variables},
       {"warnings", config.warnings},
   };
+  nlohmann::json variables = nlohmann::json::object();
+  for (const auto& [name, value] : config.variables)
+    variables[name] = shown_value(name, value);
+  info["variables"] = variables;
+  std::string remote_text;
+  info["remotes"] = describe_remotes(config, remote_text);
   std::ostringstream text;
   text << "jitcache " << k_version << " (entry format " << k_format_version << ")\n"
        << "cache directory: " << (config.cache_dir.empty() ? "(none)" : config.cache_dir.string())
@@ -34,11 +42,14 @@ int run_info(const Config& config, const Output& out) {
        << "read-only: " << (config.read_only ? "yes" : "no") << "\n"
        << "max size: " << (config.max_size ? format_size(*config.max_size) : "unlimited") << "\n"
        << "system path: " << (config.system_path.empty() ? "(none)" : system_path.dump()) << "\n"
-       << "remote: " << (config.remote.empty() ? "(none)" : config.remote) << "\n"
+       << "remote: " << (config.remote.empty() ? "(none)" : hide_passwords(config.remote)) << "\n"
+       << remote_text
+       << "remote key: " << (config.remote_key_source.empty() ? "(none)" : config.remote_key_source)
+       << "\n"
        << "log level: " << k_levels[static_cast<int>(config.log_level)] << "\n"
        << "environment:" << (config.variables.empty() ? " (none set)" : "") << "\n";
   for (const auto& [name, value] : config.variables)
-    text << "  " << name << "=" << value << "\n";
+    text << "  " << name << "=" << shown_value(name, value) << "\n";
   for (const auto& warning : config.warnings)
     text << "warning: " << warning << "\n";
   nlohmann::json backends = nlohmann::json::object();

@@ -2,6 +2,7 @@
 #include "tools/jitcache/user_tier.hpp"
 
 #include "core/eviction.hpp"
+#include "core/tuning_record.hpp"
 #include "core/user_store.hpp"
 
 #include <cstring>
@@ -57,16 +58,45 @@ int run_stats(const Config& config, const Output& out) {
         {"store_errors", get(Counter::store_errors)},
         {"bytes_stored", get(Counter::bytes_stored)},
         {"handed_over", get(Counter::handed_over)},
+        {"remote_hits", counters.hits(backend, "remote")},
+        {"remote_writes", get(Counter::remote_writes)},
+        {"remote_refused", get(Counter::remote_refused)},
         {"saved_ms", get(Counter::saved_ns) / 1000000},
         {"entries", entries},
         {"bytes", bytes},
     };
     std::ostringstream text;
-    text << backend << ": " << counters.hits(backend) << " hits, " << get(Counter::misses)
-         << " misses, " << get(Counter::compiles) << " compiles, " << entries << " entries ("
-         << format_size(bytes) << "), " << get(Counter::saved_ns) / 1000000
-         << " ms of compiling saved";
+    std::string tiers;
+    for (const auto& [tier, hits] : hits_by_tier.items())
+      tiers +=
+          (tiers.empty() ? " (" : ", ") + tier + " " + std::to_string(hits.get<std::uint64_t>());
+    text << backend << ": " << counters.hits(backend) << " hits"
+         << (tiers.empty() ? "" : tiers + ")") << ", " << get(Counter::misses) << " misses, "
+         << get(Counter::compiles) << " compiles, " << entries << " entries (" << format_size(bytes)
+         << "), " << get(Counter::saved_ns) / 1000000 << " ms of compiling saved";
+    if (!config.remote.empty())
+      text << "; remote: " << counters.hits(backend, "remote") << " hits, "
+           << get(Counter::remote_writes) << " writes, " << get(Counter::remote_refused)
+           << " refused";
     out.emit(line, text.str());
+  }
+  // The tuning database's lookups by origin, problems tuned and damaged records, once used.
+  if (auto it = counters.by_backend.find(tuning::k_tuning_backend);
+      it != counters.by_backend.end()) {
+    nlohmann::json by_origin = nlohmann::json::object();
+    for (const auto& [name, value] : it->second)
+      if (name.rfind(k_hits_prefix, 0) == 0)
+        by_origin[name.substr(std::strlen(k_hits_prefix))] = value;
+    const auto get = [&](Counter c) { return counters.get(tuning::k_tuning_backend, c); };
+    out.emit({{"backend", tuning::k_tuning_backend},
+              {"lookups", counters.hits(tuning::k_tuning_backend)},
+              {"lookups_by_origin", by_origin},
+              {"tuned", get(Counter::tuned)},
+              {"corrupt", get(Counter::corrupt)}},
+             std::string(tuning::k_tuning_backend) + ": " +
+                 std::to_string(counters.hits(tuning::k_tuning_backend)) + " lookups (" +
+                 by_origin.dump() + "), " + std::to_string(get(Counter::tuned)) +
+                 " problems tuned, " + std::to_string(get(Counter::corrupt)) + " damaged records");
   }
   const std::string dir = (*store ? (*store)->dir() : user_store_dir(config)).string();
   const std::uint64_t evicted = counters.get("all", Counter::evicted);
@@ -81,6 +111,7 @@ int run_stats(const Config& config, const Output& out) {
        config.max_size ? nlohmann::json(file_bound(*config.max_size)) : nlohmann::json(nullptr)},
       {"evicted", evicted},
       {"evicted_bytes", evicted_bytes},
+      {"remote_down", counters.get("all", Counter::remote_down)},
       {"dir", dir}};
   const std::string file_limit =
       config.max_size ? ", at most " + format_size(file_bound(*config.max_size)) : "";

@@ -47,7 +47,9 @@ nlohmann::json store_one(const detail::RequestRecord& record) {
   const Config config = Config::from_variables(variables);
   if (::chdir(record.directory.c_str()) != 0)
     return dropped("cannot enter " + record.directory + ": " + std::strerror(errno));
-  BuildRequest request{"", record.source, record.options, 0, ""};
+  if (record.options.size() != 1)
+    return dropped("not an OpenCL request: its options are not one string");
+  BuildRequest request{"", record.source, record.options.front(), 0, ""};
   auto found = device_with_key(**backend, config, request, record.key);
   if (!found)
     return dropped("no device gives the request's key any more (its files changed?)");

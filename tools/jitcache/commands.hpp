@@ -4,6 +4,7 @@
 
 #include <jitcache/config.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,33 @@ struct BuildOptions {
   std::string options;
   bool wait = false; ///< build: store before reporting (JITCACHE_OPENCL_STORE=wait)
   std::string max_source_size = "64M"; ///< the largest source file read (detail::read_regular_file)
+  std::string record; ///< build: append each request to this file (as JITCACHE_RECORD does)
   std::vector<std::string> files;
+};
+
+/// Options of `jitcache export`.
+struct ExportOptions {
+  std::string file;          ///< -o: the package to write
+  std::string backend;       ///< empty: any
+  std::string arch;          ///< the target label to export (sm_90, gfx90a); empty: any
+  std::optional<int> device; ///< instead of arch: the target of this device of `backend`
+};
+
+/// Options of `jitcache warm`.
+struct WarmOptions {
+  std::string record;  ///< the JSON-lines file JITCACHE_RECORD (or build --record) wrote
+  std::string backend; ///< only this backend's requests; empty: all
+  std::string arch;    ///< comma-separated targets (CUDA, HIP); empty: each request's own
+  int device = 0;      ///< the OpenCL device
+  int jobs = 0;        ///< worker threads; 0: one per core
+  std::string into;    ///< a cache directory to fill instead of the user tier (JITCACHE_DIR)
+};
+
+/// Options of `jitcache tune`.
+struct TuneOptions {
+  std::string command;    ///< list, show, clear or export
+  std::string key_prefix; ///< only the records whose key (hex) starts with it; empty: all
+  std::string output;     ///< export: the file to write (default: standard output)
 };
 
 /// Each command returns the process exit status: 0 on success, 1 on failure (after printing a
@@ -44,8 +71,50 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 /// dropped, with why). A file another `jitcache store` holds is skipped; `remove`: each file is
 /// removed once done. Exit 1 when a file cannot be opened.
 int run_store(const std::vector<std::string>& files, bool remove, const Output& out);
+/// `jitcache warm`: makes every request of a record again (each once, by key) for every target
+/// of `--arch` (CUDA, HIP; else each request's own target) or on the OpenCL `--device`, with
+/// `jobs` threads sharing one Cache, into the user tier or `into`. Each replay first proves
+/// that it has the recorded key (Backend::replay). Prints a progress line on a terminal (else a
+/// line per request), then a summary row per backend and target. A record line that cannot be
+/// read is a warning naming FILE:LINE. Exit 1 when the record cannot be read, a target of
+/// `--arch` is unknown (the message lists the supported ones), or any request failed (each
+/// named on stderr with its target and the first line of its error).
+int run_warm(const Config& config, const WarmOptions& options, const Output& out);
 /// `jitcache explain`: every key field of each request, and how it differs from entries stored
 /// earlier for the same source.
 int run_explain(const Config& config, const BuildOptions& options, const Output& out);
+
+/// `jitcache export`: writes the valid entries of the user tier that match `options` into one
+/// package (core/package_format) at options.file, replaced atomically. Exit 1 (naming them) when
+/// nothing matches or the matches serve more than one target (a package serves one).
+int run_export(const Config& config, const ExportOptions& options, const Output& out);
+/// `jitcache import`: copies the package `file`'s verified entries into the user tier. Exit 1
+/// when the package is refused (damaged, truncated, another format: nothing imported) or any
+/// entry was damaged (the others are imported).
+int run_import(const Config& config, const std::string& file, const Output& out);
+/// `jitcache packages`: one line per package found (embedded, then JITCACHE_SYSTEM_PATH): what
+/// it serves, its size, the jitcache that made it; then one line per device present (the
+/// backends built, devices their runtimes report) naming the package that serves it, or none.
+int run_packages(const Config& config, const Output& out);
+/// `jitcache tune`: the tuning database of the user tier (jitcache/tuning.hpp). list: one line
+/// per record (family, problem, device, parameters, times, method; damaged ones named, with
+/// why); show: each record whole (device identity, candidates); export: each record whole as
+/// one JSON line, to `output` or standard output (exit 1 when any is damaged; a package form
+/// is left to the packages' work); clear: removes them. Never creates a user tier to read.
+int run_tune(const Config& config, const TuneOptions& options, const Output& out);
+/// `jitcache remote ping|push|pull`.
+enum class RemoteAction { ping, push, pull };
+/// ping: one line per remote tier of JITCACHE_REMOTE (reachable, round trip, how entries are
+/// signed); exit 1 when one is unreachable. push: copies the user tier's valid entries (of
+/// `backend` only, when not empty) to each writable remote, signed as the cache would; entries
+/// over a remote's max_bytes are skipped. pull: copies each remote's entries that this process
+/// would accept (intact, and signed with the key when there is one) into the user tier, leaving
+/// those it has. One line per remote (copied, present, skipped, bytes); exit 1 when a remote
+/// fails, a push goes to a remote that is not written to, or no remote is configured.
+int run_remote(const Config& config, RemoteAction action, const std::string& backend,
+               const Output& out);
+/// For `jitcache info`: one JSON object per remote tier (reachable or not, writable, signing)
+/// after a PING, and the same as text lines appended to `text`.
+nlohmann::json describe_remotes(const Config& config, std::string& text);
 
 } // namespace jitcache::cli

@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
                       "store each binary before reporting it, in this process (by default, "
                       "PoCL binaries are stored by a detached `jitcache store` after exit, as "
                       "JITCACHE_OPENCL_STORE says)");
+  build_cmd->add_option("--record", build.record,
+                        "append each request to this JSON-lines file, for `jitcache warm` (as "
+                        "JITCACHE_RECORD does)");
   build_cmd->add_option("FILE", build.files, "kernel source files")->required();
   cli::BuildOptions explain;
   CLI::App* explain_cmd = add("explain", "show every key field of a build request, and why it "
@@ -44,6 +47,23 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--max-source-size", explain.max_source_size,
                           "the largest source file read (default 64M)");
   explain_cmd->add_option("FILE", explain.files, "kernel source files")->required();
+  cli::WarmOptions warm;
+  CLI::App* warm_cmd = add("warm", "compile every request of a record (JITCACHE_RECORD) for "
+                                   "the given targets, in parallel");
+  warm_cmd->add_option("RECORD", warm.record, "the record (JSON lines)")->required();
+  warm_cmd->add_option("--backend", warm.backend,
+                       "only this backend's requests: opencl, cuda "
+                       "or hip");
+  warm_cmd->add_option("--arch", warm.arch,
+                       "targets, comma-separated (sm_80,sm_90 or "
+                       "gfx90a,gfx1030); default: each request's own");
+  warm_cmd->add_option("--device", warm.device, "the OpenCL device index (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  warm_cmd->add_option("--jobs", warm.jobs, "worker threads (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  warm_cmd->add_option("--into", warm.into,
+                       "fill this cache directory instead of the user "
+                       "tier (as JITCACHE_DIR)");
   std::vector<std::string> store_files;
   bool store_remove = false;
   CLI::App* store_cmd = add("store", "build and store the requests of request files that a "
@@ -67,6 +87,41 @@ int main(int argc, char** argv) {
                                      "leftover compile leases, and compact the data file");
   prune_cmd->add_option("--max-size", prune_size,
                         "keep at most this much (10G, 512M, bytes); default JITCACHE_MAX_SIZE");
+  cli::ExportOptions export_options;
+  CLI::App* export_cmd = add("export", "write the user tier's entries for one target into a "
+                                       "package file (e.g. cuda-sm_90.jcpkg)");
+  export_cmd->add_option("-o,--output", export_options.file, "the package file")->required();
+  export_cmd->add_option("--backend", export_options.backend, "opencl, cuda or hip");
+  CLI::Option* export_arch =
+      export_cmd->add_option("--arch", export_options.arch, "the target (sm_90, gfx90a)");
+  export_cmd->add_option("--device", export_options.device, "the target of this device")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(export_arch);
+  std::string import_file;
+  CLI::App* import_cmd = add("import", "copy a package's verified entries into the user tier");
+  import_cmd->add_option("FILE", import_file, "the package file")->required();
+  CLI::App* packages_cmd =
+      add("packages", "the packages found, what each serves, and the devices that have none");
+
+  cli::TuneOptions tune;
+  CLI::App* tune_cmd = add("tune", "the tuning database: list, show, clear or export its records");
+  tune_cmd->add_option("COMMAND", tune.command, "list, show, clear or export")
+      ->required()
+      ->check(CLI::IsMember({"list", "show", "clear", "export"}));
+  tune_cmd->add_option("KEY", tune.key_prefix, "only the records whose key starts with this");
+  tune_cmd->add_option("-o,--output", tune.output, "export: write to this file");
+  CLI::App* remote_cmd = add("remote", "the remote tiers of JITCACHE_REMOTE: ping, push, pull");
+  remote_cmd->require_subcommand(1);
+  std::string remote_backend;
+  const auto remote_action = [&](const char* name, const char* help) {
+    CLI::App* sub = remote_cmd->add_subcommand(name, help);
+    sub->add_flag("--json", json, "one JSON object per line");
+    sub->add_option("--backend", remote_backend, "only this backend's entries (push, pull)");
+    return sub;
+  };
+  CLI::App* remote_ping = remote_action("ping", "whether each remote answers, and how it signs");
+  CLI::App* remote_push = remote_action("push", "copy the user tier's entries to the remotes");
+  remote_action("pull", "copy the remotes' entries into the user tier");
 
   const auto known = [&](const char* name) {
     for (const CLI::App* sub : app.get_subcommands({}))
@@ -75,8 +130,10 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc >= 2 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr << "jitcache: error: unknown command '" << argv[1]
-              << "' (expected build, explain, store, stats, list, info, verify, clear or prune)\n";
+    std::cerr
+        << "jitcache: error: unknown command '" << argv[1]
+        << "' (expected build, explain, warm, store, stats, list, info, verify, clear, prune, "
+           "export, import, packages, tune or remote)\n";
     return 2;
   }
   try {
@@ -100,6 +157,8 @@ int main(int argc, char** argv) {
   const cli::Output out(json);
   if (build_cmd->parsed())
     return cli::run_build(config, build, out);
+  if (warm_cmd->parsed())
+    return cli::run_warm(config, warm, out);
   if (store_cmd->parsed())
     return cli::run_store(store_files, store_remove, out);
   if (explain_cmd->parsed())
@@ -115,7 +174,21 @@ int main(int argc, char** argv) {
   if (clear_cmd->parsed())
     return runtime_caches ? cli::run_clear_runtime_caches(config, dry_run, out)
                           : cli::run_clear(config, out);
+  if (export_cmd->parsed())
+    return cli::run_export(config, export_options, out);
+  if (import_cmd->parsed())
+    return cli::run_import(config, import_file, out);
+  if (packages_cmd->parsed())
+    return cli::run_packages(config, out);
   if (prune_cmd->parsed())
     return cli::run_prune(config, prune_size, out);
+  if (tune_cmd->parsed())
+    return cli::run_tune(config, tune, out);
+  if (remote_cmd->parsed())
+    return cli::run_remote(config,
+                           remote_ping->parsed()   ? cli::RemoteAction::ping
+                           : remote_push->parsed() ? cli::RemoteAction::push
+                                                   : cli::RemoteAction::pull,
+                           remote_backend, out);
   return 2;
 }

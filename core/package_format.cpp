@@ -1,0 +1,235 @@
+#include "core/package_format.hpp"
+
+#include "core/byte_io.hpp"
+
+#include <jitcache/version.hpp>
+
+#include <xxhash.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+namespace jitcache::detail {
+
+namespace {
+
+constexpr char k_magic[4] = {'J', 'C', 'P', 'K'};
+constexpr std::size_t k_checked_offset = 16; // the checksum covers from here to the data
+
+Error damaged(const std::string& why) {
+  return Error(ErrorCode::corrupt, "package " + why);
+}
+
+std::uint64_t checksum(std::string_view bytes, std::size_t end) {
+  return XXH3_64bits(bytes.data() + k_checked_offset, end - k_checked_offset);
+}
+
+std::optional<Provenance> parse_provenance(std::string_view in) {
+  std::optional<std::string> fields[5];
+  for (auto& field : fields)
+    if (!(field = take_counted(in)))
+      return std::nullopt;
+  if (!in.empty())
+    return std::nullopt;
+  Provenance p;
+  p.jitcache_version = std::move(*fields[0]);
+  const std::string& created = *fields[1];
+  const auto [end, ec] =
+      std::from_chars(created.data(), created.data() + created.size(), p.created);
+  if (ec != std::errc() || end != created.data() + created.size())
+    return std::nullopt;
+  p.target = PackageTarget{std::move(*fields[2]), std::move(*fields[3]), std::move(*fields[4])};
+  return p;
+}
+
+std::string provenance_bytes(const Provenance& p) {
+  std::string out;
+  append_counted(out, p.jitcache_version);
+  append_counted(out, std::to_string(p.created));
+  append_counted(out, p.target.backend);
+  append_counted(out, p.target.label);
+  append_counted(out, p.target.identity);
+  return out;
+}
+
+// A file descriptor closed on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+} // namespace
+
+Expected<PackageReader> PackageReader::open(std::string_view bytes) {
+  if (bytes.size() < k_package_header_size)
+    return damaged("is truncated (" + std::to_string(bytes.size()) + " bytes)");
+  if (std::memcmp(bytes.data(), k_magic, sizeof k_magic) != 0)
+    return damaged("has a bad magic number (not a jitcache package)");
+  const char* at = bytes.data();
+  const auto version = load_le<std::uint32_t>(at + 4);
+  if (version != k_package_version)
+    return damaged("has format version " + std::to_string(version) + "; this jitcache reads " +
+                   std::to_string(k_package_version));
+  const auto provenance_len = load_le<std::uint32_t>(at + 20);
+  const auto count = load_le<std::uint64_t>(at + 24);
+  const auto total = load_le<std::uint64_t>(at + 32);
+  const auto data = load_le<std::uint64_t>(at + 40);
+  if (total != bytes.size())
+    return damaged("is " + std::to_string(bytes.size()) + " bytes, its header says " +
+                   std::to_string(total) + " (truncated or extended)");
+  const std::uint64_t room = bytes.size() - k_package_header_size;
+  if (provenance_len > room || count > (room - provenance_len) / k_package_index_record ||
+      data != k_package_header_size + provenance_len + count * k_package_index_record)
+    return damaged("has inconsistent lengths in its header");
+  if (load_le<std::uint64_t>(at + 8) != checksum(bytes, static_cast<std::size_t>(data)))
+    return damaged("fails its checksum (header, provenance or index damaged)");
+  const auto entry_version = load_le<std::uint32_t>(at + 16);
+  if (entry_version != static_cast<std::uint32_t>(k_format_version))
+    return damaged("holds entries of format version " + std::to_string(entry_version) +
+                   "; this jitcache reads " + std::to_string(k_format_version));
+  auto provenance = parse_provenance(bytes.substr(k_package_header_size, provenance_len));
+  if (!provenance)
+    return damaged("has malformed provenance");
+  provenance->entry_format_version = entry_version;
+  provenance->entries = count;
+  provenance->bytes = total;
+  const std::size_t index = k_package_header_size + provenance_len;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const char* record = at + index + i * k_package_index_record;
+    if (i > 0 && std::memcmp(record - k_package_index_record, record, 32) >= 0)
+      return damaged("index is out of order at record " + std::to_string(i));
+    const auto offset = load_le<std::uint64_t>(record + 32);
+    const auto length = load_le<std::uint64_t>(record + 40);
+    if (offset < data || offset > total || length > total - offset)
+      return damaged("index record " + std::to_string(i) + " points outside the package");
+  }
+  return PackageReader(bytes, index, std::move(*provenance));
+}
+
+Digest PackageReader::key_at(std::size_t i) const {
+  Digest key;
+  std::memcpy(key.bytes.data(), m_bytes.data() + m_index + i * k_package_index_record,
+              key.bytes.size());
+  return key;
+}
+
+std::pair<Digest, std::string_view> PackageReader::at(std::size_t i) const {
+  const char* record = m_bytes.data() + m_index + i * k_package_index_record;
+  const auto offset = load_le<std::uint64_t>(record + 32);
+  const auto length = load_le<std::uint64_t>(record + 40);
+  return {key_at(i),
+          m_bytes.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(length))};
+}
+
+std::optional<std::string_view> PackageReader::find(const Digest& key) const {
+  std::size_t low = 0, high = size();
+  while (low < high) {
+    const std::size_t mid = low + (high - low) / 2;
+    const int order = std::memcmp(m_bytes.data() + m_index + mid * k_package_index_record,
+                                  key.bytes.data(), key.bytes.size());
+    if (order == 0)
+      return at(mid).second;
+    if (order < 0)
+      low = mid + 1;
+    else
+      high = mid;
+  }
+  return std::nullopt;
+}
+
+Expected<Provenance> write_package(const std::filesystem::path& file, const PackageTarget& target,
+                                   std::vector<PackageEntry> entries) {
+  std::sort(entries.begin(), entries.end(),
+            [](const PackageEntry& a, const PackageEntry& b) { return a.key < b.key; });
+  for (std::size_t i = 1; i < entries.size(); ++i)
+    if (entries[i - 1].key == entries[i].key)
+      return Error(ErrorCode::invalid_argument,
+                   "key " + entries[i].key.hex() + " given twice for one package");
+  Provenance p;
+  p.entry_format_version = static_cast<std::uint32_t>(k_format_version);
+  p.jitcache_version = k_version;
+  p.created = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  p.target = target;
+  p.entries = entries.size();
+  const std::string provenance = provenance_bytes(p);
+  const std::uint64_t data =
+      k_package_header_size + provenance.size() + entries.size() * k_package_index_record;
+  std::string head(k_package_header_size, '\0');
+  std::memcpy(head.data(), k_magic, sizeof k_magic);
+  store_le<std::uint32_t>(head.data() + 4, k_package_version);
+  store_le<std::uint32_t>(head.data() + 16, p.entry_format_version);
+  store_le<std::uint32_t>(head.data() + 20, static_cast<std::uint32_t>(provenance.size()));
+  store_le<std::uint64_t>(head.data() + 24, entries.size());
+  store_le<std::uint64_t>(head.data() + 40, data);
+  head += provenance;
+  std::uint64_t offset = data;
+  for (const PackageEntry& entry : entries) {
+    head.append(reinterpret_cast<const char*>(entry.key.bytes.data()), entry.key.bytes.size());
+    append_le<std::uint64_t>(head, offset);
+    append_le<std::uint64_t>(head, entry.bytes.size());
+    offset += entry.bytes.size();
+  }
+  p.bytes = offset;
+  store_le<std::uint64_t>(head.data() + 32, offset);
+  store_le<std::uint64_t>(head.data() + 8, checksum(head, head.size()));
+
+  const std::string name = file.string();
+  const auto failed = [&](const std::string& what) {
+    return Error(ErrorCode::io_error,
+                 "cannot write package " + name + ": " + what +
+                     (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
+  };
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  Fd dir_fd{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (dir_fd.fd < 0)
+    return failed("cannot open its directory");
+  const std::string base = file.filename().string();
+  struct stat st {};
+  if (::fstatat(dir_fd.fd, base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+    errno = 0;
+    return failed(S_ISLNK(st.st_mode) ? "it is a symbolic link" : "it is not a regular file");
+  }
+  const std::string temp = "." + base + ".tmp" + std::to_string(::getpid()) + "-" +
+                           std::to_string(std::random_device{}());
+  Fd out{::openat(dir_fd.fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0644)};
+  if (out.fd < 0)
+    return failed("cannot create a temporary file beside it");
+  bool ok = write_all(out.fd, head);
+  for (std::size_t i = 0; ok && i < entries.size(); ++i)
+    ok = write_all(out.fd, entries[i].bytes);
+  if (!ok || ::fsync(out.fd) != 0 ||
+      ::renameat(dir_fd.fd, temp.c_str(), dir_fd.fd, base.c_str()) != 0) {
+    const Error error = failed(ok ? "sync or rename failed" : "write failed");
+    ::unlinkat(dir_fd.fd, temp.c_str(), 0);
+    return error;
+  }
+  ::fsync(dir_fd.fd); // the rename is durable; a failure here loses nothing already written
+  return p;
+}
+
+} // namespace jitcache::detail

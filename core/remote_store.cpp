@@ -1,0 +1,177 @@
+#include "core/remote_store.hpp"
+
+#include "core/entry_codec.hpp"
+#include "core/log.hpp"
+#include "core/remote_seal.hpp"
+
+namespace jitcache {
+
+namespace {
+
+// Idle connections kept per remote: as many as threads that commonly read at once.
+constexpr std::size_t k_max_idle = 8;
+// Values read per MGET while listing.
+constexpr std::size_t k_list_batch = 16;
+
+} // namespace
+
+RemoteStore::RemoteStore(RedisUrl url, std::string hmac_key)
+    : m_url(std::move(url)), m_hmac_key(std::move(hmac_key)) {}
+
+bool RemoteStore::writable() const {
+  return !m_url.read_only && (!m_hmac_key.empty() || m_url.allow_unsigned);
+}
+
+std::string RemoteStore::signing() const {
+  std::string mode;
+  if (!m_hmac_key.empty())
+    mode = "signed: entries are signed with the key, unsigned or foreign ones are refused";
+  else if (m_url.allow_unsigned)
+    mode = "unsigned (unsigned=1): whoever can write to the server can plant binaries";
+  else
+    mode = "unsigned: reads trust the server; not written to (set JITCACHE_REMOTE_KEY to sign, "
+           "or unsigned=1)";
+  return m_url.read_only ? mode + "; readonly=1" : mode;
+}
+
+Expected<RedisReply> RemoteStore::run(const std::vector<std::string_view>& args) {
+  std::unique_ptr<RedisConnection> connection;
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (!m_idle.empty()) {
+      connection = std::move(m_idle.back());
+      m_idle.pop_back();
+    }
+  }
+  if (!connection) {
+    auto opened = RedisConnection::open(m_url);
+    if (!opened)
+      return std::move(opened).error();
+    connection = std::move(*opened);
+  }
+  auto reply = connection->run(args);
+  std::lock_guard<std::mutex> lock(m_mutex);
+  if (!reply && reply.error().code == ErrorCode::io_error)
+    m_idle.clear(); // the next command after the back-off connects afresh
+  else if (m_idle.size() < k_max_idle)
+    m_idle.push_back(std::move(connection));
+  return reply;
+}
+
+std::optional<EntryView> RemoteStore::open(const Digest& key, std::string_view value) {
+  const Unsealed sealed = unseal(key, value, m_hmac_key);
+  std::string why = sealed.why;
+  if (sealed.status == Unsealed::Status::ok) {
+    auto entry = view_entry(key, sealed.entry);
+    if (entry)
+      return *entry;
+    why = entry.error().message;
+  }
+  const bool refused = sealed.status == Unsealed::Status::refused;
+  ++(refused ? m_refused : m_corrupt);
+  log::write_once(LogLevel::warn, "remote:" + key.hex(),
+                  "remote entry " + key.hex() + " on " + m_url.display() +
+                      (refused ? " refused: " : " is damaged: ") + why + "; treated as a miss");
+  return std::nullopt;
+}
+
+Expected<std::optional<Entry>> RemoteStore::get(const Digest& key) {
+  std::optional<Entry> out;
+  auto seen = visit(key, [&](const EntryView& entry) { out = to_entry(entry); });
+  if (!seen)
+    return std::move(seen).error();
+  return out;
+}
+
+Expected<bool> RemoteStore::visit(const Digest& key,
+                                  const std::function<void(const EntryView&)>& use) {
+  const std::string name = redis_key(key.hex());
+  auto reply = run({"GET", name});
+  if (!reply)
+    return std::move(reply).error();
+  if (reply->kind != RedisReply::Kind::string)
+    return false;
+  auto entry = open(key, reply->text);
+  if (!entry)
+    return false;
+  use(*entry);
+  return true;
+}
+
+Expected<void> RemoteStore::put(const Digest& key, const Entry& entry) {
+  if (!writable())
+    return Error(ErrorCode::read_only,
+                 "remote " + m_url.display() + " is not written to (" + signing() + ")");
+  const std::string bytes = encode_entry(key, entry);
+  if (!fits(bytes.size()))
+    return Error(ErrorCode::store_full, "an entry of " + std::to_string(bytes.size()) +
+                                            " bytes is over the remote's max_bytes (" +
+                                            std::to_string(m_url.max_bytes) + "); not sent");
+  const std::string value = seal(key, bytes, m_hmac_key);
+  auto reply = run({"SET", redis_key(key.hex()), value});
+  if (!reply)
+    return std::move(reply).error();
+  return {};
+}
+
+Expected<bool> RemoteStore::remove(const Digest& key) {
+  if (!writable())
+    return Error(ErrorCode::read_only, "remote " + m_url.display() + " is not written to");
+  auto reply = run({"DEL", redis_key(key.hex())});
+  if (!reply)
+    return std::move(reply).error();
+  return reply->integer > 0;
+}
+
+Expected<void> RemoteStore::ping() {
+  auto reply = run({"PING"});
+  if (!reply)
+    return std::move(reply).error();
+  return {};
+}
+
+Expected<void> RemoteStore::for_each(const std::function<void(const Item&)>& fn) {
+  const std::string pattern = redis_key("*");
+  std::string cursor = "0";
+  do {
+    auto page = run({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    if (!page)
+      return std::move(page).error();
+    if (page->kind != RedisReply::Kind::array || page->items.size() != 2)
+      return Error(ErrorCode::io_error, m_url.display() + " answered SCAN with something else");
+    cursor = page->items[0].text;
+    std::vector<Digest> keys;
+    for (const RedisReply& name : page->items[1].items)
+      if (auto digest = Digest::from_hex(std::string_view(name.text).substr(m_url.prefix.size())))
+        keys.push_back(*digest);
+    for (std::size_t first = 0; first < keys.size(); first += k_list_batch) {
+      std::vector<std::string> names;
+      for (std::size_t i = first; i < std::min(keys.size(), first + k_list_batch); ++i)
+        names.push_back(redis_key(keys[i].hex()));
+      std::vector<std::string_view> args = {"MGET"};
+      args.insert(args.end(), names.begin(), names.end());
+      auto values = run(args);
+      if (!values)
+        return std::move(values).error();
+      for (std::size_t i = 0; i < values->items.size() && first + i < keys.size(); ++i) {
+        const RedisReply& value = values->items[i];
+        if (value.kind != RedisReply::Kind::string)
+          continue; // removed since the SCAN
+        Item item;
+        item.key = keys[first + i];
+        item.bytes = value.text.size();
+        const Unsealed sealed = unseal(item.key, value.text, m_hmac_key);
+        auto backend = sealed.status == Unsealed::Status::ok
+                           ? verify_entry(item.key, sealed.entry)
+                           : Expected<std::string>(Error(ErrorCode::corrupt, sealed.why));
+        item.valid = static_cast<bool>(backend);
+        if (backend)
+          item.backend = *backend;
+        fn(item);
+      }
+    }
+  } while (cursor != "0");
+  return {};
+}
+
+} // namespace jitcache

@@ -1,0 +1,80 @@
+#pragma once
+
+#include "core/redis_connection.hpp"
+#include "core/redis_url.hpp"
+
+#include <jitcache/store.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace jitcache {
+
+/// A remote tier on a Redis server: each entry is one string value, the entry's stored bytes
+/// (core/entry_codec) sealed (core/remote_seal: signed with the fleet's key when there is one),
+/// under `url.prefix + key hex`. Thread-safe: commands run on a small pool of connections, each
+/// bounded by the URL's timeout.
+///
+/// Reading: a value that is not a sealed entry, or fails entry_codec's checks (another key, bad
+/// checksum), is a miss counted by corrupt_seen(); one whose seal is not trusted (unsigned or
+/// wrongly signed while a key is set) is a miss counted by refused_seen(). Each is warned about
+/// once per key; neither is ever handed to a caller. A failure of the server (refused,
+/// timed out, closed, an error reply) is an io_error or runtime_error: the caller backs off.
+class RemoteStore final : public Store {
+public:
+  /// A store on `url`, signing and checking with `hmac_key` (empty: unsigned; see writable()).
+  /// Connects lazily, at the first command.
+  RemoteStore(RedisUrl url, std::string hmac_key);
+
+  std::string name() const override { return "remote"; }
+  /// False when the URL says readonly=1, or when there is no key to sign with and the URL does
+  /// not say unsigned=1 (an unsigned shared cache lets anyone who reaches it run code on every
+  /// GPU that reads it).
+  bool writable() const override;
+  Expected<std::optional<Entry>> get(const Digest& key) override;
+  Expected<bool> visit(const Digest& key,
+                       const std::function<void(const EntryView&)>& use) override;
+  /// Sends `entry`, sealed. Errors: read_only (see writable()), store_full (larger than the
+  /// URL's max_bytes: not sent), io_error and runtime_error (the server failed).
+  Expected<void> put(const Digest& key, const Entry& entry) override;
+  Expected<bool> remove(const Digest& key) override;
+  /// Every value under the prefix (SCAN, then GET in batches); `valid` says whether it is one
+  /// this store would hand out. Other keys under the prefix (leases) are skipped.
+  Expected<void> for_each(const std::function<void(const Item&)>& fn) override;
+
+  /// Sends PING. Errors as put().
+  Expected<void> ping();
+  /// Whether an entry of `bytes` stored bytes is small enough to be sent.
+  bool fits(std::uint64_t bytes) const { return bytes <= m_url.max_bytes; }
+
+  const RedisUrl& url() const { return m_url; }
+  /// How entries are signed and checked, in one line (for `jitcache info` and warnings).
+  std::string signing() const;
+  /// Values found damaged, and values refused for their seal, since the store was made.
+  std::uint64_t corrupt_seen() const { return m_corrupt; }
+  std::uint64_t refused_seen() const { return m_refused; }
+
+  /// Runs one command on a pooled connection (made when none is idle). Errors: io_error (the
+  /// connection failed or timed out; every idle connection is dropped too, as the server is
+  /// likely gone), runtime_error (an error reply).
+  Expected<RedisReply> run(const std::vector<std::string_view>& args);
+  /// `url.prefix + name`: where a value named `name` lives.
+  std::string redis_key(std::string_view name) const { return m_url.prefix + std::string(name); }
+
+private:
+  /// The entry bytes of `value` read under `key`, or nullopt (counted, warned about once).
+  std::optional<EntryView> open(const Digest& key, std::string_view value);
+
+  const RedisUrl m_url;
+  const std::string m_hmac_key;
+  std::mutex m_mutex;
+  std::vector<std::unique_ptr<RedisConnection>> m_idle;
+  std::atomic<std::uint64_t> m_corrupt{0};
+  std::atomic<std::uint64_t> m_refused{0};
+};
+
+} // namespace jitcache

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <jitcache/expected.hpp>
+#include <jitcache/tuning.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace jitcache::tuning {
+
+/// The backend name a tuning record is stored under in its entry (and counted under in Stats).
+inline constexpr const char* k_tuning_backend = "tuning";
+
+/// Version of a record's body (below). You MUST bump it when the body's layout changes.
+inline constexpr std::uint32_t k_record_version = 1;
+
+/// What identifies a record: the bytes its digest is taken of (record_key() is their SHA-256).
+/// Length-delimited fields (byte_io): a schema tag, the family's name and version, the
+/// problem's pairs, the device's backend and identity pairs.
+std::string identity_fields(const Family& family, const Problem& problem, const Device& device);
+
+/// The stored form of `record`: an entry (core/entry_codec: magic, entry format version, XXH3
+/// checksum, the digest it is stored under) of backend "tuning" whose key fields are
+/// identity_fields() and whose payload is the body: u32le k_record_version, then the device's
+/// name, the parameters, best and default times (u64le ns), method (u8), when (i64le), the
+/// jitcache version, candidates and skipped (u32le). Self-describing: a package can carry it as
+/// any other entry, and decode_record() needs nothing but the bytes and the digest.
+std::string encode_record(const Record& record);
+
+/// The digest `record` is stored under (record_key() of its family, problem and device).
+Digest key_of(const Record& record);
+
+/// Parses and verifies bytes stored under `key`: the entry's checks (magic, format version,
+/// checksum, digest), then that its key fields hash to `key` (or, when the caller knows them,
+/// equal `fields`: identity_fields() of what `key` was made of, saving a hash), then the body.
+/// Errors (code corrupt) say what failed.
+Expected<Record> decode_record(const Digest& key, std::string_view bytes,
+                               std::string_view fields = {});
+
+} // namespace jitcache::tuning

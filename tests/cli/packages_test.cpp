@@ -1,0 +1,236 @@
+// Packages through the CLI with no GPU: export from a user tier, serve from JITCACHE_SYSTEM_PATH
+// with zero compiles and nothing written to the user tier, import, list, and bad input.
+#include "tests/support/json_lines.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace jitcache {
+namespace {
+
+namespace fs = std::filesystem;
+using test::json_lines;
+using test::run_cli;
+
+const std::string k_kernels = JITCACHE_KERNELS;
+
+// One request of the end-to-end run: a backend, its target and the files built for it.
+struct Request {
+  std::string backend;
+  std::string arch; ///< empty: the device's own (PoCL)
+  std::vector<std::string> files;
+  std::string package; ///< the file it is exported to
+};
+
+std::vector<Request> requests() {
+  std::vector<Request> all;
+#ifdef JITCACHE_TEST_HAVE_CUDA
+  for (const char* arch : {"sm_80", "sm_90"})
+    all.push_back({"cuda",
+                   arch,
+                   {k_kernels + "/saxpy.cu", k_kernels + "/scale.cu"},
+                   std::string("cuda-") + arch + ".jcpkg"});
+#endif
+#ifdef JITCACHE_TEST_HAVE_HIP
+  all.push_back({"hip", "gfx90a", {k_kernels + "/saxpy.hip"}, "hip-gfx90a.jcpkg"});
+#endif
+  all.push_back({"opencl", "", {k_kernels + "/vector_ops.cl"}, "opencl-pocl.jcpkg"});
+  return all;
+}
+
+class PackagesCliTest : public ::testing::Test {
+protected:
+  std::map<std::string, std::string> env(const fs::path& user, const std::string& system = ":") {
+    return {{"JITCACHE_DIR", user.string()},
+            {"JITCACHE_SYSTEM_PATH", system},
+            {"JITCACHE_OPENCL_STORE", "wait"}};
+  }
+  test::ProcessResult build(const Request& r, const std::map<std::string, std::string>& vars) {
+    std::vector<std::string> args{"build", "--backend", r.backend, "--json"};
+    if (!r.arch.empty())
+      args.insert(args.end(), {"--arch", r.arch});
+    if (r.backend == "opencl")
+      args.insert(args.end(), {"--options", "-I " + k_kernels});
+    args.insert(args.end(), r.files.begin(), r.files.end());
+    return run_cli(args, vars);
+  }
+  std::size_t user_entries(const fs::path& user) {
+    auto r = run_cli({"list", "--json"}, env(user));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json_lines(r.out).size();
+  }
+  // Builds the CUDA sample for sm_80 (or, without CUDA, the OpenCL one) into `user` and exports
+  // it to `package`.
+  Request exported(const fs::path& user, const fs::path& package) {
+    Request r = requests().front();
+    auto built = build(r, env(user));
+    EXPECT_EQ(built.exit_code, 0) << built.err;
+    std::vector<std::string> args{"export", "-o", package.string(), "--backend", r.backend};
+    if (!r.arch.empty())
+      args.insert(args.end(), {"--arch", r.arch});
+    auto out = run_cli(args, env(user));
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    return r;
+  }
+  test::TempDir dir;
+};
+
+TEST_F(PackagesCliTest, ExportedPackagesServeAnEmptyUserTierWithZeroCompiles) {
+  const fs::path maker = dir.path() / "maker", user = dir.path() / "user";
+  const fs::path packages = dir.path() / "packages";
+  fs::create_directory(packages);
+  const auto all = requests();
+  for (const Request& r : all) {
+    auto built = build(r, env(maker));
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    std::vector<std::string> args{"export",    "-o",      (packages / r.package).string(),
+                                  "--backend", r.backend, "--json"};
+    if (r.arch.empty())
+      args.insert(args.end(), {"--device", "0"});
+    else
+      args.insert(args.end(), {"--arch", r.arch});
+    auto out = run_cli(args, env(maker));
+    ASSERT_EQ(out.exit_code, 0) << out.err;
+    const auto line = json_lines(out.out).at(0);
+    EXPECT_EQ(line["entries"], r.files.size());
+    EXPECT_EQ(line["backend"], r.backend);
+    if (!r.arch.empty()) {
+      EXPECT_EQ(line["target"], r.arch);
+      EXPECT_EQ(line["suggested_name"], r.package);
+    }
+  }
+
+  // A new user tier: every build is a hit from the system tier; nothing compiled or stored.
+  for (const Request& r : all) {
+    auto built = build(r, env(user, packages.string()));
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    EXPECT_EQ(built.err.find("warning"), std::string::npos) << built.err;
+    for (const auto& line : json_lines(built.out)) {
+      EXPECT_EQ(line["outcome"], "hit") << line;
+      EXPECT_EQ(line["tier"], "system") << line;
+    }
+  }
+  EXPECT_EQ(user_entries(user), 0u);
+  auto stats = run_cli({"stats", "--json"}, env(user));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  for (const auto& line : json_lines(stats.out)) {
+    if (line["backend"] == "total")
+      continue;
+    EXPECT_EQ(line["compiles"], 0) << line;
+    EXPECT_EQ(line["misses"], 0) << line;
+    std::size_t files = 0;
+    for (const Request& r : all)
+      files += r.backend == line["backend"] ? r.files.size() : 0;
+    EXPECT_EQ(line["hits"], files) << line;
+    if (files) {
+      EXPECT_EQ(line["hits_by_tier"]["system"], files) << line;
+    }
+  }
+
+  // `packages` lists each, and the PoCL device is served.
+  auto listed = run_cli({"packages", "--json"}, env(user, packages.string()));
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  std::size_t seen = 0;
+  bool pocl_served = false;
+  for (const auto& line : json_lines(listed.out)) {
+    if (line.contains("tier")) {
+      EXPECT_EQ(line["tier"], "system");
+      EXPECT_GT(line["entries"].get<int>(), 0);
+      EXPECT_FALSE(line["jitcache_version"].get<std::string>().empty());
+      ++seen;
+    } else if (line["backend"] == "opencl" && line["device"] == 0) {
+      pocl_served = line["package"] == (packages / "opencl-pocl.jcpkg").string();
+    }
+  }
+  EXPECT_EQ(seen, all.size());
+  EXPECT_TRUE(pocl_served) << listed.out;
+
+  // Imported, the same builds hit from the user tier with no package around.
+  for (const Request& r : all) {
+    auto imported = run_cli({"import", (packages / r.package).string(), "--json"}, env(user));
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+    EXPECT_EQ(json_lines(imported.out).at(0)["imported"], r.files.size());
+  }
+  for (const Request& r : all) {
+    auto built = build(r, env(user));
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    for (const auto& line : json_lines(built.out))
+      EXPECT_EQ(line["tier"], "user") << line;
+  }
+}
+
+TEST_F(PackagesCliTest, DamagedOrMissingPackagesAreRefusedNamingThem) {
+  const fs::path maker = dir.path() / "maker", user = dir.path() / "user";
+  const fs::path package = dir.path() / "p.jcpkg";
+  const Request r = exported(maker, package);
+  std::string bytes;
+  {
+    std::ifstream in(package, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const fs::path truncated = dir.path() / "truncated.jcpkg";
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+
+  auto imported = run_cli({"import", truncated.string()}, env(user));
+  EXPECT_EQ(imported.exit_code, 1);
+  EXPECT_NE(imported.err.find(truncated.string()), std::string::npos) << imported.err;
+  EXPECT_NE(imported.err.find("nothing imported"), std::string::npos) << imported.err;
+  imported = run_cli({"import", dir.path().string()}, env(user));
+  EXPECT_EQ(imported.exit_code, 1);
+  EXPECT_NE(imported.err.find("is a directory"), std::string::npos) << imported.err;
+  EXPECT_EQ(user_entries(user), 0u);
+
+  // On the system path: each bad one warned about once, by name; the good one still serves.
+  const fs::path missing = dir.path() / "missing.jcpkg";
+  const std::string path = missing.string() + ":" + truncated.string() + ":" + package.string();
+  auto built = build(r, env(user, path));
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_NE(built.err.find(missing.string() + " does not exist"), std::string::npos) << built.err;
+  EXPECT_NE(built.err.find(truncated.string() + ": package is"), std::string::npos) << built.err;
+  for (const auto& line : json_lines(built.out))
+    EXPECT_EQ(line["tier"], "system") << line;
+}
+
+TEST_F(PackagesCliTest, ExportRefusesNothingAndSeveralTargets) {
+  const fs::path user = dir.path() / "user";
+  auto none = run_cli({"export", "-o", (dir.path() / "x.jcpkg").string()}, env(user));
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("nothing exported"), std::string::npos) << none.err;
+#ifdef JITCACHE_TEST_HAVE_CUDA
+  for (const Request& r : requests()) {
+    if (r.backend == "cuda") {
+      ASSERT_EQ(build(r, env(user)).exit_code, 0);
+    }
+  }
+  auto several =
+      run_cli({"export", "-o", (dir.path() / "x.jcpkg").string(), "--backend", "cuda"}, env(user));
+  EXPECT_EQ(several.exit_code, 1);
+  EXPECT_NE(several.err.find("cuda sm_80 (2 entries), cuda sm_90 (2 entries)"), std::string::npos)
+      << several.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "x.jcpkg"));
+#endif
+}
+
+#ifdef JITCACHE_TEST_HAVE_CUDA
+TEST_F(PackagesCliTest, NoticeNamesTheTargetWithoutAPackageAndWhatIsInstalled) {
+  const fs::path maker = dir.path() / "maker", user = dir.path() / "user";
+  const fs::path packages = dir.path() / "packages";
+  fs::create_directory(packages);
+  exported(maker, packages / "cuda-sm_80.jcpkg");
+  Request sm_90{"cuda", "sm_90", {k_kernels + "/saxpy.cu", k_kernels + "/scale.cu"}, ""};
+  auto built = build(sm_90, env(user, packages.string()));
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const std::string notice = "no cuda package for sm_90 in the system tier; installed: "
+                             "cuda-sm_80.jcpkg (sm_80, 2 entries)";
+  EXPECT_NE(built.err.find(notice), std::string::npos) << built.err;
+  EXPECT_EQ(built.err.find(notice), built.err.rfind(notice)) << built.err;
+}
+#endif
+
+} // namespace
+} // namespace jitcache

@@ -1,0 +1,114 @@
+// `jitcache info`, `stats` and `remote ping|push|pull` against a real redis-server on loopback.
+#include "core/remote_store.hpp"
+#include "tests/support/json_lines.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace jitcache {
+namespace {
+
+using test::json_lines;
+using test::run_cli;
+
+const std::string k_kernel = std::string(JITCACHE_KERNELS) + "/saxpy.cu";
+
+class RemoteCommandTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!test::RedisServer::available())
+      GTEST_SKIP() << "redis-server is not installed";
+    server.start();
+  }
+  std::map<std::string, std::string> env(const test::TempDir& dir, bool remote = true,
+                                         bool key = true) {
+    std::map<std::string, std::string> out = {{"JITCACHE_DIR", dir.path().string()}};
+    if (remote)
+      out.emplace("JITCACHE_REMOTE", server.url());
+    if (key)
+      out.emplace("JITCACHE_REMOTE_KEY", "fleet secret");
+    return out;
+  }
+  // Builds the kernel for a GPU that need not be present (NVRTC only); the line it reports.
+  nlohmann::json build(const std::map<std::string, std::string>& env) {
+    auto r = run_cli({"build", "--backend", "cuda", "--arch", "sm_80", "--json", k_kernel}, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto lines = json_lines(r.out);
+    return lines.empty() ? nlohmann::json() : lines[0];
+  }
+  nlohmann::json cuda_stats(const std::map<std::string, std::string>& env) {
+    for (const auto& line : json_lines(run_cli({"stats", "--json"}, env).out))
+      if (line["backend"] == "cuda")
+        return line;
+    return {};
+  }
+  test::RedisServer server;
+  test::TempDir a, b, c;
+};
+
+TEST_F(RemoteCommandTest, StatsCountRemoteWritesAndHits) {
+  EXPECT_EQ(build(env(a))["tier"], "compile");
+  EXPECT_EQ(cuda_stats(env(a))["remote_writes"], 1);
+  EXPECT_EQ(build(env(b))["tier"], "remote");
+  const nlohmann::json stats = cuda_stats(env(b));
+  EXPECT_EQ(stats["remote_hits"], 1);
+  EXPECT_EQ(stats["hits_by_tier"]["remote"], 1);
+  EXPECT_EQ(stats["remote_refused"], 0);
+}
+
+TEST_F(RemoteCommandTest, InfoShowsEachRemoteAndHidesSecrets) {
+  auto with_password = env(a);
+  with_password["JITCACHE_REMOTE"] = server.url() + ",redis://u:hunter2@127.0.0.1:1";
+  auto r = run_cli({"info", "--json"}, with_password);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("hunter2"), std::string::npos);
+  EXPECT_EQ(r.out.find("fleet secret"), std::string::npos);
+  const nlohmann::json info = json_lines(r.out).at(0);
+  ASSERT_EQ(info["remotes"].size(), 2u);
+  EXPECT_EQ(info["remotes"][0]["reachable"], true);
+  EXPECT_EQ(info["remotes"][0]["writable"], true);
+  EXPECT_EQ(info["remotes"][1]["reachable"], false);
+  EXPECT_EQ(info["remote_key"], "JITCACHE_REMOTE_KEY");
+
+  r = run_cli({"info"}, env(a, true, false));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("reachable"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not written to"), std::string::npos) << r.out;
+}
+
+TEST_F(RemoteCommandTest, PingPushAndPull) {
+  auto ping = run_cli({"remote", "ping", "--json"}, env(a));
+  ASSERT_EQ(ping.exit_code, 0) << ping.err;
+  EXPECT_EQ(json_lines(ping.out).at(0)["reachable"], true);
+
+  build(env(a, false)); // in a's user tier only
+  auto push = run_cli({"remote", "push", "--backend", "cuda", "--json"}, env(a));
+  ASSERT_EQ(push.exit_code, 0) << push.err;
+  EXPECT_EQ(json_lines(push.out).at(0)["copied"], 1);
+  auto unsigned_push = run_cli({"remote", "push"}, env(a, true, false));
+  EXPECT_EQ(unsigned_push.exit_code, 1) << unsigned_push.out;
+
+  auto pull = run_cli({"remote", "pull", "--json"}, env(b));
+  ASSERT_EQ(pull.exit_code, 0) << pull.err;
+  EXPECT_EQ(json_lines(pull.out).at(0)["copied"], 1);
+  EXPECT_EQ(build(env(b, false))["tier"], "user");
+  // Signed with another key: nothing this process would load is pulled.
+  auto other = env(c);
+  other["JITCACHE_REMOTE_KEY"] = "another fleet";
+  pull = run_cli({"remote", "pull", "--json"}, other);
+  ASSERT_EQ(pull.exit_code, 0) << pull.err;
+  EXPECT_EQ(json_lines(pull.out).at(0)["copied"], 0);
+  EXPECT_EQ(json_lines(pull.out).at(0)["skipped"], 1);
+
+  server.stop();
+  ping = run_cli({"remote", "ping", "--json"}, env(a));
+  EXPECT_EQ(ping.exit_code, 1);
+  EXPECT_EQ(json_lines(ping.out).at(0)["reachable"], false);
+  EXPECT_EQ(run_cli({"remote", "ping"}, env(a, false)).exit_code, 1); // no remote at all
+}
+
+} // namespace
+} // namespace jitcache

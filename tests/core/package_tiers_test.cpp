@@ -1,0 +1,118 @@
+// The package tiers inside a Cache: looked up after memory and before the user tier, counted
+// per tier, damage counted corrupt and compiled around, nothing written to the user tier.
+#include <jitcache/cache.hpp>
+
+#include "core/entry_codec.hpp"
+#include "core/lmdb_store.hpp"
+#include "core/package_store.hpp"
+#include "core/user_store.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace jitcache::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+Key key_for(const std::string& source) {
+  return KeyBuilder("cuda")
+      .device("compute_capability", "90")
+      .device("target_arch", "sm_90")
+      .source(source)
+      .finish();
+}
+
+class PackageTiersTest : public ::testing::Test {
+protected:
+  Config config() { return Config::from_variables({{"JITCACHE_DIR", m_dir.path().string()}}); }
+  // A package file holding `binary` for each of `sources`; returns its bytes.
+  std::string package(const std::string& name, const std::vector<std::string>& sources,
+                      const std::string& binary) {
+    std::vector<PackageEntry> entries;
+    for (const std::string& source : sources) {
+      const Key key = key_for(source);
+      Entry entry("cuda", binary, "", 5'000'000);
+      entry.key_fields = key.stored_fields;
+      entries.push_back({key.digest, encode_entry(key.digest, entry)});
+    }
+    const fs::path file = m_dir.path() / name;
+    EXPECT_TRUE(write_package(file, target_of("cuda", key_for("").fields), entries));
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::vector<std::shared_ptr<Store>> tiers(std::shared_ptr<Store> embedded) {
+    auto user = open_user_store(config(), false);
+    EXPECT_TRUE(user);
+    return {std::move(embedded), PackageStore::open_system({m_dir.path()}, false), *user};
+  }
+  std::uint64_t user_entries() {
+    auto store = open_user_store(config(), true);
+    std::uint64_t n = 0;
+    EXPECT_TRUE((*store)->for_each([&](const Store::Item&) { ++n; }));
+    return n;
+  }
+  test::TempDir m_dir;
+};
+
+TEST_F(PackageTiersTest, EmbeddedThenSystemThenUserWithNothingWritten) {
+  const std::string linked = package("embedded.bin", {"a"}, "EMBEDDED");
+  fs::remove(m_dir.path() / "embedded.bin");
+  package("cuda-sm_90.jcpkg", {"a", "b"}, "SYSTEM");
+  int compiles = 0;
+  const auto compile = [&]() -> Expected<Entry> {
+    ++compiles;
+    return Entry{"cuda", "COMPILED"};
+  };
+  {
+    Cache cache(config(), tiers(PackageStore::open_embedded({{"app.jcpkg", linked}})));
+    BuildInfo info;
+    auto a = cache.get_or_compile(key_for("a"), compile, &info);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(info.tier, "embedded");
+    EXPECT_EQ(a->entry.payload, "EMBEDDED");
+    auto b = cache.get_or_compile(key_for("b"), compile, &info);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(info.tier, "system");
+    EXPECT_EQ(b->entry.payload, "SYSTEM");
+    static_cast<void>(cache.get_or_compile(key_for("a"), compile, &info));
+    EXPECT_EQ(info.tier, "memory");
+    static_cast<void>(cache.get_or_compile(key_for("c"), compile, &info));
+    EXPECT_EQ(info.tier, "compile");
+    const Stats s = cache.session_stats();
+    EXPECT_EQ(s.hits("cuda", "embedded"), 1u);
+    EXPECT_EQ(s.hits("cuda", "system"), 1u);
+    EXPECT_EQ(s.get("cuda", Counter::saved_ns), 15'000'000u); // the memory hit saved one too
+    EXPECT_EQ(compiles, 1);
+  }
+  EXPECT_EQ(user_entries(), 1u); // only the compiled one
+}
+
+TEST_F(PackageTiersTest, DamagedPackageEntryIsCountedCorruptAndCompiledAround) {
+  std::string bytes = package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
+  bytes[bytes.size() - 2] ^= 1; // in the entry's payload
+  std::ofstream(m_dir.path() / "cuda-sm_90.jcpkg", std::ios::binary) << bytes;
+  int compiles = 0;
+  Cache cache(config(), tiers(PackageStore::open_embedded({})));
+  testing::internal::CaptureStderr();
+  BuildInfo info;
+  auto a = cache.get_or_compile(
+      key_for("a"),
+      [&]() -> Expected<Entry> {
+        ++compiles;
+        return Entry{"cuda", "COMPILED"};
+      },
+      &info);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->entry.payload, "COMPILED");
+  EXPECT_EQ(info.tier, "compile");
+  EXPECT_EQ(cache.session_stats().get("cuda", Counter::corrupt), 1u);
+  EXPECT_NE(err.find("is damaged"), std::string::npos) << err;
+  EXPECT_EQ(compiles, 1);
+}
+
+} // namespace
+} // namespace jitcache::detail

@@ -1,0 +1,67 @@
+// JITCACHE_REMOTE's URLs: what each part sets, and one clear complaint per bad URL.
+#include "core/redis_url.hpp"
+
+#include <gtest/gtest.h>
+
+namespace jitcache {
+namespace {
+
+TEST(RedisUrlTest, EveryPartIsRead) {
+  auto url = parse_redis_url("redis://me:p%40ss@cache.example:6380/3?timeout_ms=250&backoff_ms=0"
+                             "&prefix=team%3A&readonly=1&unsigned=1&max_bytes=1000");
+  ASSERT_TRUE(url) << url.error().message;
+  EXPECT_EQ(url->user, "me");
+  EXPECT_EQ(url->password, "p@ss");
+  EXPECT_EQ(url->host, "cache.example");
+  EXPECT_EQ(url->port, 6380);
+  EXPECT_EQ(url->db, 3);
+  EXPECT_EQ(url->timeout.count(), 250);
+  EXPECT_EQ(url->back_off.count(), 0);
+  EXPECT_EQ(url->prefix, "team:");
+  EXPECT_TRUE(url->read_only);
+  EXPECT_TRUE(url->allow_unsigned);
+  EXPECT_EQ(url->max_bytes, 1000u);
+  EXPECT_EQ(url->display(), "redis://me:***@cache.example:6380/3");
+}
+
+TEST(RedisUrlTest, DefaultsAndShortForms) {
+  auto url = parse_redis_url("redis://h");
+  ASSERT_TRUE(url);
+  EXPECT_EQ(url->port, 6379);
+  EXPECT_EQ(url->db, 0);
+  EXPECT_EQ(url->timeout, k_remote_timeout);
+  EXPECT_EQ(url->prefix, "jitcache:v1:");
+  EXPECT_FALSE(url->read_only);
+  auto password_only = parse_redis_url("redis://secret@[::1]:7000");
+  ASSERT_TRUE(password_only) << password_only.error().message;
+  EXPECT_EQ(password_only->password, "secret");
+  EXPECT_EQ(password_only->user, "");
+  EXPECT_EQ(password_only->host, "::1");
+  EXPECT_EQ(password_only->port, 7000);
+}
+
+TEST(RedisUrlTest, EachBadUrlIsOneComplaintAndTheGoodOnesAreKept) {
+  std::vector<std::string> complaints;
+  auto urls = parse_redis_urls(
+      "redis://a:1, http://x ,redis://u:hunter2@b:99999,redis://c?timeout_ms=0,redis://d?x=1,"
+      "redis://e:2/db,redis://f:3",
+      complaints);
+  ASSERT_EQ(urls.size(), 2u);
+  EXPECT_EQ(urls[0].host, "a");
+  EXPECT_EQ(urls[1].host, "f");
+  ASSERT_EQ(complaints.size(), 5u);
+  for (const std::string& complaint : complaints) {
+    EXPECT_NE(complaint.find("that remote is skipped"), std::string::npos) << complaint;
+    EXPECT_EQ(complaint.find("hunter2"), std::string::npos) << complaint;
+  }
+  EXPECT_NE(complaints[1].find("port"), std::string::npos) << complaints[1];
+  EXPECT_NE(complaints[3].find("unknown parameter 'x'"), std::string::npos) << complaints[3];
+}
+
+TEST(RedisUrlTest, PasswordsAreHidden) {
+  EXPECT_EQ(hide_passwords("redis://u:pw@h:1/2,redis://pw@h,redis://h:3"),
+            "redis://u:***@h:1/2,redis://***@h,redis://h:3");
+}
+
+} // namespace
+} // namespace jitcache

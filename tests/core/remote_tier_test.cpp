@@ -1,0 +1,329 @@
+// The remote tier against a real redis-server on loopback: remote hits and backfill, read-only
+// and unsigned remotes, refused entries, a server that dies or stalls.
+#include <jitcache/cache.hpp>
+
+#include "core/entry_codec.hpp"
+#include "core/remote_seal.hpp"
+#include "core/remote_store.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+namespace jitcache {
+namespace {
+
+constexpr char k_secret[] = "fleet secret";
+
+Key key_for(const std::string& source) {
+  return KeyBuilder("opencl").device("device_name", "test").source(source).finish();
+}
+
+class RemoteTierTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!test::RedisServer::available())
+      GTEST_SKIP() << "redis-server is not installed";
+    server.start();
+  }
+
+  // A process on a host of its own: its own user tier, the shared remote.
+  Config host(const test::TempDir& dir, const std::string& query = "",
+              const char* secret = k_secret) {
+    std::map<std::string, std::string> variables = {{"JITCACHE_DIR", dir.path().string()},
+                                                    {"JITCACHE_REMOTE", server.url(query)}};
+    if (secret)
+      variables.emplace("JITCACHE_REMOTE_KEY", secret);
+    Config config = Config::from_variables(variables);
+    EXPECT_TRUE(config.warnings.empty());
+    return config;
+  }
+
+  // Builds `key` once in a fresh cache of `config`; says how, with the session's counters.
+  struct Built {
+    BuildInfo info;
+    Stats stats;
+    std::string payload;
+  };
+  Built build(const Config& config, const Key& key, const std::string& binary = "BINARY") {
+    Built out;
+    {
+      Cache cache(config);
+      auto found = cache.get_or_compile(
+          key,
+          [&]() -> Expected<Entry> {
+            ++compiles;
+            return Entry{"", binary, {}, 5000000};
+          },
+          &out.info);
+      EXPECT_TRUE(found) << found.error().message;
+      if (found)
+        out.payload = found->entry.payload;
+      cache.flush();
+      out.stats = cache.session_stats();
+    }
+    return out;
+  }
+
+  // A raw connection to the server, for what a test does to it behind jitcache's back.
+  RemoteStore raw(const std::string& secret = "") {
+    return RemoteStore(*parse_redis_url(server.url("?unsigned=1")), secret);
+  }
+  std::string value_of(const Key& key) {
+    RemoteStore store = raw();
+    auto reply = store.run({"GET", store.redis_key(key.digest.hex())});
+    EXPECT_TRUE(reply && reply->kind == RedisReply::Kind::string);
+    return reply ? reply->text : "";
+  }
+  void set_value(const Key& key, const std::string& value) {
+    RemoteStore store = raw();
+    ASSERT_TRUE(store.run({"SET", store.redis_key(key.digest.hex()), value}));
+  }
+  long long entries_on_server() {
+    RemoteStore store = raw();
+    auto reply = store.run({"DBSIZE"});
+    return reply ? reply->integer : -1;
+  }
+
+  test::RedisServer server;
+  std::atomic<int> compiles{0};
+};
+
+TEST_F(RemoteTierTest, AnotherHostHitsTheRemoteThenItsOwnUserTier) {
+  test::TempDir a, b;
+  const Key key = key_for("kernel");
+  Built first = build(host(a), key);
+  EXPECT_EQ(first.info.tier, "compile");
+  EXPECT_EQ(first.stats.get("opencl", Counter::remote_writes), 1u);
+  EXPECT_EQ(entries_on_server(), 1);
+
+  Built second = build(host(b), key);
+  EXPECT_EQ(second.info.outcome, Outcome::hit);
+  EXPECT_EQ(second.info.tier, "remote");
+  EXPECT_EQ(second.payload, "BINARY");
+  EXPECT_EQ(second.stats.hits("opencl", "remote"), 1u);
+  EXPECT_GT(second.stats.get("opencl", Counter::saved_ns), 0u); // the compile's time, kept
+
+  Built third = build(host(b), key); // backfilled: no remote needed any more
+  EXPECT_EQ(third.info.tier, "user");
+  EXPECT_EQ(compiles, 1);
+}
+
+TEST_F(RemoteTierTest, WithoutAKeyTheRemoteIsReadOnlyUnlessTheUrlSaysUnsigned) {
+  test::TempDir a, b, c, d;
+  const Key key = key_for("unsigned");
+  Built keyless = build(host(a, "", nullptr), key);
+  EXPECT_EQ(keyless.stats.get("opencl", Counter::remote_writes), 0u);
+  EXPECT_EQ(entries_on_server(), 0);
+
+  Built readonly = build(host(b, "?readonly=1"), key);
+  EXPECT_EQ(readonly.stats.get("opencl", Counter::remote_writes), 0u);
+  EXPECT_EQ(entries_on_server(), 0);
+
+  Built opted_in = build(host(c, "?unsigned=1", nullptr), key);
+  EXPECT_EQ(opted_in.stats.get("opencl", Counter::remote_writes), 1u);
+  Built reader = build(host(d, "", nullptr), key); // no key: the server is trusted
+  EXPECT_EQ(reader.info.tier, "remote");
+  EXPECT_EQ(compiles, 3);
+}
+
+TEST_F(RemoteTierTest, EntriesOverTheLimitAreNotSent) {
+  test::TempDir a;
+  Built built = build(host(a, "?max_bytes=64"), key_for("large"), std::string(1000, 'x'));
+  EXPECT_EQ(built.info.tier, "compile");
+  EXPECT_EQ(built.stats.get("opencl", Counter::remote_writes), 0u);
+  EXPECT_EQ(built.stats.get("opencl", Counter::store_errors), 0u);
+  EXPECT_EQ(entries_on_server(), 0);
+}
+
+TEST_F(RemoteTierTest, EntriesNotSignedWithTheKeyForTheirNameAreRefusedAndCounted) {
+  const Key key = key_for("signed"), other = key_for("another kernel");
+  test::TempDir writer;
+  build(host(writer), key);
+  const std::string good = value_of(key);
+  const std::string entry = encode_entry(key.digest, Entry{"opencl", "EVIL", {}, 0});
+
+  std::string poisoned = good;
+  poisoned.back() ^= 1;
+  const std::pair<const char*, std::pair<const Key*, std::string>> cases[] = {
+      {"bytes changed", {&key, poisoned}},
+      {"unsigned", {&key, seal(key.digest, entry, "")}},
+      {"another key signed it", {&key, seal(key.digest, entry, "not the fleet's")}},
+      {"copied to another key's name", {&other, good}},
+  };
+  for (const auto& [what, target] : cases) {
+    set_value(*target.first, target.second);
+    test::TempDir reader;
+    const int before = compiles;
+    Built built = build(host(reader), *target.first, "OWN");
+    EXPECT_EQ(built.info.tier, "compile") << what;
+    EXPECT_EQ(built.payload, "OWN") << what;
+    EXPECT_EQ(compiles, before + 1) << what;
+    EXPECT_EQ(built.stats.get("opencl", Counter::remote_refused), 1u) << what;
+    EXPECT_EQ(built.stats.hits("opencl"), 0u) << what;
+  }
+}
+
+TEST_F(RemoteTierTest, GarbageIsCountedCorruptLikeADamagedLocalEntry) {
+  const Key key = key_for("garbage");
+  set_value(key, "not an entry at all");
+  test::TempDir reader;
+  Built built = build(host(reader, "", nullptr), key);
+  EXPECT_EQ(built.info.tier, "compile");
+  EXPECT_EQ(built.stats.get("opencl", Counter::corrupt), 1u);
+  EXPECT_EQ(built.stats.get("opencl", Counter::remote_refused), 0u);
+
+  // Unsigned and trusted, but the entry inside was made for another key.
+  const Key other = key_for("other");
+  set_value(key, seal(key.digest, encode_entry(other.digest, Entry{"opencl", "X", {}, 0}), ""));
+  test::TempDir reader2;
+  built = build(host(reader2, "", nullptr), key);
+  EXPECT_EQ(built.info.tier, "compile");
+  EXPECT_EQ(built.stats.get("opencl", Counter::corrupt), 1u);
+}
+
+TEST_F(RemoteTierTest, AServerThatDiesIsLeftAloneForItsBackOffThenUsedAgain) {
+  test::TempDir dir;
+  const Config config = host(dir, "?backoff_ms=300");
+  Cache cache(config);
+  const auto get = [&](const std::string& source) {
+    BuildInfo info;
+    auto found = cache.get_or_compile(
+        key_for(source),
+        [&]() -> Expected<Entry> {
+          return Entry{"", "B", {}, 0};
+        },
+        &info);
+    EXPECT_TRUE(found) << source;
+    cache.flush();
+    return info;
+  };
+  get("before");
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::remote_writes), 1u);
+  server.stop();
+  EXPECT_EQ(get("while down").tier, "compile");
+  EXPECT_EQ(get("still down").tier, "compile");
+  EXPECT_EQ(cache.session_stats().get("all", Counter::remote_down), 1u);
+  server.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400)); // past the back-off
+  get("after");
+  const Stats stats = cache.session_stats();
+  EXPECT_EQ(stats.get("all", Counter::remote_down), 1u);
+  EXPECT_EQ(stats.get("opencl", Counter::remote_writes), 2u);
+  EXPECT_EQ(stats.get("opencl", Counter::misses), 4u);
+}
+
+TEST_F(RemoteTierTest, AStalledServerCostsOneTimeoutNotItsStall) {
+  // DEBUG SLEEP stalls the whole server; sent on a socket of its own, its reply never read.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const std::string stall = "DEBUG SLEEP 5\r\n";
+  ASSERT_EQ(::write(fd, stall.data(), stall.size()), static_cast<ssize_t>(stall.size()));
+  // Stalled once a PING goes unanswered.
+  bool answered = true;
+  for (int attempt = 0; answered && attempt < 100; ++attempt) {
+    RemoteStore probe(*parse_redis_url(server.url("?timeout_ms=50")), "");
+    answered = static_cast<bool>(probe.ping());
+  }
+  ASSERT_FALSE(answered) << "DEBUG SLEEP did not stall the server";
+  test::TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  Built built = build(host(dir, "?timeout_ms=100"), key_for("stalled"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(built.info.tier, "compile");
+  EXPECT_EQ(built.stats.get("all", Counter::remote_down), 1u);
+  // A generous bound: the stall is 5 s, the timeout 0.1 s.
+  EXPECT_LT(took, std::chrono::milliseconds(3500));
+  ::close(fd);
+}
+
+TEST_F(RemoteTierTest, TwoHostsCompileOnceAndTheOtherReadsTheRemote) {
+  test::TempDir a, b;
+  const Key key = key_for("fleet");
+  std::atomic<int> started{0};
+  std::vector<BuildInfo> infos(2);
+  const auto host_build = [&](const test::TempDir& dir, BuildInfo& info) {
+    Cache cache(host(dir));
+    ++started;
+    while (started < 2)
+      std::this_thread::yield();
+    auto found = cache.get_or_compile(
+        key,
+        [&]() -> Expected<Entry> {
+          ++compiles;
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          return Entry{"", "ONCE", {}, 0};
+        },
+        &info);
+    EXPECT_TRUE(found);
+    EXPECT_EQ(found->entry.payload, "ONCE");
+  };
+  std::thread first(host_build, std::cref(a), std::ref(infos[0]));
+  std::thread second(host_build, std::cref(b), std::ref(infos[1]));
+  first.join();
+  second.join();
+  EXPECT_EQ(compiles, 1);
+  const bool first_compiled = infos[0].outcome == Outcome::miss;
+  EXPECT_EQ(infos[first_compiled ? 1 : 0].tier, "remote");
+  EXPECT_EQ(value_of(key).empty(), false);
+  RemoteStore store = raw();
+  auto lease = store.run({"EXISTS", store.redis_key("lease:" + key.digest.hex())});
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(lease->integer, 0); // let go once stored
+}
+
+TEST_F(RemoteTierTest, AWaiterTakesOverFromAHolderThatWasKilled) {
+  test::TempDir a, b;
+  const Key key = key_for("killed");
+  const std::string query = "?lease_ms=600";
+  test::ChildProcess holder([&] {
+    Cache cache(host(a, query));
+    auto found = cache.get_or_compile(key, []() -> Expected<Entry> {
+      test::ChildProcess::tell_parent("compiling");
+      std::this_thread::sleep_for(std::chrono::minutes(1));
+      return Entry{"", "NEVER", {}, 0};
+    });
+    return found ? 0 : 1;
+  });
+  ASSERT_EQ(holder.next_message(), "compiling");
+  std::atomic<bool> killed{false};
+  std::atomic<bool> compiled_after_kill{false};
+  BuildInfo info;
+  std::thread waiter([&] {
+    Cache cache(host(b, query));
+    auto found = cache.get_or_compile(
+        key,
+        [&]() -> Expected<Entry> {
+          ++compiles;
+          compiled_after_kill = killed.load();
+          return Entry{"", "MINE", {}, 0};
+        },
+        &info);
+    EXPECT_TRUE(found);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  killed = true;
+  holder.kill(SIGKILL);
+  holder.wait();
+  waiter.join();
+  EXPECT_EQ(compiles, 1);
+  EXPECT_TRUE(compiled_after_kill); // it waited for the holder, then took over
+  EXPECT_EQ(info.outcome, Outcome::miss);
+}
+
+} // namespace
+} // namespace jitcache

@@ -1,0 +1,448 @@
+// The tuning database, backend-neutral: records and their damage, the lookup order, the modes,
+// skipped candidates and two processes tuning one problem. The trials here are host functions
+// (the OpenCL suite tunes a real kernel on PoCL: tests/opencl/tuning_test.cpp).
+#include <jitcache/tuning.hpp>
+
+#include "core/lmdb_store.hpp"
+#include "core/tuning_record.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/json_lines.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+namespace jitcache::tuning {
+namespace {
+
+Family family() {
+  Family f;
+  f.name = "sum";
+  f.parameters = {"TILE", "UNROLL"};
+  f.defaults = {{"TILE", "8"}, {"UNROLL", "1"}};
+  return f;
+}
+
+const Problem k_problem = {{"N", "64"}};
+const Device k_device = {"opencl", "test device", {{"device_name", "test"}, {"driver", "1"}}};
+
+Config config_in(const std::filesystem::path& dir, const char* mode = "off") {
+  return Config::from_variables({{"JITCACHE_DIR", dir.string()}, {"JITCACHE_TUNE", mode}});
+}
+
+// Host trials whose run time grows with |TILE - 32| (TILE=32 is the fastest), and which count
+// what was prepared. "bad" values fail to prepare (a compile error); TILE=16 computes a wrong
+// answer.
+struct HostTrials {
+  std::atomic<int> prepared{0};
+  Trials trials() {
+    Trials t;
+    t.candidates = {{{"TILE", "16"}}, {{"TILE", "32"}}, {{"TILE", "bad"}}, {{"TILE", "64"}}};
+    t.prepare = [this](const Parameters& p, const std::string& defines) -> Expected<Trial> {
+      ++prepared;
+      EXPECT_EQ(defines.rfind("-D TILE=", 0), 0u) << defines;
+      if (p.at("TILE") == "bad")
+        return Error(ErrorCode::compile_failed, "undeclared identifier 'bad'", "log");
+      const int tile = std::stoi(p.at("TILE"));
+      auto output = std::make_shared<std::string>();
+      Trial trial;
+      trial.run = [tile, output]() -> Expected<void> {
+        std::this_thread::sleep_for(std::chrono::microseconds(200 * (1 + std::abs(tile - 32))));
+        *output = tile == 16 ? "wrong" : "sum=2016";
+        return {};
+      };
+      trial.output = [output] { return *output; };
+      return trial;
+    };
+    return t;
+  }
+};
+
+TuneOptions quick() {
+  TuneOptions o;
+  o.warmup = 0;
+  o.repeats = 1;
+  return o;
+}
+
+Record sample_record() {
+  Record r;
+  r.family = "sum";
+  r.family_version = 1;
+  r.problem = k_problem;
+  r.device = k_device;
+  r.parameters = {{"TILE", "32"}, {"UNROLL", "1"}};
+  r.best_ms = 1.5;
+  r.default_ms = 3.25;
+  r.when = 1700000000;
+  r.jitcache_version = "0.1.0";
+  r.candidates = 4;
+  r.skipped = 1;
+  return r;
+}
+
+TEST(TuningRecordTest, RoundTripsAndIsKeyedByFamilyProblemAndDevice) {
+  const Record r = sample_record();
+  const Digest key = key_of(r);
+  EXPECT_EQ(key, record_key(family(), k_problem, k_device));
+  auto back = decode_record(key, encode_record(r));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->family, "sum");
+  EXPECT_EQ(back->problem, k_problem);
+  EXPECT_EQ(back->device.identity, k_device.identity);
+  EXPECT_EQ(back->device.name, "test device");
+  EXPECT_EQ(back->parameters, r.parameters);
+  EXPECT_DOUBLE_EQ(back->best_ms, 1.5);
+  EXPECT_DOUBLE_EQ(back->default_ms, 3.25);
+  EXPECT_EQ(back->method, Method::tuned);
+  EXPECT_EQ(back->when, 1700000000);
+  EXPECT_EQ(back->candidates, 4u);
+  EXPECT_EQ(back->skipped, 1u);
+
+  Family other = family();
+  other.version = 2;
+  EXPECT_NE(record_key(other, k_problem, k_device), key);
+  EXPECT_NE(record_key(family(), {{"N", "65"}}, k_device), key);
+  Device renamed = k_device;
+  renamed.name = "another name";
+  EXPECT_EQ(record_key(family(), k_problem, renamed), key);
+  Device upgraded = k_device;
+  upgraded.identity[1].second = "2";
+  EXPECT_NE(record_key(family(), k_problem, upgraded), key);
+  EXPECT_EQ(defines(family(), {{"UNROLL", "4"}, {"TILE", "16"}, {"X", "1"}}),
+            "-D TILE=16 -D UNROLL=4");
+}
+
+TEST(TuningRecordTest, EveryFlippedByteIsRefusedNeverACrash) {
+  const Record r = sample_record();
+  const Digest key = key_of(r);
+  const std::string good = encode_record(r);
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x41);
+    auto decoded = decode_record(key, bad);
+    ASSERT_FALSE(decoded) << "byte " << i;
+    EXPECT_EQ(decoded.error().code, ErrorCode::corrupt);
+  }
+  for (std::size_t size = 0; size < good.size(); ++size)
+    EXPECT_FALSE(decode_record(key, good.substr(0, size))) << size;
+  EXPECT_FALSE(decode_record(record_key(family(), {{"N", "1"}}, k_device), good));
+}
+
+TEST(TuningTest, LookupPrefersTheUserRecordThenTheHeuristicThenTheDefault) {
+  test::TempDir dir;
+  Cache cache(config_in(dir.path()));
+  Family f = family();
+  Choice c = lookup(cache, f, k_problem, k_device);
+  EXPECT_EQ(c.origin, Origin::declared);
+  EXPECT_EQ(c.parameters, f.defaults);
+
+  f.heuristic = [](const Problem& p, const Device&) -> std::optional<Parameters> {
+    if (p.at("N") == "64")
+      return Parameters{{"TILE", "16"}}; // UNROLL from the default
+    return std::nullopt;
+  };
+  c = lookup(cache, f, k_problem, k_device);
+  EXPECT_EQ(c.origin, Origin::heuristic);
+  EXPECT_EQ(c.parameters, (Parameters{{"TILE", "16"}, {"UNROLL", "1"}}));
+  EXPECT_EQ(lookup(cache, f, {{"N", "8"}}, k_device).origin, Origin::declared);
+
+  HostTrials host;
+  auto tuned = tune(cache, f, k_problem, k_device, host.trials(), quick());
+  ASSERT_TRUE(tuned) << tuned.error().message;
+  c = lookup(cache, f, k_problem, k_device);
+  EXPECT_EQ(c.origin, Origin::user);
+  EXPECT_EQ(c.parameters, (Parameters{{"TILE", "32"}, {"UNROLL", "1"}}));
+  ASSERT_TRUE(c.record);
+  EXPECT_LT(c.record->best_ms, c.record->default_ms);
+  // Another device, or a new version of the kernel: the record does not apply.
+  Device other = k_device;
+  other.identity[0].second = "other";
+  EXPECT_EQ(lookup(cache, f, k_problem, other).origin, Origin::heuristic);
+  f.version = 2;
+  EXPECT_EQ(lookup(cache, f, k_problem, k_device).origin, Origin::heuristic);
+
+  const Stats stats = cache.session_stats();
+  EXPECT_EQ(stats.hits(k_tuning_backend, "declared"), 2u);
+  EXPECT_EQ(stats.hits(k_tuning_backend, "heuristic"), 3u);
+  EXPECT_EQ(stats.hits(k_tuning_backend, "user"), 1u);
+  EXPECT_EQ(stats.get(k_tuning_backend, Counter::tuned), 1u);
+}
+
+TEST(TuningTest, TuneSkipsCandidatesThatFailToCompileOrAnswerWrong) {
+  test::TempDir dir;
+  Cache cache(config_in(dir.path()));
+  HostTrials host;
+  auto tuned = tune(cache, family(), k_problem, k_device, host.trials(), quick());
+  ASSERT_TRUE(tuned) << tuned.error().message;
+  EXPECT_EQ(host.prepared, 5); // the default and four candidates
+  ASSERT_TRUE(tuned->record);
+  EXPECT_EQ(tuned->record->candidates, 3u); // the default, 32 and 64
+  EXPECT_EQ(tuned->record->skipped, 2u);    // "bad" (compile) and 16 (wrong answer)
+  EXPECT_EQ(tuned->parameters.at("TILE"), "32");
+  EXPECT_EQ(tuned->record->method, Method::tuned);
+
+  // The default failing is the tuning failing.
+  Trials broken = host.trials();
+  broken.prepare = [](const Parameters&, const std::string&) -> Expected<Trial> {
+    return Error(ErrorCode::compile_failed, "no");
+  };
+  auto failed = tune(cache, family(), {{"N", "2"}}, k_device, broken, quick());
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().code, ErrorCode::compile_failed);
+  EXPECT_EQ(lookup(cache, family(), {{"N", "2"}}, k_device).origin, Origin::declared);
+}
+
+TEST(TuningTest, TheTimeLimitStopsAfterTheDefault) {
+  test::TempDir dir;
+  Cache cache(config_in(dir.path()));
+  HostTrials host;
+  TuneOptions options = quick();
+  options.time_limit = std::chrono::milliseconds(0);
+  auto tuned = tune(cache, family(), k_problem, k_device, host.trials(), options);
+  ASSERT_TRUE(tuned);
+  EXPECT_EQ(host.prepared, 1);
+  EXPECT_EQ(tuned->parameters, family().defaults);
+}
+
+TEST(TuningTest, EveryModeDoesWhatItSays) {
+  test::TempDir dir;
+  Family f = family();
+  f.heuristic = [](const Problem&, const Device&) {
+    return std::optional<Parameters>(Parameters{{"TILE", "64"}});
+  };
+  HostTrials host;
+  const Trials trials = host.trials();
+  {
+    Cache cache(config_in(dir.path(), "off"));
+    EXPECT_EQ(select(cache, f, k_problem, k_device, trials, std::nullopt, quick()).origin,
+              Origin::heuristic);
+    EXPECT_EQ(host.prepared, 0);
+  }
+  {
+    Cache cache(config_in(dir.path(), "missing"));
+    Choice c = select(cache, f, k_problem, k_device, trials, std::nullopt, quick());
+    EXPECT_EQ(c.origin, Origin::user);
+    EXPECT_EQ(c.parameters.at("TILE"), "32");
+    EXPECT_EQ(host.prepared, 5);
+    select(cache, f, k_problem, k_device, trials, std::nullopt, quick()); // tuned once
+    EXPECT_EQ(host.prepared, 5);
+    EXPECT_EQ(cache.session_stats().get(k_tuning_backend, Counter::tuned), 1u);
+  }
+  {
+    Cache cache(config_in(dir.path(), "all"));
+    EXPECT_EQ(select(cache, f, k_problem, k_device, trials, std::nullopt, quick()).origin,
+              Origin::user);
+    EXPECT_EQ(host.prepared, 5);
+    select(cache, f, {{"N", "128"}}, k_device, trials, std::nullopt, quick());
+    EXPECT_EQ(host.prepared, 10);
+  }
+  {
+    Cache cache(config_in(dir.path(), "retune"));
+    const auto before = lookup(cache, f, k_problem, k_device).record->when;
+    select(cache, f, k_problem, k_device, trials, std::nullopt, quick());
+    EXPECT_EQ(host.prepared, 15);
+    select(cache, f, k_problem, k_device, trials, std::nullopt, quick()); // once per process
+    EXPECT_EQ(host.prepared, 15);
+    EXPECT_GE(lookup(cache, f, k_problem, k_device).record->when, before);
+  }
+  {
+    Cache cache(config_in(dir.path(), "clean"));
+    EXPECT_EQ(select(cache, f, k_problem, k_device, trials, std::nullopt, quick()).origin,
+              Origin::heuristic);
+    EXPECT_EQ(lookup(cache, f, k_problem, k_device).origin, Origin::heuristic);
+    EXPECT_EQ(lookup(cache, f, {{"N", "128"}}, k_device).origin, Origin::user); // not met
+    EXPECT_EQ(host.prepared, 15);
+  }
+  {
+    // The API's mode wins over the environment's; an unknown value is off, with a warning.
+    Config config = config_in(dir.path(), "exhaustive");
+    ASSERT_EQ(config.warnings.size(), 1u);
+    EXPECT_EQ(config.tune, TuneMode::off);
+    Cache cache(config);
+    EXPECT_EQ(select(cache, f, k_problem, k_device, trials, std::nullopt, quick()).origin,
+              Origin::heuristic);
+    EXPECT_EQ(host.prepared, 15);
+    EXPECT_EQ(select(cache, f, k_problem, k_device, trials, TuneMode::missing, quick()).origin,
+              Origin::user);
+    EXPECT_EQ(host.prepared, 20);
+  }
+}
+
+TEST(TuningTest, AReadOnlyCacheMeasuresButNeitherKeepsNorTunesOnItsOwn) {
+  test::TempDir dir;
+  HostTrials host;
+  {
+    Cache writer(config_in(dir.path()));
+    writer.flush(); // the user tier exists
+  }
+  Config config = config_in(dir.path(), "missing");
+  config.read_only = true;
+  Cache cache(config);
+  EXPECT_EQ(
+      select(cache, family(), k_problem, k_device, host.trials(), std::nullopt, quick()).origin,
+      Origin::declared);
+  EXPECT_EQ(host.prepared, 0);
+  auto tuned = tune(cache, family(), k_problem, k_device, host.trials(), quick());
+  ASSERT_TRUE(tuned);
+  EXPECT_EQ(tuned->parameters.at("TILE"), "32");
+  EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::declared);
+}
+
+TEST(TuningTest, ADamagedRecordIsACountedMissWithOneWarning) {
+  test::TempDir dir;
+  const Config config = config_in(dir.path());
+  const Digest key = record_key(family(), k_problem, k_device);
+  {
+    auto store = LmdbStore::open(config.cache_dir, false);
+    ASSERT_TRUE(store);
+    std::string bytes = encode_record(sample_record());
+    bytes[bytes.size() / 2] ^= 0x10;
+    ASSERT_TRUE((*store)->put_tuning(key, bytes));
+  }
+  Cache cache(config);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::declared);
+  EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::declared);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("fails its checksum"), std::string::npos) << err;
+  EXPECT_EQ(err.find("fails its checksum"), err.rfind("fails its checksum")) << err;
+  EXPECT_EQ(cache.session_stats().get(k_tuning_backend, Counter::corrupt), 2u);
+  // Tuning replaces it.
+  HostTrials host;
+  ASSERT_TRUE(tune(cache, family(), k_problem, k_device, host.trials(), quick()));
+  EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::user);
+}
+
+TEST(TuningTest, TwoProcessesTuneAProblemOnce) {
+  test::TempDir dir;
+  const Config config = config_in(dir.path());
+  { Cache(config).flush(); } // the user tier exists before the processes start
+  // Each process tunes the same problem; the trials of the one that tunes are slow enough for
+  // the other to find the lease taken. Exit status: 10 + the candidates this process prepared.
+  const auto tune_here = [&] {
+    Cache cache(config);
+    std::atomic<int> prepared{0};
+    Trials trials;
+    trials.candidates = {{{"TILE", "32"}}};
+    trials.prepare = [&](const Parameters& p, const std::string&) -> Expected<Trial> {
+      ++prepared;
+      const bool fast = p.at("TILE") == "32";
+      return Trial{[fast]() -> Expected<void> {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(fast ? 100 : 200));
+                     return {};
+                   },
+                   {}};
+    };
+    const Choice choice =
+        select(cache, family(), k_problem, k_device, trials, TuneMode::missing, quick());
+    return choice.parameters.at("TILE") == "32" ? 10 + prepared.load() : 1;
+  };
+  test::ChildProcess a(tune_here), b(tune_here);
+  const int sa = a.wait(), sb = b.wait();
+  EXPECT_EQ(std::min(sa, sb), 10) << a.err() << b.err(); // one waited and read the record
+  EXPECT_EQ(std::max(sa, sb), 12) << a.err() << b.err(); // one tuned (the default and 32)
+  Cache cache(config);
+  EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::user);
+}
+
+TEST(TuningTest, WithoutWaitingAnotherTunerMeansTheLookupAnswer) {
+  test::TempDir dir;
+  const Config config = config_in(dir.path());
+  Cache cache(config);
+  cache.flush();
+  std::atomic<bool> inside{false}, release{false};
+  Trials slow;
+  slow.prepare = [&](const Parameters&, const std::string&) -> Expected<Trial> {
+    inside = true;
+    while (!release)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return Trial{[]() -> Expected<void> { return {}; }, {}};
+  };
+  std::thread tuner(
+      [&] { EXPECT_TRUE(tune(cache, family(), k_problem, k_device, slow, quick())); });
+  while (!inside)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  HostTrials host;
+  TuneOptions no_wait = quick();
+  no_wait.wait = false;
+  auto other = tune(cache, family(), k_problem, k_device, host.trials(), no_wait);
+  release = true;
+  tuner.join();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->origin, Origin::declared);
+  EXPECT_EQ(host.prepared, 0);
+}
+
+TEST(TuningCliTest, ListsShowsExportsAndClearsTheRecords) {
+  test::TempDir dir;
+  const std::map<std::string, std::string> env = {{"JITCACHE_DIR", dir.path().string()}};
+  Record good = sample_record();
+  Record other = sample_record();
+  other.problem = {{"N", "128"}};
+  const Digest damaged_key = record_key(family(), {{"N", "1"}}, k_device);
+  {
+    auto store = LmdbStore::open(config_in(dir.path()).cache_dir, false);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE((*store)->put_tuning(key_of(good), encode_record(good)));
+    ASSERT_TRUE((*store)->put_tuning(key_of(other), encode_record(other)));
+    ASSERT_TRUE((*store)->put_tuning(damaged_key, "not a record"));
+  }
+  auto listed = test::run_cli({"tune", "list", "--json"}, env);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto lines = test::json_lines(listed.out);
+  ASSERT_EQ(lines.size(), 3u) << listed.out;
+  int valid = 0;
+  for (const auto& line : lines) {
+    if (line.at("valid")) {
+      ++valid;
+      EXPECT_EQ(line.at("family"), "sum");
+      EXPECT_EQ(line.at("parameters").at("TILE"), "32");
+      EXPECT_DOUBLE_EQ(line.at("default_ms").get<double>(), 3.25);
+    } else {
+      EXPECT_EQ(line.at("key"), damaged_key.hex());
+    }
+  }
+  EXPECT_EQ(valid, 2);
+
+  auto shown = test::run_cli({"tune", "show", key_of(good).hex().substr(0, 12), "--json"}, env);
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto whole = test::json_lines(shown.out);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].at("identity").at("device_name"), "test");
+  EXPECT_EQ(whole[0].at("skipped"), 1);
+
+  const auto file = dir.path() / "records.jsonl";
+  auto exported = test::run_cli({"tune", "export", "-o", file.string()}, env);
+  EXPECT_EQ(exported.exit_code, 1); // the damaged one is named, the others written
+  EXPECT_NE(exported.err.find("1 damaged tuning record"), std::string::npos) << exported.err;
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(test::json_lines(text).size(), 2u) << text;
+
+  auto one = test::run_cli({"tune", "clear", damaged_key.hex(), "--json"}, env);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(test::json_lines(one.out).at(0).at("cleared"), 1);
+  auto rest = test::run_cli({"tune", "clear", "--json"}, env);
+  EXPECT_EQ(test::json_lines(rest.out).at(0).at("cleared"), 2);
+  EXPECT_EQ(test::run_cli({"tune", "list"}, env).out, "");
+
+  {
+    Cache cache(config_in(dir.path()));
+    lookup(cache, family(), k_problem, k_device);
+  } // the counters are written to the user tier
+  bool seen = false;
+  for (const auto& line : test::json_lines(test::run_cli({"stats", "--json"}, env).out))
+    if (line.at("backend") == "tuning") {
+      seen = true;
+      EXPECT_EQ(line.at("lookups_by_origin").at("declared"), 1);
+    }
+  EXPECT_TRUE(seen);
+}
+
+} // namespace
+} // namespace jitcache::tuning

@@ -1,0 +1,14 @@
+# cmake -DREADELF=<readelf> -DFILE=<ELF program or library> -P check_stack.cmake
+# Fails unless FILE's GNU_STACK program header says read-write, not executable.
+execute_process(COMMAND ${READELF} -lW ${FILE} RESULT_VARIABLE rc OUTPUT_VARIABLE headers)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${READELF} -lW ${FILE} failed (${rc})")
+endif()
+string(REGEX MATCH "GNU_STACK[^\n]*" stack "${headers}")
+if(NOT stack)
+  message(FATAL_ERROR "${FILE} has no GNU_STACK header: its stack is executable")
+endif()
+if(NOT stack MATCHES " RW +0x")
+  message(FATAL_ERROR "${FILE}: the stack is not read-write only: ${stack}")
+endif()
+message(STATUS "${FILE}: ${stack}")

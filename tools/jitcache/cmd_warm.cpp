@@ -1,0 +1,375 @@
+#include "tools/jitcache/backend_table.hpp"
+#include "tools/jitcache/commands.hpp"
+
+#include "core/clock.hpp"
+#include "core/regular_file.hpp"
+#include "core/request_record.hpp"
+
+#include <jitcache/cache.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace jitcache::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A record of any size a build could have made: sources and headers by content.
+constexpr std::uint64_t k_max_record = 16ull << 30;
+
+// One request made again for one target.
+struct Item {
+  const detail::RequestRecord* record;
+  Backend* backend;
+  std::string target; ///< empty: the recorded one (OpenCL: the --device)
+};
+
+struct Done {
+  std::string outcome; ///< "hit", "compiled", "failed"
+  std::string target;  ///< as built
+  double seconds = 0;
+  std::string error; ///< first line, when failed
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> parts;
+  std::istringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty())
+      parts.push_back(part);
+  return parts;
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// How a request is named for people: its program name, else (OpenCL) its key.
+std::string label(const detail::RequestRecord& record) {
+  return record.name.empty() ? "key " + record.key.substr(0, 16) : record.name;
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", seconds);
+  return text;
+}
+
+// The records of `file`, deduplicated by key, in file order; each line that is not one is a
+// warning naming FILE:LINE.
+Expected<std::vector<detail::RequestRecord>> read_records(const std::string& file) {
+  auto bytes = detail::read_regular_file(file, k_max_record);
+  if (!bytes)
+    return std::move(bytes).error();
+  std::vector<detail::RequestRecord> records;
+  std::set<std::string> keys;
+  std::istringstream in(*bytes);
+  std::size_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.empty())
+      continue;
+    auto record = detail::decode_request(line);
+    if (!record) {
+      std::cerr << "jitcache: warning: " << file << ":" << number << ": "
+                << first_line(record.error().message) << "; line skipped\n";
+      continue;
+    }
+    if (keys.insert(record->key).second)
+      records.push_back(std::move(*record));
+  }
+  return records;
+}
+
+// A private folder for the headers replays write (removed with everything in it).
+class Scratch {
+public:
+  Scratch() {
+    std::string pattern = (fs::temp_directory_path() / "jitcache-warm-XXXXXX").string();
+    if (::mkdtemp(pattern.data()))
+      m_path = pattern;
+  }
+  ~Scratch() {
+    std::error_code ec;
+    if (!m_path.empty())
+      fs::remove_all(m_path, ec);
+  }
+  const fs::path& path() const { return m_path; }
+
+private:
+  fs::path m_path;
+};
+
+// The progress of the work: one line rewritten on a terminal, else a line per request.
+class Progress {
+public:
+  Progress(std::size_t total, const Output& out)
+      : m_total(total), m_out(out), m_terminal(!out.json() && ::isatty(STDERR_FILENO)) {}
+
+  void report(const Item& item, const Done& done) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    ++m_done;
+    m_failed += done.outcome == "failed";
+    const detail::RequestRecord& record = *item.record;
+    const nlohmann::json line = {
+        {"file", label(record)},
+        {"backend", record.backend},
+        {"target", done.target},
+        {"key", record.key},
+        {"outcome", done.outcome},
+        {"seconds", done.seconds},
+        {"error", done.error.empty() ? nlohmann::json() : nlohmann::json(done.error)},
+    };
+    if (!m_terminal) {
+      m_out.emit(line, "[" + std::to_string(m_done) + "/" + std::to_string(m_total) + "] " +
+                           record.backend + " " + done.target + " " + label(record) + ": " +
+                           done.outcome + (done.error.empty() ? "" : " (" + done.error + ")"));
+      return;
+    }
+    const double elapsed = m_clock.ms() / 1000;
+    const double left =
+        elapsed / static_cast<double>(m_done) * static_cast<double>(m_total - m_done);
+    std::cerr << "\r\033[K" << m_done << "/" << m_total << " done, " << m_failed << " failed, "
+              << seconds_text(elapsed) << " elapsed, about " << seconds_text(left) << " left"
+              << std::flush;
+  }
+
+  void finish() const {
+    if (m_terminal)
+      std::cerr << '\n';
+  }
+
+private:
+  std::mutex m_mutex;
+  const std::size_t m_total;
+  const Output& m_out;
+  const bool m_terminal;
+  const Stopwatch m_clock;
+  std::size_t m_done = 0;
+  std::size_t m_failed = 0;
+};
+
+Done replay(Cache& cache, const Item& item, int device, const fs::path& scratch) {
+  const Stopwatch clock;
+  Done done;
+  auto info = item.backend->replay(cache, *item.record, item.target, device, scratch);
+  done.seconds = clock.ms() / 1000;
+  if (!info) {
+    done.outcome = "failed";
+    done.target = item.target.empty() ? item.record->device : item.target;
+    done.error = first_line(info.error().message);
+    return done;
+  }
+  done.outcome = info->outcome == Outcome::hit ? "hit" : "compiled";
+  done.target = info->device;
+  return done;
+}
+
+// Each target of `--arch` is of some backend's kind. Errors: invalid_argument naming the first
+// that is not.
+Expected<void> check_kinds(const std::string& arch) {
+  for (const std::string& target : split_list(arch)) {
+    bool claimed = false;
+    for (const char* name : k_backends)
+      if (auto backend = find_backend(name); backend && (*backend)->claims_target(target))
+        claimed = true;
+    if (!claimed)
+      return Error(ErrorCode::invalid_argument,
+                   "--arch " + target +
+                       ": unknown target (CUDA targets are sm_XY, HIP targets gfxNNN; "
+                       "`jitcache info` lists those the installed compilers support)");
+  }
+  return {};
+}
+
+// The targets of `--arch` that `backend` warms for: those of its kind, each checked (an unknown
+// one is an error listing what the compiler supports); the others are other backends'.
+Expected<std::vector<std::string>> targets_for(Backend& backend, const std::string& arch) {
+  std::vector<std::string> targets;
+  for (const std::string& target : split_list(arch)) {
+    if (backend.claims_target(target)) {
+      if (auto ok = backend.check_target(target); !ok)
+        return Error(ok.error().code, "--arch " + target + ": " + ok.error().message);
+      targets.push_back(target);
+      continue;
+    }
+  }
+  if (!arch.empty() && targets.empty() && backend.name() != "opencl")
+    return Error(ErrorCode::invalid_argument,
+                 "--arch " + arch + " names no " + backend.name() + " target");
+  return targets;
+}
+
+// `jitcache warm` for one backend at a time, each in a process of its own (PoCL and comgr each
+// bring an LLVM, and two cannot share a process). Returns the worst exit status.
+int warm_each(const std::set<std::string>& names, const WarmOptions& options, const Output& out) {
+  int status = 0;
+  for (const std::string& name : names) {
+    std::vector<std::string> args{"/proc/self/exe",
+                                  "warm",
+                                  options.record,
+                                  "--backend",
+                                  name,
+                                  "--device",
+                                  std::to_string(options.device)};
+    for (const auto& [flag, value] :
+         {std::pair<const char*, std::string>{"--arch", options.arch},
+          {"--into", options.into},
+          {"--jobs", options.jobs > 0 ? std::to_string(options.jobs) : ""}})
+      if (!value.empty())
+        args.insert(args.end(), {flag, value});
+    if (out.json())
+      args.emplace_back("--json");
+    std::vector<char*> argv;
+    for (std::string& arg : args)
+      argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::cout << std::flush;
+    pid_t child = -1;
+    if (::posix_spawn(&child, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+      return fail(Error(ErrorCode::runtime_error, "cannot start jitcache warm for " + name));
+    int wait_status = 0;
+    while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0)
+      status = 1;
+  }
+  return status;
+}
+
+} // namespace
+
+int run_warm(const Config& environment, const WarmOptions& options, const Output& out) {
+  auto records = read_records(options.record);
+  if (!records)
+    return fail(records.error());
+
+  // The backends the work needs: --backend, else those of the record; one at a time.
+  std::set<std::string> names;
+  if (!options.backend.empty())
+    names.insert(options.backend);
+  else
+    for (const auto& record : *records)
+      names.insert(record.backend);
+  if (auto kinds = check_kinds(options.arch); !kinds)
+    return fail(kinds.error());
+  if (names.size() > 1)
+    return warm_each(names, options, out);
+  if (names.empty()) {
+    std::cerr << "jitcache: warning: " << options.record << " holds no request\n";
+    return 0;
+  }
+  auto backend = find_backend(*names.begin());
+  if (!backend)
+    return fail(backend.error());
+  auto targets = targets_for(**backend, options.arch);
+  if (!targets)
+    return fail(targets.error());
+
+  std::vector<Item> items;
+  std::vector<std::string> failures;
+  for (const auto& record : *records) {
+    if (record.backend != (*backend)->name())
+      continue;
+    if (targets->empty())
+      items.push_back({&record, backend->get(), ""});
+    for (const std::string& target : *targets)
+      items.push_back({&record, backend->get(), target});
+  }
+
+  std::map<std::string, std::string> variables = environment.variables;
+  variables.erase("JITCACHE_RECORD"); // the replays are not requests of an application
+  variables["JITCACHE_OPENCL_STORE"] = "wait";
+  if (!options.into.empty())
+    variables["JITCACHE_DIR"] = options.into;
+  const Config config = Config::from_variables(variables);
+
+  const std::size_t jobs =
+      std::max<std::size_t>(1, options.jobs > 0 ? static_cast<std::size_t>(options.jobs)
+                                                : std::thread::hardware_concurrency());
+  std::vector<Done> results(items.size());
+  const Stopwatch clock;
+  {
+    const Scratch scratch;
+    Cache cache(config);
+    Progress progress(items.size(), out);
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+      for (std::size_t i; (i = next++) < items.size();) {
+        results[i] = replay(cache, items[i], options.device, scratch.path());
+        progress.report(items[i], results[i]);
+      }
+    };
+    std::vector<std::thread> workers;
+    for (std::size_t t = 1; t < std::min(jobs, items.size()); ++t)
+      workers.emplace_back(work);
+    work();
+    for (std::thread& worker : workers)
+      worker.join();
+    progress.finish();
+    cache.flush(); // the OpenCL stores, before the scratch headers go
+  }
+
+  // The summary: one row per backend and target.
+  struct Row {
+    std::size_t requests = 0, hits = 0, compiled = 0, failed = 0;
+    double seconds = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    Row& row = rows[{items[i].record->backend, results[i].target}];
+    ++row.requests;
+    row.hits += results[i].outcome == "hit";
+    row.compiled += results[i].outcome == "compiled";
+    row.failed += results[i].outcome == "failed";
+    row.seconds += results[i].seconds;
+    if (results[i].outcome == "failed")
+      failures.push_back(items[i].record->backend + " " + label(*items[i].record) + " for " +
+                         results[i].target + ": " + results[i].error);
+  }
+  if (!out.json()) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-8s %-28s %8s %6s %8s %6s %9s", "backend", "target",
+                  "requests", "hits", "compiled", "failed", "seconds");
+    std::cout << line << '\n';
+  }
+  for (const auto& [id, row] : rows) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-8s %-28s %8zu %6zu %8zu %6zu %9.2f", id.first.c_str(),
+                  id.second.c_str(), row.requests, row.hits, row.compiled, row.failed, row.seconds);
+    out.emit({{"backend", id.first},
+              {"target", id.second},
+              {"requests", row.requests},
+              {"hits", row.hits},
+              {"compiled", row.compiled},
+              {"failed", row.failed},
+              {"seconds", row.seconds}},
+             line);
+  }
+  if (!out.json())
+    std::cout << items.size() << " requests in " << seconds_text(clock.ms() / 1000) << " with "
+              << std::min(jobs, std::max<std::size_t>(items.size(), 1)) << " jobs\n";
+  for (const std::string& failure : failures)
+    std::cerr << "jitcache: error: warm failed: " << failure << '\n';
+  return failures.empty() ? 0 : 1;
+}
+
+} // namespace jitcache::cli
