@@ -26,6 +26,10 @@ set(ENV{JITCACHE_DIR} "${WORK_DIR}")
 set(ENV{JITCACHE_DISABLE} 0)
 unset(ENV{JITCACHE_READONLY})
 unset(ENV{JITCACHE_SYSTEM_PATH})
+# Made as on a machine without a GPU: CUDA and HIP targets are compiled offline (NVRTC, hipRTC),
+# and no device is visible to them.
+set(ENV{CUDA_VISIBLE_DEVICES} "")
+set(ENV{HIP_VISIBLE_DEVICES} "")
 
 set(build_args --backend ${BACKEND})
 set(export_args --backend ${BACKEND})

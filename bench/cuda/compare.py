@@ -12,12 +12,18 @@ of medians:
   (c) floor: cuModuleLoadData of the same cubin read from a file, no cache code; runs of (b)
       and (c) alternate, and (b)/(c) is given both as the ratio of the medians and as the median
       of each run's ratio to the floor run after it
+  (p) package hit: the entry exported (`jitcache export --arch`) into a package on
+      JITCACHE_SYSTEM_PATH, a new, empty user tier for every run (a new machine's first run)
+  (q) package hit with a user tier that exists (made by an earlier run); (p), (q), (b) and (c)
+      alternate
   (d) CuPy RawModule disk-cache hit, same source; the -I options jitcache gives NVRTC implicitly
       (the kernels folder, the toolkit's include directories) given to CuPy explicitly
 
 CUDA context creation is excluded everywhere.
 
-usage: compare.py --bench PATH/bench_cuda --kernels DIR [--runs N] [--no-cupy] [--raw FILE]
+usage: compare.py --bench PATH/bench_cuda --kernels DIR [--cli PATH/jitcache --arch sm_90] [--runs N]
+                  [--no-cupy] [--raw FILE]
+(p) and (q) need --cli.
 """
 import argparse
 import os
@@ -65,11 +71,26 @@ def measure(kernel, args, raw):
                                 capture_output=True, text=True, check=True).stdout.strip()
         # (b) and (c) alternate, so that a drift in the driver's load time (it varies by a
         # millisecond between runs of a heavy module) falls on both alike.
-        lines, floor = [], []
-        for _ in range(args.runs):
+        package = os.path.join(tmp, "kernel.jcpkg")
+        if args.cli:
+            subprocess.run([args.cli, "export", "-o", package, "--backend", "cuda", "--arch",
+                            args.arch], env={**os.environ, "JITCACHE_DIR": warm_dir},
+                           capture_output=True, text=True, check=True)
+        packaged = lambda cache: run([args.bench, "warm", path, function] + flag,
+                                     {"JITCACHE_DIR": cache, "JITCACHE_SYSTEM_PATH": package}, raw)
+        lines, floor, fresh, kept = [], [], [], []
+        if args.cli:
+            packaged(os.path.join(tmp, "kept"))  # makes the user tier that (q) finds
+        for i in range(args.runs):
             lines.append(bench("warm", warm_dir))
             floor.append(run([args.bench, "floor", cubin, symbol], {}, raw))
+            if args.cli:
+                fresh.append(packaged(os.path.join(tmp, f"fresh{i}")))
+                kept.append(packaged(os.path.join(tmp, "kept")))
         assert all(line["outcome"] == "hit" and line["tier"] == "user" for line in lines)
+        assert all(line["outcome"] == "hit" and line["tier"] == "system" for line in fresh + kept)
+        result["p"] = median(fresh) if fresh else None
+        result["q"] = median(kept) if kept else None
         result["c"] = median(floor)
         result["pairs"] = statistics.median(b["ms"] / c["ms"] for b, c in zip(lines, floor))
         result["b"] = median(lines)
@@ -96,6 +117,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", required=True)
     parser.add_argument("--kernels", required=True)
+    parser.add_argument("--cli", help="the jitcache tool, for the package columns (p) and (q)")
+    parser.add_argument("--arch", default="sm_90", help="the GPU's target, for the package")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-cupy", action="store_true")
     parser.add_argument("--raw", help="also write every measurement to this file (JSON lines)")
@@ -116,15 +139,17 @@ def main():
           "context creation excluded.\n")
     print("| kernel | NVRTC compile | (a) cold | (b) warm hit | (b): open | (b): key + read "
           "| (b): load | key without a manifest | (c) cuModuleLoadData | (d) CuPy hit | (b)/(c) "
-          "| (b)/(c) of pairs | (d)/(b) | (a)/(b) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| (b)/(c) of pairs | (d)/(b) | (a)/(b) | (p) package, new user tier "
+          "| (q) package | (p)/(c) | (q)/(c) | (q)/(b) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, r in rows:
         d = r.get("d")
         print(f"| {name} | {fmt(r['compile'])} | {fmt(r['a'])} | {fmt(r['b'])} "
               f"| {fmt(r['b_open'])} | {fmt(r['b_key'])} | {fmt(r['b_load'])} | {fmt(r['key'])} "
               f"| {fmt(r['c'])} | {fmt(d)} | {ratio(r['b'], r['c'])} | {r['pairs']:.2f}x "
               f"| {ratio(d, r['b'])} "
-              f"| {ratio(r['a'], r['b'])} |")
+              f"| {ratio(r['a'], r['b'])} | {fmt(r['p'])} | {fmt(r['q'])} "
+              f"| {ratio(r['p'], r['c'])} | {ratio(r['q'], r['c'])} | {ratio(r['q'], r['b'])} |")
 
 
 if __name__ == "__main__":

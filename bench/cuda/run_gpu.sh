@@ -4,7 +4,7 @@
 # writes everything to $OUT (default ./out): run_gpu.log, ctest.txt, test_cuda.txt, info.txt,
 # bench.md (the Markdown table), bench_raw.jsonl.
 #
-# usage (from the repository root): bench/cuda/run_gpu.sh
+# usage (from the repository root): bench/cuda/run_gpu.sh   (RUNS=N: N fresh processes per column, default 21)
 # Needs CUDA 13 (NVRTC), cmake, and the core's dependencies; says which are missing. Where lmdb or
 # xxhash lack their -dev packages, a git-ignored build-deps/ (include/, lib/*.a and
 # lib/pkgconfig/*.pc with prefix=${pcfiledir}/../..) copied from another machine stands in.
@@ -94,6 +94,8 @@ fi
 section benchmark
 cupy_flag=()
 [ "$cupy" = yes ] || cupy_flag=(--no-cupy)
+# The package columns export for the GPU's own target (compute capability 9.0: sm_90).
+arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 timeout 500 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
-  --kernels kernels --runs 21 \
+  --kernels kernels --runs "${RUNS:-21}" --cli "$BUILD/tools/jitcache/jitcache" --arch "$arch" \
   --raw "$OUT/bench_raw.jsonl" "${cupy_flag[@]}" | tee "$OUT/bench.md"

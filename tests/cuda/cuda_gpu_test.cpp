@@ -320,6 +320,31 @@ TEST_F(CudaGpu, AnOfflinePrecompileForTheDevicesArchIsAHit) {
   expect_saxpy_works(*module);
 }
 
+// The package for sm_90 was made at build time by `jitcache build --arch sm_90` and `jitcache
+// export` with no GPU visible (cmake/make_package.cmake hides them): on an sm_90 GPU it serves
+// the load from the system tier, nothing is compiled or written to the user tier, and the kernel
+// computes the right result.
+TEST_F(CudaGpu, APackageMadeWithoutAGpuServesThisGpuWithZeroCompiles) {
+  int major = 0, minor = 0;
+  CUdevice device = 0;
+  ASSERT_EQ(api().cuCtxGetDevice(&device), CUDA_SUCCESS);
+  api().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  api().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  if (major * 10 + minor != 90)
+    GTEST_SKIP() << "the package serves sm_90; this GPU is sm_" << major * 10 + minor;
+  Cache cache(Config::from_variables(
+      {{"JITCACHE_DIR", m_dir.path().string()}, {"JITCACHE_SYSTEM_PATH", JITCACHE_SM90_PACKAGE}}));
+  auto module = cuda::load_module(cache, kernel_program("saxpy.cu"));
+  ASSERT_TRUE(module) << module.error().message;
+  EXPECT_EQ(module->info.outcome, Outcome::hit);
+  EXPECT_EQ(module->info.tier, "system");
+  expect_saxpy_works(*module);
+  const Stats stats = cache.session_stats();
+  EXPECT_EQ(stats.hits("cuda", "system"), 1u);
+  EXPECT_EQ(stats.get("cuda", Counter::compiles), 0u);
+  EXPECT_EQ(test::user_entries(cache), 0u);
+}
+
 TEST_F(CudaGpu, ConcurrentLoadsCompileAndLoadOnce) {
   Cache cache(config());
   const cuda::Program program = kernel_program("scale.cu", {"scale<float, 4>"});
