@@ -5,6 +5,7 @@
 #include "core/clock.hpp"
 #include "core/compile_lease.hpp"
 #include "core/log.hpp"
+#include "core/package_store.hpp"
 #include "core/tuning_record.hpp"
 
 #include <jitcache/version.hpp>
@@ -87,9 +88,38 @@ std::optional<Record> usable_record(detail::CacheCore& core, const Family& famil
   return record;
 }
 
-Choice from_record(const Family& family, Record record) {
-  Choice choice{complete(family, record.parameters), Origin::user, std::move(record)};
+Choice from_record(const Family& family, Record record, Origin origin = Origin::user) {
+  Choice choice{complete(family, record.parameters), origin, std::move(record)};
   return choice;
+}
+
+// The first record under `key` that this family can use in the packages' tiers (the embedded
+// tier, then the system tier: the kernels' lookup order), as a choice of origin embedded or
+// system. A damaged entry the package tier counts itself; a record that is not one is counted
+// corrupt here, with one warning per record per process.
+std::optional<Choice> package_choice(detail::CacheCore& core, const Family& family,
+                                     const Digest& key, std::string_view fields) {
+  for (const auto& tier : core.tiers()) {
+    auto packages = std::dynamic_pointer_cast<detail::PackageStore>(tier);
+    if (!packages)
+      continue;
+    std::optional<Expected<Record>> decoded;
+    auto seen = packages->visit(
+        key, [&](const EntryView& view) { decoded.emplace(decode_record(key, view, fields)); });
+    if (!seen || !decoded)
+      continue;
+    if (!*decoded) {
+      core.count(k_tuning_backend, Counter::corrupt);
+      log::write_once(LogLevel::warn, "tuning-corrupt:" + packages->name() + key.hex(),
+                      "the " + packages->name() + " tier's " + decoded->error().message + " (key " +
+                          key.hex().substr(0, 16) + "); not using it");
+      continue;
+    }
+    if (covers(family, (*decoded)->parameters))
+      return from_record(family, std::move(**decoded),
+                         packages->name() == "embedded" ? Origin::embedded : Origin::system);
+  }
+  return std::nullopt;
 }
 
 // lookup() without counting.
@@ -98,7 +128,8 @@ Choice answer(detail::CacheCore& core, const Family& family, const Problem& prob
   const std::string fields = identity_fields(family, problem, device);
   if (auto record = usable_record(core, family, device, Digest::of(fields), fields))
     return from_record(family, std::move(*record));
-  // Packages (issue 13) answer here: system, then embedded (Origin::system, Origin::embedded).
+  if (auto packaged = package_choice(core, family, Digest::of(fields), fields))
+    return std::move(*packaged);
   if (family.heuristic)
     if (auto guess = family.heuristic(problem, device))
       return {complete(family, *guess), Origin::heuristic, std::nullopt};
@@ -345,11 +376,17 @@ Choice select(Cache& cache, const Family& family, const Problem& problem, const 
   if (!writes)
     return lookup(cache, family, problem, device);
   if (m != TuneMode::retune || !first_retune(cache, key)) {
-    // Packages' records (issue 13) count here too for missing, not for all.
     if (auto record = usable_record(core, family, device, key)) {
       core.count_hits(k_tuning_backend, to_string(Origin::user));
       return from_record(family, std::move(*record));
     }
+    // Missing: a package's record counts as tuned; all: only the user tier's does.
+    if (m == TuneMode::missing)
+      if (auto packaged =
+              package_choice(core, family, key, identity_fields(family, problem, device))) {
+        core.count_hits(k_tuning_backend, to_string(packaged->origin));
+        return std::move(*packaged);
+      }
   }
   auto tuned = tune_problem(cache, family, problem, device, trials, options, m == TuneMode::retune);
   if (tuned)

@@ -51,6 +51,11 @@ std::string identity_fields(const Family& family, const Problem& problem, const 
   append_sized<std::uint32_t>(out, family.name);
   append_le<std::uint32_t>(out, family.version);
   append_pairs(out, problem);
+  return out + device_fields(device);
+}
+
+std::string device_fields(const Device& device) {
+  std::string out;
   append_sized<std::uint32_t>(out, device.backend);
   append_le<std::uint32_t>(out, static_cast<std::uint32_t>(device.identity.size()));
   for (const auto& [name, value] : device.identity) {
@@ -58,6 +63,11 @@ std::string identity_fields(const Family& family, const Problem& problem, const 
     append_sized<std::uint32_t>(out, value);
   }
   return out;
+}
+
+detail::PackageTarget package_target(const Record& record) {
+  return {k_tuning_backend, record.device.backend + "-" + record.device.name,
+          device_fields(record.device)};
 }
 
 Digest record_key(const Family& family, const Problem& problem, const Device& device) {
@@ -96,13 +106,18 @@ Expected<Record> decode_record(const Digest& key, std::string_view bytes,
   auto view = view_entry(key, bytes);
   if (!view)
     return Error(ErrorCode::corrupt, "tuning record: " + view.error().message);
-  if (view->backend != k_tuning_backend)
-    return corrupt("is an entry of backend '" + std::string(view->backend) + "'");
-  if (fields_expected.empty() ? Digest::of(view->key_fields) != key
-                              : view->key_fields != fields_expected)
+  return decode_record(key, *view, fields_expected);
+}
+
+Expected<Record> decode_record(const Digest& key, const EntryView& entry,
+                               std::string_view fields_expected) {
+  if (entry.backend != k_tuning_backend)
+    return corrupt("is an entry of backend '" + std::string(entry.backend) + "'");
+  if (fields_expected.empty() ? Digest::of(entry.key_fields) != key
+                              : entry.key_fields != fields_expected)
     return corrupt("has key fields of another key");
   Record r;
-  std::string_view fields = view->key_fields, body = view->payload;
+  std::string_view fields = entry.key_fields, body = entry.payload;
   std::string schema;
   if (!take_sized<std::uint32_t>(fields, schema) || schema != k_schema ||
       !take_sized<std::uint32_t>(fields, r.family) || !take_le(fields, r.family_version) ||

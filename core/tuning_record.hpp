@@ -1,5 +1,8 @@
 #pragma once
 
+#include "core/package_target.hpp"
+
+#include <jitcache/entry.hpp>
 #include <jitcache/expected.hpp>
 #include <jitcache/tuning.hpp>
 
@@ -27,6 +30,14 @@ std::string identity_fields(const Family& family, const Problem& problem, const 
 /// any other entry, and decode_record() needs nothing but the bytes and the digest.
 std::string encode_record(const Record& record);
 
+/// The device's part of identity_fields(): its backend and identity pairs, length-delimited.
+std::string device_fields(const Device& device);
+
+/// What a package of tuning records for `record`'s device serves: backend "tuning", the label
+/// "<backend>-<device name>" (file names: "tuning-opencl-cpu.jcpkg"), the identity
+/// device_fields(). A package of records serves one device, as a package of kernels one target.
+detail::PackageTarget package_target(const Record& record);
+
 /// The digest `record` is stored under (record_key() of its family, problem and device).
 Digest key_of(const Record& record);
 
@@ -35,6 +46,10 @@ Digest key_of(const Record& record);
 /// equal `fields`: identity_fields() of what `key` was made of, saving a hash), then the body.
 /// Errors (code corrupt) say what failed.
 Expected<Record> decode_record(const Digest& key, std::string_view bytes,
+                               std::string_view fields = {});
+/// The same for an entry already verified (view_entry: a package's entry as a PackageStore hands
+/// it over): the checks after the entry's own.
+Expected<Record> decode_record(const Digest& key, const EntryView& entry,
                                std::string_view fields = {});
 
 } // namespace jitcache::tuning

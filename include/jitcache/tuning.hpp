@@ -41,8 +41,8 @@ struct Device {
 /// Where lookup() found its answer, in the order it looks.
 enum class Origin {
   user,      ///< a record in the user tier
-  system,    ///< reserved: a record in a system package (JITCACHE_SYSTEM_PATH)
-  embedded,  ///< reserved: a record in a package linked into the application
+  system,    ///< a record in a system package (JITCACHE_SYSTEM_PATH)
+  embedded,  ///< a record in a package linked into the application
   heuristic, ///< the family's heuristic
   declared,  ///< the family's declared default
 };
@@ -105,8 +105,9 @@ JITCACHE_EXPORT std::string defines(const Family& family, const Parameters& para
 JITCACHE_EXPORT Digest record_key(const Family& family, const Problem& problem,
                                   const Device& device);
 
-/// The parameters to use for `problem` on `device`: the user tier's record, then (reserved
-/// slot) system and embedded packages, then `family.heuristic`, then `family.defaults`.
+/// The parameters to use for `problem` on `device`: the user tier's record, then the packages'
+/// (embedded, then system: `jitcache export --backend tuning` makes such a package), then
+/// `family.heuristic`, then `family.defaults`.
 /// Answers whatever Config::tune says: it never tunes and never removes (see select()). A
 /// record is used only when it was made for this family version, problem and device, and has a
 /// value for every declared parameter (values for names no longer declared are dropped).

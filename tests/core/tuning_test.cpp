@@ -378,6 +378,96 @@ TEST(TuningTest, WithoutWaitingAnotherTunerMeansTheLookupAnswer) {
   EXPECT_EQ(host.prepared, 0);
 }
 
+// Records travel in packages as kernels do: exported from one user tier, they answer from the
+// system tier of another (under its own records), count as tuned for `missing` but not for
+// `all`, and import into a user tier.
+TEST(TuningPackageTest, ExportedRecordsAnswerFromTheSystemTierUnderTheUserTier) {
+  test::TempDir dir;
+  const auto maker = dir.path() / "maker", user = dir.path() / "user", other = dir.path() / "other";
+  const auto package = dir.path() / "tuning-opencl-test_device.jcpkg";
+  {
+    auto store = LmdbStore::open(config_in(maker).cache_dir, false);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE((*store)->put_tuning(key_of(sample_record()), encode_record(sample_record())));
+  }
+  const std::map<std::string, std::string> maker_env = {{"JITCACHE_DIR", maker.string()}};
+  auto refused = test::run_cli(
+      {"export", "-o", package.string(), "--backend", "tuning", "--device", "0"}, maker_env);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--arch <backend>-<device name>"), std::string::npos) << refused.err;
+  auto exported = test::run_cli({"export", "-o", package.string(), "--backend", "tuning", "--arch",
+                                 "opencl-test device", "--json"},
+                                maker_env);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const auto line = test::json_lines(exported.out).at(0);
+  EXPECT_EQ(line.at("entries"), 1);
+  EXPECT_EQ(line.at("target"), "opencl-test device");
+  EXPECT_EQ(line.at("suggested_name"), package.filename().string());
+
+  const auto config = [&](const std::filesystem::path& dir, const char* mode) {
+    return Config::from_variables({{"JITCACHE_DIR", dir.string()},
+                                   {"JITCACHE_SYSTEM_PATH", package.string()},
+                                   {"JITCACHE_TUNE", mode}});
+  };
+  Family f = family();
+  f.heuristic = [](const Problem&, const Device&) {
+    return std::optional<Parameters>(Parameters{{"TILE", "64"}});
+  };
+  HostTrials host;
+  {
+    Cache cache(config(user, "missing"));
+    Choice c = lookup(cache, f, k_problem, k_device);
+    EXPECT_EQ(c.origin, Origin::system);
+    EXPECT_EQ(c.parameters, (Parameters{{"TILE", "32"}, {"UNROLL", "1"}}));
+    ASSERT_TRUE(c.record);
+    EXPECT_DOUBLE_EQ(c.record->default_ms, 3.25);
+    EXPECT_EQ(select(cache, f, k_problem, k_device, host.trials()).origin, Origin::system);
+    EXPECT_EQ(host.prepared, 0); // a package's record counts as tuned for `missing`
+    // Another problem: no package has it, so the heuristic answers.
+    EXPECT_EQ(lookup(cache, f, {{"N", "128"}}, k_device).origin, Origin::heuristic);
+    EXPECT_EQ(cache.session_stats().hits(k_tuning_backend, "system"), 2u);
+  }
+  {
+    Cache cache(config(user, "all")); // ignores the packages: tunes, and the user record wins
+    EXPECT_EQ(select(cache, f, k_problem, k_device, host.trials()).origin, Origin::user);
+    EXPECT_EQ(host.prepared, 5);
+    EXPECT_EQ(lookup(cache, f, k_problem, k_device).origin, Origin::user);
+  }
+  // Imported, the record is the user tier's own; a damaged package is refused whole.
+  const std::map<std::string, std::string> other_env = {{"JITCACHE_DIR", other.string()}};
+  auto imported = test::run_cli({"import", package.string(), "--json"}, other_env);
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(test::json_lines(imported.out).at(0).at("imported"), 1);
+  {
+    Cache cache(Config::from_variables({{"JITCACHE_DIR", other.string()}}));
+    EXPECT_EQ(lookup(cache, f, k_problem, k_device).origin, Origin::user);
+  }
+
+  // Every byte of the package flipped in turn: the answer is the record, or (the package or
+  // its entry refused) the heuristic; never other parameters, never a crash.
+  std::ifstream in(package, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto damaged = dir.path() / "damaged.jcpkg";
+  int refused_count = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    std::string copy = bytes;
+    copy[i] = static_cast<char>(copy[i] ^ 0x5a);
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc) << copy;
+    testing::internal::CaptureStderr();
+    Cache cache(Config::from_variables({{"JITCACHE_DIR", (dir.path() / "flips").string()},
+                                        {"JITCACHE_SYSTEM_PATH", damaged.string()}}));
+    const Choice c = lookup(cache, f, k_problem, k_device);
+    testing::internal::GetCapturedStderr();
+    if (c.origin == Origin::system) {
+      EXPECT_EQ(c.parameters.at("TILE"), "32") << "byte " << i;
+    } else {
+      EXPECT_EQ(c.origin, Origin::heuristic) << "byte " << i;
+      ++refused_count;
+    }
+  }
+  EXPECT_GT(refused_count, static_cast<int>(bytes.size() / 2));
+}
+
 TEST(TuningCliTest, ListsShowsExportsAndClearsTheRecords) {
   test::TempDir dir;
   const std::map<std::string, std::string> env = {{"JITCACHE_DIR", dir.path().string()}};

@@ -4,6 +4,9 @@
 
 #include "core/entry_codec.hpp"
 #include "core/package_format.hpp"
+#include "core/tuning_record.hpp"
+
+#include <iostream>
 
 #include <map>
 
@@ -19,9 +22,14 @@ std::string describe(const detail::PackageTarget& target) {
 
 int run_export(const Config& config, const ExportOptions& options, const Output& out) {
   std::optional<detail::PackageTarget> device;
+  const bool tuning = options.backend == tuning::k_tuning_backend;
   if (options.device) {
     if (options.backend.empty())
       return fail(Error(ErrorCode::invalid_argument, "--device needs --backend"));
+    if (tuning)
+      return fail(Error(ErrorCode::invalid_argument,
+                        "--device selects a device's kernels; tuning records are chosen by "
+                        "--arch <backend>-<device name>, as `jitcache tune list` shows"));
     auto target = device_target(config, options.backend, *options.device);
     if (!target)
       return fail(target.error());
@@ -31,7 +39,31 @@ int run_export(const Config& config, const ExportOptions& options, const Output&
   if (!store)
     return fail(store.error());
   std::vector<Digest> keys;
-  if (*store) {
+  // Entries by the target they serve: a package serves one.
+  std::map<std::pair<std::string, std::string>, std::vector<detail::PackageEntry>> by_target;
+  std::map<std::pair<std::string, std::string>, detail::PackageTarget> targets;
+  const auto add = [&](const detail::PackageTarget& target, const Digest& key, std::string bytes) {
+    const auto id = std::make_pair(target.backend, target.identity);
+    targets.emplace(id, target);
+    by_target[id].push_back({key, std::move(bytes)});
+  };
+  if (*store && tuning) {
+    // The tuning database's records, each verified; a package of them serves one device.
+    auto listed = (*store)->for_each_tuning([&](const Digest& key, std::string_view bytes) {
+      auto record = tuning::decode_record(key, bytes);
+      if (!record) {
+        std::cerr << "jitcache: warn: tuning record " << key.hex() << " is damaged ("
+                  << record.error().message << "); not exported\n";
+        return;
+      }
+      const auto target = tuning::package_target(*record);
+      if (options.arch.empty() || target.label == options.arch)
+        add(target, key, std::string(bytes));
+    });
+    if (!listed)
+      return fail(listed.error());
+  }
+  if (*store && !tuning) {
     auto listed = (*store)->for_each([&](const Store::Item& item) {
       if (item.valid && (options.backend.empty() || item.backend == options.backend))
         keys.push_back(item.key);
@@ -39,18 +71,13 @@ int run_export(const Config& config, const ExportOptions& options, const Output&
     if (!listed)
       return fail(listed.error());
   }
-  // Entries by the target they serve: a package serves one.
-  std::map<std::pair<std::string, std::string>, std::vector<detail::PackageEntry>> by_target;
-  std::map<std::pair<std::string, std::string>, detail::PackageTarget> targets;
   for (const Digest& key : keys) {
     auto read = (*store)->visit(key, [&](const EntryView& view) {
       auto target = detail::target_of_stored(view.backend, view.key_fields);
       if (!target || (device && *target != *device) ||
           (!options.arch.empty() && target->label != options.arch))
         return;
-      const auto id = std::make_pair(target->backend, target->identity);
-      targets.emplace(id, *target);
-      by_target[id].push_back({key, encode_entry(key, to_entry(view))});
+      add(*target, key, encode_entry(key, to_entry(view)));
     });
     if (!read)
       return fail(read.error());

@@ -4,6 +4,7 @@
 #include "core/entry_codec.hpp"
 #include "core/mapped_file.hpp"
 #include "core/package_format.hpp"
+#include "core/tuning_record.hpp"
 
 #include <iostream>
 
@@ -26,13 +27,19 @@ int run_import(const Config& config, const std::string& file, const Output& out)
   for (std::size_t i = 0; i < reader->size(); ++i) {
     const auto [key, bytes] = reader->at(i);
     auto view = view_entry(key, bytes);
+    if (view && view->backend == tuning::k_tuning_backend)
+      if (auto record = tuning::decode_record(key, *view); !record)
+        view = std::move(record).error();
     if (!view) {
       ++damaged;
       std::cerr << "jitcache: warn: " << file << ": entry " << key.hex() << " is damaged ("
                 << view.error().message << "); not imported\n";
       continue;
     }
-    if (auto put = (*store)->put(key, to_entry(*view)); !put)
+    // A package of tuning records goes into the tuning database, any other into the entries.
+    auto put = view->backend == tuning::k_tuning_backend ? (*store)->put_tuning(key, bytes)
+                                                         : (*store)->put(key, to_entry(*view));
+    if (!put)
       return fail(put.error());
     ++imported;
   }
