@@ -80,6 +80,16 @@ protected:
 
   const cuda::DriverApi& api() const { return *m_gpu.driver; }
 
+  // The current device's compute capability as a number (9.0: 90).
+  int device_sm() const {
+    int major = 0, minor = 0;
+    CUdevice device = 0;
+    EXPECT_EQ(api().cuCtxGetDevice(&device), CUDA_SUCCESS);
+    api().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    api().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    return major * 10 + minor;
+  }
+
   test::GpuContext m_gpu;
   TempDir m_dir;
   std::vector<CUdeviceptr> m_buffers;
@@ -299,12 +309,7 @@ TEST_F(CudaGpu, ACorruptedStoredCubinIsRejectedRebuiltAndRuns) {
 }
 
 TEST_F(CudaGpu, AnOfflinePrecompileForTheDevicesArchIsAHit) {
-  int major = 0, minor = 0;
-  CUdevice device = 0;
-  ASSERT_EQ(api().cuCtxGetDevice(&device), CUDA_SUCCESS);
-  api().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-  api().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-  const std::string arch = "sm_" + std::to_string(major * 10 + minor);
+  const std::string arch = "sm_" + std::to_string(device_sm());
   const cuda::Program program = kernel_program("saxpy.cu");
   {
     Cache cache(config());
@@ -325,13 +330,8 @@ TEST_F(CudaGpu, AnOfflinePrecompileForTheDevicesArchIsAHit) {
 // the load from the system tier, nothing is compiled or written to the user tier, and the kernel
 // computes the right result.
 TEST_F(CudaGpu, APackageMadeWithoutAGpuServesThisGpuWithZeroCompiles) {
-  int major = 0, minor = 0;
-  CUdevice device = 0;
-  ASSERT_EQ(api().cuCtxGetDevice(&device), CUDA_SUCCESS);
-  api().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-  api().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-  if (major * 10 + minor != 90)
-    GTEST_SKIP() << "the package serves sm_90; this GPU is sm_" << major * 10 + minor;
+  if (const int sm = device_sm(); sm != 90)
+    GTEST_SKIP() << "the package serves sm_90; this GPU is sm_" << sm;
   Cache cache(Config::from_variables(
       {{"JITCACHE_DIR", m_dir.path().string()}, {"JITCACHE_SYSTEM_PATH", JITCACHE_SM90_PACKAGE}}));
   auto module = cuda::load_module(cache, kernel_program("saxpy.cu"));
