@@ -192,9 +192,19 @@ std::string hide_passwords(std::string_view text) {
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     const auto scheme = item.find("://");
     const std::size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
-    // The credentials end at the last '@' before the path (a password holds '/' only escaped).
-    const auto at = item.substr(0, item.find_first_of("/?", start)).rfind('@');
-    if (at == std::string_view::npos || at < start) {
+    // The credentials end at the last '@' (a password given with an unescaped '/' or '?' still
+    // ends there; a '@' in the query hides more than the password, never less).
+    const auto at = item.rfind('@');
+    const std::string_view authority =
+        item.substr(start, item.find_first_of("/?", start) - std::min(start, item.size()));
+    const auto colon = authority.find(':');
+    const bool port_only =
+        colon == std::string_view::npos || authority.front() == '[' ||
+        authority.find_first_not_of("0123456789", colon + 1) == std::string_view::npos;
+    if ((at == std::string_view::npos || at < start) && !port_only) {
+      // "user:pass" with no '@': a password with an unescaped ',' split this URL in two.
+      out += std::string(item.substr(0, start + colon + 1)) + "***";
+    } else if (at == std::string_view::npos || at < start) {
       out += item;
     } else {
       const std::string_view auth = item.substr(start, at - start);

@@ -61,6 +61,11 @@ TEST(RedisUrlTest, EachBadUrlIsOneComplaintAndTheGoodOnesAreKept) {
 TEST(RedisUrlTest, PasswordsAreHidden) {
   EXPECT_EQ(hide_passwords("redis://u:pw@h:1/2,redis://pw@h,redis://h:3"),
             "redis://u:***@h:1/2,redis://***@h,redis://h:3");
+  // Unescaped '/', '?' or ',' in a password: nothing of it shows.
+  EXPECT_EQ(hide_passwords("redis://u:pa/ss@h"), "redis://u:***@h");
+  EXPECT_EQ(hide_passwords("redis://u:pa?ss@h:1"), "redis://u:***@h:1");
+  EXPECT_EQ(hide_passwords("redis://u:pa,ss@h"), "redis://u:***,***@h");
+  EXPECT_EQ(hide_passwords("redis://[::1]:6379/0?prefix=x"), "redis://[::1]:6379/0?prefix=x");
 }
 
 } // namespace
