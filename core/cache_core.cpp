@@ -554,6 +554,10 @@ void CacheCore::write_remote(const Key& key, const Entry& entry,
       } else if (ok.error().code == ErrorCode::io_error ||
                  ok.error().code == ErrorCode::runtime_error) {
         mark_dead(*tier, ok.error());
+      } else if (ok.error().code == ErrorCode::store_full) {
+        // Over max_bytes once encoded (the check above saw the payload alone): not sent, as
+        // documented; no store error.
+        log::debug(ok.error().message);
       } else {
         count(key.backend, Counter::store_errors);
         log::write_once(LogLevel::warn,

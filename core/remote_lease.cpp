@@ -43,13 +43,20 @@ RemoteLease::~RemoteLease() {
 void RemoteLease::renew() {
   const auto lease = m_remote->url().lease;
   const std::string ms = std::to_string(lease.count());
+  auto held_until = std::chrono::steady_clock::now() + lease;
   std::unique_lock<std::mutex> lock(m_mutex);
   while (!m_stop_cv.wait_for(lock, lease / 3, [&] { return m_stop; })) {
     lock.unlock();
     auto renewed = m_remote->run({"EVAL", k_renew, "1", m_name, m_owner, ms});
+    const auto now = std::chrono::steady_clock::now();
     lock.lock();
-    if (!renewed || renewed->integer == 0)
-      return; // the server failed, or the lease was lost: waiters take over when it expires
+    if (renewed && renewed->integer == 0)
+      return; // the lease was lost (it expired): a waiter has taken over
+    if (renewed)
+      held_until = now + lease;
+    else if (now >= held_until)
+      return; // the server failed for a whole lease: waiters take over when it expires
+    // A failed renewal (one slow reply) is tried again at the next period while the lease holds.
   }
 }
 

@@ -48,7 +48,9 @@ public:
   RemoteLease(const RemoteLease&) = delete;
   RemoteLease& operator=(const RemoteLease&) = delete;
 
-  /// Whether this lease was taken once another holder's had expired (for tests and messages).
+  /// Whether this lease was taken after waiting for another holder's, which then ended without
+  /// the entry on the remote (it expired, or its holder let go after a failed compile or store).
+  /// For tests and messages.
   bool taken_over() const { return m_taken_over; }
 
 private:
