@@ -43,6 +43,7 @@ pkg-config --exists libcrypto || missing+=("OpenSSL (libssl-dev)")
 has_cmake_package nlohmann_json || missing+=("nlohmann_json (nlohmann-json3-dev)")
 has_cmake_package CLI11 || missing+=("CLI11 (libcli11-dev)")
 tests=ON
+tests_failed=no
 if ! has_cmake_package GTest; then
   echo "GoogleTest (libgtest-dev) missing: building without the tests"
   tests=OFF
@@ -71,7 +72,8 @@ section jitcache info
 
 if [ "$tests" = ON ]; then
   section tests
-  (cd "$BUILD" && ctest -R '^Cuda' --output-on-failure --timeout 300) >"$OUT/ctest.txt" 2>&1
+  (cd "$BUILD" && ctest -R '^Cuda' --output-on-failure --timeout 300) >"$OUT/ctest.txt" 2>&1 ||
+    tests_failed=yes
   tail -15 "$OUT/ctest.txt"
   "$BUILD/tests/cuda/test_cuda" >"$OUT/test_cuda.txt" 2>&1
   grep -E '^\[  (PASSED|FAILED)  \]|^\[  SKIPPED \] [0-9]+ test|tests? from .* ran' "$OUT/test_cuda.txt"
@@ -99,3 +101,8 @@ arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
 timeout 500 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
   --kernels kernels --runs "${RUNS:-21}" --cli "$BUILD/tools/jitcache/jitcache" --arch "$arch" \
   --raw "$OUT/bench_raw.jsonl" "${cupy_flag[@]}" | tee "$OUT/bench.md"
+# The tests' result is the script's: a failed CUDA test is exit status 1, after the benchmark.
+if [ "$tests_failed" = yes ]; then
+  echo "run_gpu.sh: CUDA tests failed (see $OUT/ctest.txt)"
+  exit 1
+fi

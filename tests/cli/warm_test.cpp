@@ -115,6 +115,25 @@ TEST_F(WarmTest, CudaRecordWarmedForTwoArchitecturesIsAHitThere) {
                     "sm_80,sm_90", "sm_90");
 }
 
+// A package installed on the warming machine does not stand in for the tier being warmed: what
+// it serves is compiled into --into all the same, so that an export from there has it.
+TEST_F(WarmTest, AnInstalledPackageDoesNotStandInForTheWarmedTier) {
+  if (!built("cuda"))
+    GTEST_SKIP() << "CUDA backend not built";
+  const std::string file = k_kernels + "/saxpy.cu";
+  ASSERT_EQ(build("cuda", {"--arch", "sm_80"}, {file}, app.path(), record).exit_code, 0);
+  const fs::path package = files.path() / "cuda-sm_80.jcpkg";
+  auto exported = run_cli({"export", "-o", package.string(), "--backend", "cuda"},
+                          {{"JITCACHE_DIR", app.path().string()}});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  auto warmed = run_cli({"warm", record.string(), "--into", into.path().string(), "--json"},
+                        {{"JITCACHE_SYSTEM_PATH", package.string()}});
+  ASSERT_EQ(warmed.exit_code, 0) << warmed.err;
+  EXPECT_EQ(json_lines(warmed.out).at(0)["outcome"], "compiled") << warmed.out;
+  auto listed = run_cli({"list", "--json"}, {{"JITCACHE_DIR", into.path().string()}});
+  EXPECT_EQ(json_lines(listed.out).size(), 1u) << listed.out;
+}
+
 TEST_F(WarmTest, HipRecordWarmedForTwoTargetsIsAHitThere) {
   if (!built("hip"))
     GTEST_SKIP() << "HIP backend not built";

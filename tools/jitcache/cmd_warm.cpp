@@ -298,6 +298,9 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
   std::map<std::string, std::string> variables = environment.variables;
   variables.erase("JITCACHE_RECORD"); // the replays are not requests of an application
   variables["JITCACHE_OPENCL_STORE"] = "wait";
+  // Warming fills the user tier (or --into) for export: an installed package's hit would count
+  // as warmed and leave that tier without the entry.
+  variables["JITCACHE_SYSTEM_PATH"] = ":";
   if (!options.into.empty())
     variables["JITCACHE_DIR"] = options.into;
   const Config config = Config::from_variables(variables);
