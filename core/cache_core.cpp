@@ -196,10 +196,14 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
       count(key.backend, Counter::corrupt);
     if (tier->remote && (tier->remote->corrupt_seen() != remote_corrupt ||
                          tier->remote->refused_seen() != remote_refused)) {
-      // Counted once per request: the value stays on the server, and the walk runs again.
-      count(key.backend, tier->remote->refused_seen() != remote_refused ? Counter::remote_refused
-                                                                        : Counter::corrupt);
-      refused.tiers.push_back(tier.get());
+      // Counted once per request: the value stays on the server until the holder of the
+      // fleet's lease stores over it, and the walk runs again while this process waits.
+      auto& bad = refused.bad_remote_values;
+      if (std::find(bad.begin(), bad.end(), tier.get()) == bad.end()) {
+        count(key.backend, tier->remote->refused_seen() != remote_refused ? Counter::remote_refused
+                                                                          : Counter::corrupt);
+        bad.push_back(tier.get());
+      }
       continue;
     }
     if (!*seen)

@@ -103,6 +103,10 @@ public:
   /// only carry it from serve() to obtain().
   struct Refusals {
     std::vector<const void*> tiers;
+    /// Remote tiers whose value for the request was damaged or not signed right: counted once
+    /// per request, but asked again (a waiter polling for another machine's compile sees the
+    /// holder's entry replace the bad value).
+    std::vector<const void*> bad_remote_values;
   };
 
   /// The one path for "get a usable entry": walks the tiers handing each entry for `key` to

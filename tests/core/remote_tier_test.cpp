@@ -286,6 +286,45 @@ TEST_F(RemoteTierTest, TwoHostsCompileOnceAndTheOtherReadsTheRemote) {
   EXPECT_EQ(lease->integer, 0); // let go once stored
 }
 
+// A bad value on the server (here: unsigned) does not make the fleet compile one host after
+// another: the host that waits for the lease holder asks again and loads the holder's entry.
+TEST_F(RemoteTierTest, ABadValueOnTheServerStillMeansOneCompileForTheFleet) {
+  test::TempDir a, b;
+  const Key key = key_for("planted");
+  set_value(key, seal(key.digest, encode_entry(key.digest, Entry{"opencl", "EVIL", {}, 0}), ""));
+  std::atomic<int> started{0};
+  std::vector<Built> built(2);
+  const auto host_build = [&](const test::TempDir& dir, Built& out) {
+    Cache cache(host(dir));
+    ++started;
+    while (started < 2)
+      std::this_thread::yield();
+    auto found = cache.get_or_compile(
+        key,
+        [&]() -> Expected<Entry> {
+          ++compiles;
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          return Entry{"", "GOOD", {}, 0};
+        },
+        &out.info);
+    ASSERT_TRUE(found) << found.error().message;
+    out.payload = found->entry.payload;
+    cache.flush();
+    out.stats = cache.session_stats();
+  };
+  std::thread first(host_build, std::cref(a), std::ref(built[0]));
+  std::thread second(host_build, std::cref(b), std::ref(built[1]));
+  first.join();
+  second.join();
+  EXPECT_EQ(compiles, 1);
+  for (const Built& one : built) {
+    EXPECT_EQ(one.payload, "GOOD");
+    EXPECT_EQ(one.stats.get("opencl", Counter::remote_refused), 1u) << "once per request";
+  }
+  const bool first_compiled = built[0].info.outcome == Outcome::miss;
+  EXPECT_EQ(built[first_compiled ? 1 : 0].info.tier, "remote");
+}
+
 TEST_F(RemoteTierTest, AWaiterTakesOverFromAHolderThatWasKilled) {
   test::TempDir a, b;
   const Key key = key_for("killed");
