@@ -229,13 +229,17 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
 
 void CacheCore::reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info) {
   count(key.backend, Counter::rejected);
-  const bool evict = tier.store->writable() && !m_config.read_only;
+  // A remote's entry is the fleet's: one machine's runtime refusing it is no reason to delete it
+  // for the others (this machine's compile is written over it, in the background).
+  const bool evict = tier.store->writable() && !m_config.read_only && !tier.remote;
   // Once per entry and process: a read-only tier keeps the binary, and each request refuses it.
-  log::write_once(
-      LogLevel::warn, "refused:" + tier.store->name() + ":" + key.digest.hex(),
-      "stored " + key.backend + " binary " + key.digest.hex() + " (" + tier.store->name() +
-          " tier) refused: " + why.message +
-          (evict ? "; evicted, compiling it again" : "; the tier is read-only, compiling it"));
+  log::write_once(LogLevel::warn, "refused:" + tier.store->name() + ":" + key.digest.hex(),
+                  "stored " + key.backend + " binary " + key.digest.hex() + " (" +
+                      tier.store->name() + " tier) refused: " + why.message +
+                      (evict ? "; evicted, compiling it again"
+                       : tier.remote
+                           ? "; left on the remote for the machines it serves, compiling it here"
+                           : "; the tier is read-only, compiling it"));
   if (evict)
     static_cast<void>(tier.store->remove(key.digest)); // a failed removal is replaced by the store
   static_cast<void>(m_memory->remove(key.digest));
