@@ -1,8 +1,11 @@
 #include "core/remote_lease.hpp"
 
+#include "core/fork_guard.hpp"
+
 #include <unistd.h>
 
 #include <random>
+#include <vector>
 
 namespace jitcache {
 
@@ -28,15 +31,23 @@ std::string owner_name() {
 RemoteLease::RemoteLease(std::shared_ptr<RemoteStore> remote, std::string name, std::string owner,
                          bool taken_over)
     : m_remote(std::move(remote)), m_name(std::move(name)), m_owner(std::move(owner)),
-      m_taken_over(taken_over), m_renewer([this] { renew(); }) {}
+      m_taken_over(taken_over), m_generation(fork_generation()),
+      m_renewer(std::make_unique<std::thread>([this] { renew(); })) {}
 
 RemoteLease::~RemoteLease() {
+  if (m_generation != fork_generation()) {
+    // The parent's thread: not this process's to join, nor to destroy (a joinable std::thread
+    // ends the process). Kept where it stays reachable, so no leak checker reports it.
+    static auto* parents_renewers = new std::vector<std::unique_ptr<std::thread>>();
+    parents_renewers->push_back(std::move(m_renewer));
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_stop = true;
   }
   m_stop_cv.notify_all();
-  m_renewer.join();
+  m_renewer->join();
   static_cast<void>(m_remote->run({"EVAL", k_release, "1", m_name, m_owner}));
 }
 

@@ -65,7 +65,10 @@ private:
   std::mutex m_mutex;
   std::condition_variable m_stop_cv;
   bool m_stop = false;
-  std::thread m_renewer;
+  /// fork_generation() at acquisition: in a child, the renewer thread does not exist and the
+  /// lease is the parent's, so the destructor neither joins nor releases.
+  unsigned m_generation;
+  std::unique_ptr<std::thread> m_renewer;
 };
 
 } // namespace jitcache

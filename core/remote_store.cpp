@@ -1,6 +1,7 @@
 #include "core/remote_store.hpp"
 
 #include "core/entry_codec.hpp"
+#include "core/fork_guard.hpp"
 #include "core/log.hpp"
 #include "core/remote_seal.hpp"
 
@@ -16,7 +17,8 @@ constexpr std::size_t k_list_batch = 16;
 } // namespace
 
 RemoteStore::RemoteStore(RedisUrl url, std::string hmac_key)
-    : m_url(std::move(url)), m_hmac_key(std::move(hmac_key)) {}
+    : m_url(std::move(url)), m_hmac_key(std::move(hmac_key)), m_idle_generation(fork_generation()) {
+}
 
 bool RemoteStore::writable() const {
   return !m_url.read_only && (!m_hmac_key.empty() || m_url.allow_unsigned);
@@ -38,6 +40,11 @@ Expected<RedisReply> RemoteStore::run(const std::vector<std::string_view>& args)
   std::unique_ptr<RedisConnection> connection;
   {
     std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_idle_generation != fork_generation()) {
+      // Closing a child's copy of a socket leaves the parent's connection open.
+      m_idle.clear();
+      m_idle_generation = fork_generation();
+    }
     if (!m_idle.empty()) {
       connection = std::move(m_idle.back());
       m_idle.pop_back();

@@ -58,7 +58,8 @@ public:
   std::uint64_t corrupt_seen() const { return m_corrupt; }
   std::uint64_t refused_seen() const { return m_refused; }
 
-  /// Runs one command on a pooled connection (made when none is idle). Errors: io_error (the
+  /// Runs one command on a pooled connection (made when none is idle; in a child of the process
+  /// that opened them, the idle ones are closed and new ones made). Errors: io_error (the
   /// connection failed or timed out; every idle connection is dropped too, as the server is
   /// likely gone), runtime_error (an error reply).
   Expected<RedisReply> run(const std::vector<std::string_view>& args);
@@ -73,6 +74,9 @@ private:
   const std::string m_hmac_key;
   std::mutex m_mutex;
   std::vector<std::unique_ptr<RedisConnection>> m_idle;
+  /// fork_generation() of the process the idle connections were opened in: a child of it must
+  /// not talk on its parent's sockets (the replies would go to either process).
+  unsigned m_idle_generation;
   std::atomic<std::uint64_t> m_corrupt{0};
   std::atomic<std::uint64_t> m_refused{0};
 };

@@ -13,6 +13,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -323,6 +324,30 @@ TEST_F(RemoteTierTest, ABadValueOnTheServerStillMeansOneCompileForTheFleet) {
   }
   const bool first_compiled = built[0].info.outcome == Outcome::miss;
   EXPECT_EQ(built[first_compiled ? 1 : 0].info.tier, "remote");
+}
+
+// A child of a process that has talked to the remote talks on connections of its own: parent
+// and child at once each get their own replies.
+TEST_F(RemoteTierTest, AForkedChildDoesNotShareItsParentsConnections) {
+  RemoteStore store = raw();
+  ASSERT_TRUE(store.run({"SET", "parent", "P"}));
+  ASSERT_TRUE(store.run({"SET", "child", "C"})); // leaves a connection in the pool
+  const auto hammer = [&](const char* name, const char* value) {
+    int wrong = 0;
+    for (int i = 0; i < 2000; ++i) {
+      auto reply = store.run({"GET", name});
+      wrong += !reply || reply->text != value;
+    }
+    return wrong;
+  };
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    ::_exit(hammer("child", "C") == 0 ? 0 : 1);
+  EXPECT_EQ(hammer("parent", "P"), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(RemoteTierTest, AWaiterTakesOverFromAHolderThatWasKilled) {
