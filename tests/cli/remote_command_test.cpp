@@ -57,6 +57,16 @@ TEST_F(RemoteCommandTest, StatsCountRemoteWritesAndHits) {
   EXPECT_EQ(stats["remote_hits"], 1);
   EXPECT_EQ(stats["hits_by_tier"]["remote"], 1);
   EXPECT_EQ(stats["remote_refused"], 0);
+  // info says the same of each user tier's remote traffic.
+  const auto info_a = test::run_cli({"info", "--json"}, env(a));
+  ASSERT_EQ(info_a.exit_code, 0) << info_a.err;
+  const auto counters_a = nlohmann::json::parse(info_a.out)["remote_counters"];
+  EXPECT_EQ(counters_a["writes"], 1) << info_a.out;
+  EXPECT_EQ(counters_a["hits"], 0) << info_a.out;
+  const auto info_b = test::run_cli({"info"}, env(b));
+  EXPECT_NE(info_b.out.find("counters: 1 hits, 0 writes, 0 refused, down 0 times"),
+            std::string::npos)
+      << info_b.out;
 }
 
 TEST_F(RemoteCommandTest, InfoShowsEachRemoteAndHidesSecrets) {

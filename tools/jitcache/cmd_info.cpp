@@ -1,5 +1,6 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
+#include "tools/jitcache/user_tier.hpp"
 
 #include "core/config_table.hpp"
 #include "core/dir_size.hpp"
@@ -35,6 +36,25 @@ int run_info(const Config& config, const Output& out) {
   info["variables"] = variables;
   std::string remote_text;
   info["remotes"] = describe_remotes(config, remote_text);
+  if (!config.remote.empty()) {
+    // What the remotes did for this user tier so far (every backend, every process).
+    Stats counters;
+    if (auto store = open_user_tier(config, false); store && *store)
+      if (auto read = (*store)->counters())
+        counters = *read;
+    std::uint64_t hits = 0, writes = 0, refused = 0;
+    for (const auto& [backend, values] : counters.by_backend) {
+      hits += counters.hits(backend, "remote");
+      writes += counters.get(backend, Counter::remote_writes);
+      refused += counters.get(backend, Counter::remote_refused);
+    }
+    const std::uint64_t down = counters.get("all", Counter::remote_down);
+    info["remote_counters"] = {
+        {"hits", hits}, {"writes", writes}, {"refused", refused}, {"down", down}};
+    remote_text += "  counters: " + std::to_string(hits) + " hits, " + std::to_string(writes) +
+                   " writes, " + std::to_string(refused) + " refused, down " +
+                   std::to_string(down) + " times\n";
+  }
   std::ostringstream text;
   text << "jitcache " << k_version << " (entry format " << k_format_version << ")\n"
        << "cache directory: " << (config.cache_dir.empty() ? "(none)" : config.cache_dir.string())

@@ -115,11 +115,16 @@ int run_stats(const Config& config, const Output& out) {
       {"dir", dir}};
   const std::string file_limit =
       config.max_size ? ", at most " + format_size(file_bound(*config.max_size)) : "";
-  out.emit(total, "total: " + std::to_string(total_entries) + " entries, " +
-                      format_size(total_bytes) + " (file " + format_size(file_bytes) + file_limit +
-                      ") of " + (config.max_size ? format_size(*config.max_size) : "unlimited") +
-                      "; " + std::to_string(evicted) + " evicted (" + format_size(evicted_bytes) +
-                      ") in " + dir);
+  out.emit(total,
+           "total: " + std::to_string(total_entries) + " entries, " + format_size(total_bytes) +
+               " (file " + format_size(file_bytes) + file_limit + ") of " +
+               (config.max_size ? format_size(*config.max_size) : "unlimited") + "; " +
+               std::to_string(evicted) + " evicted (" + format_size(evicted_bytes) + ")" +
+               (config.remote.empty()
+                    ? ""
+                    : "; remote down " + std::to_string(counters.get("all", Counter::remote_down)) +
+                          " times") +
+               " in " + dir);
   return 0;
 }
 
