@@ -2,9 +2,15 @@
 
 #include <hiredis/hiredis.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstring>
 
 namespace jitcache {
 
@@ -15,6 +21,22 @@ timeval to_timeval(std::chrono::milliseconds ms) {
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
   return tv;
+}
+
+// Waits until `fd` is ready for `events`; false when `deadline` passed first. An error or a
+// hang-up counts as ready: the read or write that follows reports it.
+bool wait_for(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
+    if (left <= 0)
+      return false;
+    pollfd ready{fd, events, 0};
+    const int n = ::poll(&ready, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+    if (n > 0 || (n < 0 && errno != EINTR))
+      return true;
+  }
 }
 
 RedisReply convert(const redisReply& reply) {
@@ -46,13 +68,19 @@ RedisReply convert(const redisReply& reply) {
 } // namespace
 
 RedisConnection::RedisConnection(redisContext* context, const RedisUrl& url)
-    : m_context(context), m_name(url.display()), m_timeout(url.timeout) {}
+    : m_context(context), m_name(url.display()), m_timeout(url.timeout),
+      m_reply_limit(reply_limit(url)) {}
 
 RedisConnection::~RedisConnection() {
   redisFree(m_context);
 }
 
+std::uint64_t RedisConnection::reply_limit(const RedisUrl& url) {
+  return std::max<std::uint64_t>(url.max_bytes, 1u << 20) + (64u << 10);
+}
+
 Expected<std::unique_ptr<RedisConnection>> RedisConnection::open(const RedisUrl& url) {
+  const Clock::time_point start = Clock::now();
   redisContext* context =
       redisConnectWithTimeout(url.host.c_str(), url.port, to_timeval(url.timeout));
   if (!context)
@@ -63,27 +91,39 @@ Expected<std::unique_ptr<RedisConnection>> RedisConnection::open(const RedisUrl&
     return error;
   }
   std::unique_ptr<RedisConnection> connection(new RedisConnection(context, url));
-  if (redisSetTimeout(context, to_timeval(url.timeout)) != REDIS_OK)
-    return Error(ErrorCode::io_error, "cannot set the timeout of " + url.display());
+  const int flags = ::fcntl(context->fd, F_GETFL);
+  if (flags < 0 || ::fcntl(context->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+    return Error(ErrorCode::io_error,
+                 "cannot use the socket to " + url.display() + ": " + std::strerror(errno));
   if (!url.password.empty()) {
     std::vector<std::string_view> auth = {"AUTH"};
     if (!url.user.empty())
       auth.push_back(url.user);
     auth.push_back(url.password);
-    if (auto ok = connection->run(auth); !ok)
+    if (auto ok = connection->run(auth, start); !ok)
       return Error(ErrorCode::io_error,
                    "AUTH refused by " + url.display() + ": " + ok.error().message);
   }
   if (url.db != 0) {
     const std::string db = std::to_string(url.db);
-    if (auto ok = connection->run({"SELECT", db}); !ok)
+    if (auto ok = connection->run({"SELECT", db}, start); !ok)
       return Error(ErrorCode::io_error,
                    "SELECT " + db + " refused by " + url.display() + ": " + ok.error().message);
   }
   return connection;
 }
 
+Error RedisConnection::failed(const std::string& what) {
+  m_broken = true; // a command left half-sent or half-read: nothing after it can be trusted
+  return Error(ErrorCode::io_error, m_name + ": " + what);
+}
+
 Expected<RedisReply> RedisConnection::run(const std::vector<std::string_view>& args) {
+  return run(args, Clock::now());
+}
+
+Expected<RedisReply> RedisConnection::run(const std::vector<std::string_view>& args,
+                                          Clock::time_point start) {
   if (m_broken)
     return Error(ErrorCode::io_error, "the connection to " + m_name + " failed earlier");
   std::vector<const char*> argv;
@@ -92,18 +132,61 @@ Expected<RedisReply> RedisConnection::run(const std::vector<std::string_view>& a
     argv.push_back(arg.data());
     lengths.push_back(arg.size());
   }
-  auto* reply = static_cast<redisReply*>(
-      redisCommandArgv(m_context, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-  if (!reply) {
-    m_broken = true; // hiredis leaves a context that failed unusable
-    const bool timed_out =
-        m_context->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
-    return Error(ErrorCode::io_error,
-                 m_name + ": " +
-                     (timed_out ? "no answer within " + std::to_string(m_timeout.count()) + " ms"
-                                : std::string(m_context->err ? m_context->errstr : "no reply")));
+  char* formatted = nullptr;
+  const int length = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), argv.data(),
+                                            lengths.data());
+  if (length < 0)
+    return Error(ErrorCode::io_error, m_name + ": out of memory for a command");
+  const std::unique_ptr<char, void (*)(char*)> command(formatted, redisFreeCommand);
+
+  std::uint64_t moved = 0;
+  const auto deadline = [&] {
+    return start + m_timeout +
+           std::chrono::milliseconds(moved * k_remote_ms_per_mib.count() / (1u << 20));
+  };
+  const std::string late = "no answer within " + std::to_string(m_timeout.count()) + " ms";
+  const int fd = m_context->fd;
+  for (std::size_t sent = 0; sent < static_cast<std::size_t>(length);) {
+    const ssize_t n = ::send(fd, formatted + sent, length - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      moved += static_cast<std::uint64_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(fd, POLLOUT, deadline()))
+        return failed(late);
+    } else if (n < 0 && errno != EINTR) {
+      return failed(std::string("cannot send: ") + std::strerror(errno));
+    }
   }
-  std::unique_ptr<redisReply, void (*)(void*)> owned(reply, freeReplyObject);
+
+  std::uint64_t received = 0;
+  void* answer = nullptr;
+  char buffer[64 << 10];
+  for (;;) {
+    if (redisReaderGetReply(m_context->reader, &answer) != REDIS_OK)
+      return failed(std::string("not the Redis protocol: ") + m_context->reader->errstr);
+    if (answer)
+      break;
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n > 0) {
+      received += static_cast<std::uint64_t>(n);
+      moved += static_cast<std::uint64_t>(n);
+      if (received > m_reply_limit)
+        return failed("answered " + std::string(args[0]) + " with more than " +
+                      std::to_string(m_reply_limit) + " bytes");
+      if (redisReaderFeed(m_context->reader, buffer, static_cast<std::size_t>(n)) != REDIS_OK)
+        return failed("out of memory for a reply");
+    } else if (n == 0) {
+      return failed("closed the connection");
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait_for(fd, POLLIN, deadline()))
+        return failed(late);
+    } else if (errno != EINTR) {
+      return failed(std::string("cannot receive: ") + std::strerror(errno));
+    }
+  }
+  const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(answer),
+                                                           freeReplyObject);
   if (reply->type == REDIS_REPLY_ERROR)
     return Error(ErrorCode::runtime_error, m_name + " answered " + std::string(args[0]) + ": " +
                                                std::string(reply->str, reply->len));

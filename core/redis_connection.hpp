@@ -4,6 +4,8 @@
 
 #include <jitcache/expected.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,14 +25,18 @@ struct RedisReply {
   std::vector<RedisReply> items; ///< array replies
 };
 
-/// One connection to a Redis server (hiredis), connected, authenticated and with its database
-/// selected. Every command is bounded by the URL's timeout; any failure (refused, timed out,
-/// closed, an error reply) is an Error, after which the connection must be dropped. Not
+/// One connection to a Redis server (hiredis connects and parses; the socket is non-blocking and
+/// read and written here), connected, authenticated and with its database selected. Each command
+/// must be sent and answered within a deadline: the URL's timeout plus k_remote_ms_per_mib for
+/// every MiB moved, however the server dribbles its bytes. A reply larger than reply_limit()
+/// ends the command. Any failure (refused, timed out, closed, too large, not the protocol) is an
+/// io_error, after which the connection must be dropped; an error reply is a runtime_error. Not
 /// thread-safe: one thread at a time (RemoteStore keeps a pool).
 class RedisConnection {
 public:
-  /// Connects to `url` within url.timeout, then AUTH (when the URL has a password) and SELECT
-  /// (when db is not 0). Errors: io_error naming the server (password hidden) and what failed.
+  /// Connects to `url`, then sends AUTH (when the URL has a password) and SELECT (when db is not
+  /// 0), all within url.timeout (a host name is resolved before, unbounded). Errors: io_error
+  /// naming the server (password hidden) and what failed.
   static Expected<std::unique_ptr<RedisConnection>> open(const RedisUrl& url);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
@@ -41,11 +47,20 @@ public:
   /// reply; the message has it).
   Expected<RedisReply> run(const std::vector<std::string_view>& args);
 
+  /// The most bytes a reply may have on `url`: a value of max_bytes sealed, or a listing, with
+  /// room for the protocol (a server that is not Redis cannot make the process allocate more).
+  static std::uint64_t reply_limit(const RedisUrl& url);
+
 private:
+  using Clock = std::chrono::steady_clock;
   RedisConnection(redisContext* context, const RedisUrl& url);
+  /// run() with the timeout counted from `start`.
+  Expected<RedisReply> run(const std::vector<std::string_view>& args, Clock::time_point start);
+  Error failed(const std::string& what);
   redisContext* m_context;
   std::string m_name; ///< the URL's display(), for messages
   std::chrono::milliseconds m_timeout;
+  std::uint64_t m_reply_limit;
   bool m_broken = false;
 };
 

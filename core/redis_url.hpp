@@ -10,10 +10,13 @@
 
 namespace jitcache {
 
-/// The default time a remote has to connect, and then to answer each command: small, so that a
-/// slow or absent remote costs a hit or a miss little more than no remote at all (loopback and
-/// a LAN answer within a millisecond or two).
+/// The default time a remote has to connect (and authenticate), and then to answer each
+/// command: small, so that a slow or absent remote costs a hit or a miss little more than no
+/// remote at all (loopback and a LAN answer within a millisecond or two).
 inline constexpr std::chrono::milliseconds k_remote_timeout{100};
+/// What a command may take beyond the timeout for each MiB it sends and receives (a floor of
+/// 10 MiB/s): a large entry over a slow link is not a stall, a server that trickles bytes is.
+inline constexpr std::chrono::milliseconds k_remote_ms_per_mib{100};
 /// How long a remote that failed is left alone before it is tried again.
 inline constexpr std::chrono::milliseconds k_remote_back_off{30000};
 /// How long a fleet-wide compile lease lasts unless its holder renews it (it renews a third of

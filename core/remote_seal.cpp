@@ -13,6 +13,7 @@ namespace {
 
 constexpr std::string_view k_magic = "JCR1";
 constexpr std::size_t k_mac_size = 32;
+static_assert(k_magic.size() + 1 + k_mac_size == k_seal_overhead);
 enum : char { k_unsigned = 0, k_signed = 1 };
 
 std::array<unsigned char, k_mac_size> mac(const Digest& key, std::string_view entry_bytes,

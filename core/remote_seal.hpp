@@ -2,6 +2,7 @@
 
 #include <jitcache/digest.hpp>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,8 @@ namespace jitcache {
 /// The digest is inside the MAC so that a signed value copied to another key's name is refused
 /// even though its own bytes are intact.
 std::string seal(const Digest& key, std::string_view entry_bytes, std::string_view hmac_key);
+/// The most bytes seal() adds to the entry's bytes (magic, kind, MAC).
+inline constexpr std::size_t k_seal_overhead = 4 + 1 + 32;
 
 /// What unseal() found.
 struct Unsealed {

@@ -11,8 +11,6 @@ namespace {
 
 // Idle connections kept per remote: as many as threads that commonly read at once.
 constexpr std::size_t k_max_idle = 8;
-// Values read per MGET while listing.
-constexpr std::size_t k_list_batch = 16;
 
 } // namespace
 
@@ -90,15 +88,34 @@ Expected<std::optional<Entry>> RemoteStore::get(const Digest& key) {
   return out;
 }
 
-Expected<bool> RemoteStore::visit(const Digest& key,
-                                  const std::function<void(const EntryView&)>& use) {
-  const std::string name = redis_key(key.hex());
-  auto reply = run({"GET", name});
+Expected<std::optional<std::string>> RemoteStore::value(const Digest& key) {
+  // GETRANGE, not GET: the server sends at most one byte more than a value this store would
+  // accept, whatever another host with a larger max_bytes stored there.
+  const std::string last = std::to_string(m_url.max_bytes + k_seal_overhead);
+  auto reply = run({"GETRANGE", redis_key(key.hex()), "0", last});
   if (!reply)
     return std::move(reply).error();
-  if (reply->kind != RedisReply::Kind::string)
+  // GETRANGE answers an absent key with an empty string; no sealed value is empty.
+  if (reply->kind != RedisReply::Kind::string || reply->text.empty())
+    return std::optional<std::string>();
+  if (reply->text.size() > m_url.max_bytes + k_seal_overhead) {
+    log::write_once(LogLevel::warn, "remote-large:" + key.hex(),
+                    "remote entry " + key.hex() + " on " + m_url.display() +
+                        " is larger than max_bytes (" + std::to_string(m_url.max_bytes) +
+                        "); not read, treated as a miss");
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(std::move(reply->text));
+}
+
+Expected<bool> RemoteStore::visit(const Digest& key,
+                                  const std::function<void(const EntryView&)>& use) {
+  auto value = this->value(key);
+  if (!value)
+    return std::move(value).error();
+  if (!*value)
     return false;
-  auto entry = open(key, reply->text);
+  auto entry = open(key, **value);
   if (!entry)
     return false;
   use(*entry);
@@ -147,35 +164,26 @@ Expected<void> RemoteStore::for_each(const std::function<void(const Item&)>& fn)
     if (page->kind != RedisReply::Kind::array || page->items.size() != 2)
       return Error(ErrorCode::io_error, m_url.display() + " answered SCAN with something else");
     cursor = page->items[0].text;
-    std::vector<Digest> keys;
-    for (const RedisReply& name : page->items[1].items)
-      if (auto digest = Digest::from_hex(std::string_view(name.text).substr(m_url.prefix.size())))
-        keys.push_back(*digest);
-    for (std::size_t first = 0; first < keys.size(); first += k_list_batch) {
-      std::vector<std::string> names;
-      for (std::size_t i = first; i < std::min(keys.size(), first + k_list_batch); ++i)
-        names.push_back(redis_key(keys[i].hex()));
-      std::vector<std::string_view> args = {"MGET"};
-      args.insert(args.end(), names.begin(), names.end());
-      auto values = run(args);
-      if (!values)
-        return std::move(values).error();
-      for (std::size_t i = 0; i < values->items.size() && first + i < keys.size(); ++i) {
-        const RedisReply& value = values->items[i];
-        if (value.kind != RedisReply::Kind::string)
-          continue; // removed since the SCAN
-        Item item;
-        item.key = keys[first + i];
-        item.bytes = value.text.size();
-        const Unsealed sealed = unseal(item.key, value.text, m_hmac_key);
-        auto backend = sealed.status == Unsealed::Status::ok
-                           ? verify_entry(item.key, sealed.entry)
-                           : Expected<std::string>(Error(ErrorCode::corrupt, sealed.why));
-        item.valid = static_cast<bool>(backend);
-        if (backend)
-          item.backend = *backend;
-        fn(item);
-      }
+    for (const RedisReply& name : page->items[1].items) {
+      auto digest = Digest::from_hex(std::string_view(name.text).substr(m_url.prefix.size()));
+      if (!digest)
+        continue; // a lease
+      auto value = this->value(*digest);
+      if (!value)
+        return std::move(value).error();
+      if (!*value)
+        continue; // removed since the SCAN, or too large to read
+      Item item;
+      item.key = *digest;
+      item.bytes = (*value)->size();
+      const Unsealed sealed = unseal(item.key, **value, m_hmac_key);
+      auto backend = sealed.status == Unsealed::Status::ok
+                         ? verify_entry(item.key, sealed.entry)
+                         : Expected<std::string>(Error(ErrorCode::corrupt, sealed.why));
+      item.valid = static_cast<bool>(backend);
+      if (backend)
+        item.backend = *backend;
+      fn(item);
     }
   } while (cursor != "0");
   return {};

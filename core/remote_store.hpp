@@ -42,8 +42,9 @@ public:
   /// URL's max_bytes: not sent), io_error and runtime_error (the server failed).
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<bool> remove(const Digest& key) override;
-  /// Every value under the prefix (SCAN, then GET in batches); `valid` says whether it is one
-  /// this store would hand out. Other keys under the prefix (leases) are skipped.
+  /// Every value under the prefix (SCAN, then each read as visit() reads it); `valid` says
+  /// whether it is one this store would hand out. Other keys under the prefix (leases) and
+  /// values larger than max_bytes are skipped.
   Expected<void> for_each(const std::function<void(const Item&)>& fn) override;
 
   /// Sends PING. Errors as put().
@@ -67,6 +68,9 @@ public:
   std::string redis_key(std::string_view name) const { return m_url.prefix + std::string(name); }
 
 private:
+  /// The sealed value stored for `key`: nullopt when there is none or it is larger than
+  /// max_bytes allows (warned about once; only that much of it is sent). Errors as run().
+  Expected<std::optional<std::string>> value(const Digest& key);
   /// The entry bytes of `value` read under `key`, or nullopt (counted, warned about once).
   std::optional<EntryView> open(const Digest& key, std::string_view value);
 

@@ -1,5 +1,7 @@
 // The remote tier against a real redis-server on loopback: remote hits and backfill, read-only
-// and unsigned remotes, refused entries, a server that dies or stalls.
+// and unsigned remotes, refused and oversized entries, a server that dies or stalls; and against
+// a loopback server that is not Redis, for what a real one cannot be made to do (trickle its
+// answer, answer without end).
 #include <jitcache/cache.hpp>
 
 #include "core/entry_codec.hpp"
@@ -19,6 +21,8 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <functional>
+#include <stdexcept>
 #include <thread>
 
 namespace jitcache {
@@ -28,6 +32,84 @@ constexpr char k_secret[] = "fleet secret";
 
 Key key_for(const std::string& source) {
   return KeyBuilder("opencl").device("device_name", "test").source(source).finish();
+}
+
+// A server on a loopback port that accepts one connection, reads the first command and answers
+// with what `answer` sends on the socket.
+class FakeServer {
+public:
+  explicit FakeServer(std::function<void(int)> answer) {
+    m_listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    if (::bind(m_listener, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+        ::listen(m_listener, 1) != 0 ||
+        ::getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &size) != 0)
+      throw std::runtime_error("cannot listen on loopback");
+    m_port = ntohs(address.sin_port);
+    m_thread = std::thread([this, answer] {
+      const int fd = ::accept(m_listener, nullptr, nullptr);
+      if (fd < 0)
+        return;
+      char command[4096];
+      if (::recv(fd, command, sizeof command, 0) > 0)
+        answer(fd);
+      ::close(fd);
+    });
+  }
+  ~FakeServer() {
+    ::shutdown(m_listener, SHUT_RDWR); // wakes an accept() that nothing connected to
+    m_thread.join();
+    ::close(m_listener);
+  }
+  std::string url(const std::string& query) const {
+    return "redis://127.0.0.1:" + std::to_string(m_port) + query;
+  }
+
+private:
+  int m_listener = -1;
+  int m_port = 0;
+  std::thread m_thread;
+};
+
+TEST(RemoteConnectionTest, AServerThatTricklesItsAnswerIsCutOffAtTheDeadline) {
+  // Each byte comes well within the timeout; the whole answer never does.
+  FakeServer server([](int fd) {
+    for (char c : std::string("+PONG\r\n")) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      if (::send(fd, &c, 1, MSG_NOSIGNAL) != 1)
+        return;
+    }
+  });
+  RemoteStore store(*parse_redis_url(server.url("?timeout_ms=100")), "");
+  auto pong = store.ping();
+  ASSERT_FALSE(pong);
+  EXPECT_EQ(pong.error().code, ErrorCode::io_error);
+  EXPECT_NE(pong.error().message.find("no answer within 100 ms"), std::string::npos)
+      << pong.error().message;
+}
+
+TEST(RemoteConnectionTest, AnAnswerWithoutEndIsCutOffAtTheReplyLimit) {
+  FakeServer server([](int fd) {
+    const std::string header = "$1000000000\r\n";
+    if (::send(fd, header.data(), header.size(), MSG_NOSIGNAL) < 0)
+      return;
+    const std::string zeros(1 << 16, '0');
+    while (::send(fd, zeros.data(), zeros.size(), MSG_NOSIGNAL) > 0) {
+    }
+  });
+  // A timeout long enough that the limit, not the deadline, ends it.
+  const RedisUrl url = *parse_redis_url(server.url("?timeout_ms=5000&max_bytes=100000"));
+  RemoteStore store(url, "");
+  auto answer = store.run({"GET", "x"});
+  ASSERT_FALSE(answer);
+  EXPECT_EQ(answer.error().code, ErrorCode::io_error);
+  const std::string limit = std::to_string(RedisConnection::reply_limit(url));
+  EXPECT_NE(answer.error().message.find("answered GET with more than " + limit + " bytes"),
+            std::string::npos)
+      << answer.error().message;
 }
 
 class RemoteTierTest : public ::testing::Test {
@@ -145,6 +227,23 @@ TEST_F(RemoteTierTest, EntriesOverTheLimitAreNotSent) {
   EXPECT_EQ(built.stats.get("opencl", Counter::remote_writes), 0u);
   EXPECT_EQ(built.stats.get("opencl", Counter::store_errors), 0u);
   EXPECT_EQ(entries_on_server(), 0);
+}
+
+// Another host, with a larger max_bytes, stored a value this host would not send: it is not
+// downloaded (at most max_bytes of it crosses the network), and the remote stays in use.
+TEST_F(RemoteTierTest, AValueLargerThanMaxBytesIsAMissAndTheRemoteStaysUp) {
+  const Key key = key_for("huge");
+  test::TempDir writer, reader;
+  build(host(writer), key, std::string(300000, 'h'));
+  ASSERT_GT(value_of(key).size(), 300000u);
+  Built built = build(host(reader, "?max_bytes=100000"), key, "SMALL");
+  EXPECT_EQ(built.info.tier, "compile");
+  EXPECT_EQ(built.payload, "SMALL");
+  EXPECT_EQ(built.stats.get("opencl", Counter::corrupt), 0u);
+  EXPECT_EQ(built.stats.get("opencl", Counter::remote_refused), 0u);
+  EXPECT_EQ(built.stats.get("all", Counter::remote_down), 0u);
+  EXPECT_EQ(built.stats.get("opencl", Counter::remote_writes), 1u); // sent over it
+  EXPECT_EQ(compiles, 2);
 }
 
 TEST_F(RemoteTierTest, EntriesNotSignedWithTheKeyForTheirNameAreRefusedAndCounted) {
