@@ -61,8 +61,9 @@ for run in "${runs[@]}"; do
       # Left to the normal run: the tests that fill a small tmpfs, run as other users, or kill
       # processes at random test what lies between processes and the filesystem, run the same
       # code as the damage and stress tests kept here, and take a tenth of this run's time.
-      (cd build-asan && ctest "${ctest_args[@]}" -LE downstream \
-        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment')
+      # PackagesCliTest.NoticeNames... is run apart by ci/test.sh (see there).
+      ci/ctest.sh build-asan "${ctest_args[@]}" -LE downstream \
+        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment|^PackagesCliTest\.NoticeNames'
       ;;
     tsan)
       # The stress test (PoCL) is required here: without OpenCL nothing would run many processes.
@@ -73,8 +74,8 @@ for run in "${runs[@]}"; do
       # FaultGuard raises real SIGSEGV/SIGBUS: ThreadSanitizer wraps signal handlers and defers
       # delivery, so a fault never reaches the guard's handler on the faulting thread (the
       # guard's tests run in the normal and the ASan trees).
-      (cd build-tsan && ctest "${ctest_args[@]}" -L '^test_(core|stress)$' \
-        -E 'KilledAtAnyMoment|FaultGuard\.')
+      ci/ctest.sh build-tsan "${ctest_args[@]}" -L '^test_(core|stress)$' \
+        -E 'KilledAtAnyMoment|FaultGuard\.'
       ;;
   esac
 done
