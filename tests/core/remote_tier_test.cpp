@@ -202,6 +202,37 @@ TEST_F(RemoteTierTest, AnotherHostHitsTheRemoteThenItsOwnUserTier) {
   EXPECT_EQ(compiles, 1);
 }
 
+TEST_F(RemoteTierTest, SeveralRemotesAreWrittenToAllAndReadInOrderPastOnesThatFail) {
+  test::RedisServer second;
+  second.start();
+  const auto fleet = [&](const test::TempDir& dir) {
+    return Config::from_variables({{"JITCACHE_DIR", dir.path().string()},
+                                   {"JITCACHE_REMOTE", server.url() + "," + second.url()},
+                                   {"JITCACHE_REMOTE_KEY", k_secret}});
+  };
+  const Key key = key_for("two remotes");
+  test::TempDir a, b, c;
+  Built first = build(fleet(a), key);
+  EXPECT_EQ(first.stats.get("opencl", Counter::remote_writes), 2u);
+  EXPECT_FALSE(value_of(key).empty());
+  RemoteStore other(*parse_redis_url(second.url("?unsigned=1")), "");
+  auto copy = other.run({"GET", other.redis_key(key.digest.hex())});
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy->text, value_of(key)); // the same signed value on both
+
+  server.stop(); // the first is gone: the second serves
+  Built second_served = build(fleet(b), key);
+  EXPECT_EQ(second_served.info.tier, "remote");
+  EXPECT_EQ(second_served.payload, "BINARY");
+  EXPECT_EQ(second_served.stats.get("all", Counter::remote_down), 1u);
+
+  server.start(); // back, and empty: a miss there, then the second serves
+  Built after_restart = build(fleet(c), key);
+  EXPECT_EQ(after_restart.info.tier, "remote");
+  EXPECT_EQ(after_restart.stats.get("all", Counter::remote_down), 0u);
+  EXPECT_EQ(compiles, 1);
+}
+
 TEST_F(RemoteTierTest, WithoutAKeyTheRemoteIsReadOnlyUnlessTheUrlSaysUnsigned) {
   test::TempDir a, b, c, d;
   const Key key = key_for("unsigned");
