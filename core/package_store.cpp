@@ -96,8 +96,11 @@ bool PackageStore::serves_backend(const std::string& backend) const {
 void PackageStore::check_target(const Key& key) {
   if (!serves_backend(key.backend))
     return;
-  const PackageTarget target = target_of(key.backend, key.fields);
-  const std::string served_key = key.backend + '\0' + target.identity;
+  // From the stored form: a key recalled from a manifest has no `fields`.
+  const auto target = target_of_stored(key.backend, key.stored_fields);
+  if (!target)
+    return;
+  const std::string served_key = key.backend + '\0' + target->identity;
   {
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_checked.count(key.backend) || m_checked.count(served_key))
@@ -109,14 +112,14 @@ void PackageStore::check_target(const Key& key) {
     const PackageTarget& has = package.reader.provenance().target;
     if (has.backend != key.backend)
       continue;
-    served = served || has == target;
+    served = served || has == *target;
     installed += (installed.empty() ? "" : ", ") + describe(package);
   }
   std::lock_guard<std::mutex> lock(m_mutex);
   m_checked.insert(served ? served_key : key.backend);
   if (!served)
     log::write_once(LogLevel::warn, "package-target:" + m_name + ":" + key.backend,
-                    "no " + key.backend + " package for " + target.label + " in the " + m_name +
+                    "no " + key.backend + " package for " + target->label + " in the " + m_name +
                         " tier; installed: " + installed + "; its kernels are compiled here");
 }
 

@@ -1,5 +1,6 @@
 #include "core/package_target.hpp"
 
+#include "core/byte_io.hpp"
 #include "core/key_fields.hpp"
 
 #include <algorithm>
@@ -7,24 +8,56 @@
 
 namespace jitcache::detail {
 
+namespace {
+
+// Whether a device field named `name` labels the target; later names in the list win.
+int label_rank(std::string_view name) {
+  constexpr std::string_view k_names[] = {"device_name", "target", "target_arch"};
+  for (int i = 0; i < 3; ++i)
+    if (name == k_names[i])
+      return i;
+  return -1;
+}
+
+} // namespace
+
 PackageTarget target_of(std::string_view backend, const std::vector<KeyField>& fields) {
   std::vector<KeyField> device;
   std::copy_if(fields.begin(), fields.end(), std::back_inserter(device),
                [](const KeyField& f) { return f.section == KeySection::device; });
   PackageTarget target{std::string(backend), "unknown", encode_key_fields(device)};
-  for (const char* name : {"device_name", "target", "target_arch"}) // the last found wins
-    for (const KeyField& field : device)
-      if (field.name == name)
-        target.label = field.value;
+  int rank = -1;
+  for (const KeyField& field : device)
+    if (label_rank(field.name) >= rank && label_rank(field.name) >= 0) {
+      rank = label_rank(field.name);
+      target.label = field.value;
+    }
   return target;
 }
 
 std::optional<PackageTarget> target_of_stored(std::string_view backend,
                                               std::string_view stored_fields) {
-  auto fields = decode_key_fields(stored_fields);
-  if (!fields)
-    return std::nullopt;
-  return target_of(backend, *fields);
+  // The device section's records, copied as they are stored: the same bytes target_of()
+  // encodes, without decoding the rest (hundreds of header fields for a CUB kernel).
+  PackageTarget target{std::string(backend), "unknown", {}};
+  int rank = -1;
+  std::string_view in = stored_fields;
+  while (!in.empty()) {
+    const std::string_view record = in;
+    const auto section = static_cast<KeySection>(in[0]);
+    in.remove_prefix(1);
+    std::string_view name, value;
+    if (!take_sized<std::uint32_t>(in, name) || !take_sized<std::uint32_t>(in, value))
+      return std::nullopt;
+    if (section != KeySection::device)
+      continue;
+    target.identity += record.substr(0, record.size() - in.size());
+    if (label_rank(name) >= rank && label_rank(name) >= 0) {
+      rank = label_rank(name);
+      target.label = std::string(value);
+    }
+  }
+  return target;
 }
 
 std::string package_file_name(const PackageTarget& target) {

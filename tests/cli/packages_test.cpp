@@ -216,6 +216,27 @@ TEST_F(PackagesCliTest, ExportRefusesNothingAndSeveralTargets) {
 #endif
 }
 
+// From the second build on, the request's key is recalled from the manifest the first one
+// remembered (its fields only in their stored form): the package still serves, and no notice
+// says that it does not.
+TEST_F(PackagesCliTest, NoNoticeWhenAServedRequestsKeyIsRecalled) {
+  const fs::path maker = dir.path() / "maker", user = dir.path() / "user";
+  const fs::path package = dir.path() / "opencl-pocl.jcpkg";
+  const Request r = requests().back();
+  ASSERT_EQ(r.backend, "opencl");
+  ASSERT_EQ(build(r, env(maker)).exit_code, 0);
+  auto out = run_cli({"export", "-o", package.string(), "--backend", "opencl", "--device", "0"},
+                     env(maker));
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  for (int run = 1; run <= 3; ++run) {
+    auto built = build(r, env(user, package.string()));
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    EXPECT_EQ(built.err.find("no opencl package"), std::string::npos) << run << ": " << built.err;
+    for (const auto& line : json_lines(built.out))
+      EXPECT_EQ(line["tier"], "system") << run << ": " << line;
+  }
+}
+
 #ifdef JITCACHE_TEST_HAVE_CUDA
 TEST_F(PackagesCliTest, NoticeNamesTheTargetWithoutAPackageAndWhatIsInstalled) {
   const fs::path maker = dir.path() / "maker", user = dir.path() / "user";
