@@ -1,5 +1,7 @@
 #include "core/cache_core.hpp"
 
+#include "core/deferred_user_tier.hpp"
+
 #include "core/clock.hpp"
 #include "core/embedded_packages.hpp"
 #include "core/entry_codec.hpp"
@@ -94,7 +96,7 @@ CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<St
             PackageStore::open_system(m_config.system_path, m_config.system_path_default)})
         if (!packages->packages().empty())
           stores->push_back(std::move(packages));
-      auto user = open_user_store(m_config, m_config.read_only);
+      auto user = cache_user_tier(m_config);
       if (user)
         stores->push_back(*user);
       else
@@ -112,8 +114,10 @@ CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<St
   for (auto& store : *stores) {
     auto tier = std::make_unique<Tier>();
     tier->store = store;
-    if (!m_user && (m_user = std::dynamic_pointer_cast<UserTier>(store)))
+    if (!m_user && (m_user = std::dynamic_pointer_cast<UserTier>(store))) {
       m_user_tier = tier.get();
+      m_deferred = dynamic_cast<DeferredUserTier*>(store.get());
+    }
     tier->packages = dynamic_cast<PackageStore*>(store.get());
     tier->remote = std::dynamic_pointer_cast<RemoteStore>(store);
     m_tiers.push_back(std::move(tier));
@@ -399,6 +403,20 @@ bool CacheCore::user_usable(const std::string& backend) const {
   return m_user_tier && !m_user_tier->dead && persistent(backend);
 }
 
+bool CacheCore::make_user_tier() {
+  if (!m_user_tier || m_user_tier->dead)
+    return false;
+  if (!m_deferred)
+    return true;
+  auto made = m_deferred->open();
+  if (made)
+    return true;
+  if (!m_user_tier->dead.exchange(true))
+    log::write_once(LogLevel::warn, "user:" + made.error().message,
+                    made.error().message + "; continuing without the user tier");
+  return false;
+}
+
 std::optional<Record> CacheCore::recall(const std::string& backend, const Digest& name) {
   std::optional<Record> record;
   peek(backend, name, [&](const RecordView& view) {
@@ -427,10 +445,16 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
 void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {
   if (!user_usable(backend) || !m_user->writable() || m_config.read_only)
     return;
-  // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-  if (auto ok = m_user->put_record(name, encode_record(record)); !ok)
-    log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
-                    "could not remember a record: " + ok.error().message);
+  // In the background, like a compile's entry: on a new machine the first write makes the user
+  // tier (an LMDB environment, synced), which must not delay a request a package serves.
+  m_queue.push([this, name, bytes = encode_record(record)] {
+    if (!make_user_tier())
+      return;
+    // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
+    if (auto ok = m_user->put_record(name, bytes); !ok)
+      log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+                      "could not remember a record: " + ok.error().message);
+  });
 }
 
 std::shared_ptr<UserTier> CacheCore::usable_user_tier(const std::string& backend) const {
@@ -469,6 +493,8 @@ Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver&
       claim.served = std::move(*again);
     return failed || claim.served;
   };
+  if (user_usable(key.backend))
+    make_user_tier(); // a compile follows: making the tier costs nothing that matters now
   if (leases_apply(key.backend)) {
     auto dir = m_user->lease_dir();
     auto lease = dir ? CompileLease::acquire(*dir, key.digest, ready, CompileLease::Options{})
@@ -520,6 +546,7 @@ void CacheCore::store(const Key& key, const Entry& entry) {
 void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
   static_cast<void>(m_memory->put(key.digest, entry)); // the memory tier never fails
   if (persistent(key.backend) && !m_config.read_only) {
+    make_user_tier();
     write_remote(key, entry, ticket ? ticket->remote_lease() : nullptr);
     for (auto& tier : m_tiers) {
       if (!tier->persistent || tier->remote || tier->dead || !tier->store->writable())
@@ -653,7 +680,7 @@ void CacheCore::hand_over_pending() {
     records.push_back(item.record);
   Expected<std::filesystem::path> file =
       Error(ErrorCode::runtime_missing, "no jitcache executable found to store in the background");
-  if (!m_user || m_user_tier->dead) {
+  if (!m_user || !make_user_tier()) {
     file = Error(ErrorCode::io_error, "the user tier is not usable");
   } else if (auto worker = store_worker()) {
     // The user tier's own directory: the worker, given the same variables, opens the same one.
@@ -692,6 +719,8 @@ void CacheCore::flush_counters() {
   // Also writes the uses recorded on hits (nothing at all when there is nothing to write).
   if (!m_user || m_user_tier->dead || !m_user->writable() || m_config.read_only)
     return;
+  if (m_deferred && !m_deferred->opened() && (pending.by_backend.empty() || !make_user_tier()))
+    return; // a tier not made yet has no uses to write
   // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
   if (auto ok = m_user->add_counters(pending); !ok)
     log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),

@@ -21,6 +21,10 @@
 #include <string>
 #include <vector>
 
+namespace jitcache {
+class DeferredUserTier;
+} // namespace jitcache
+
 namespace jitcache::detail {
 
 class PackageStore;
@@ -149,8 +153,8 @@ public:
   bool peek(const std::string& backend, const Digest& name,
             const std::function<void(const RecordView&)>& use);
   /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
-  /// and it is writable. Best effort: a failed write is warned about (once per error) and
-  /// forgotten.
+  /// and it is writable: written in the background (flush() waits for it). Best effort: a
+  /// failed write is warned about (once per error) and forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);
 
   /// Writes `entry` to memory and to the writable persistent tiers of `key.backend`. Failures
@@ -240,6 +244,10 @@ private:
   /// removed.
   void refuse_other_request(Tier& tier, const Key& key);
   bool user_usable(const std::string& backend) const;
+  /// Makes the user tier now when its making was deferred (DeferredUserTier), before a miss or
+  /// a write needs it. False when there is no usable user tier; when it cannot be made, it is
+  /// skipped for the rest of the process with the one warning of a Cache that cannot open it.
+  bool make_user_tier();
   bool leases_apply(const std::string& backend) const;
   void flush_counters();
   void refresh();
@@ -250,6 +258,7 @@ private:
   std::vector<std::unique_ptr<Tier>> m_tiers; ///< lookup order, memory first
   std::shared_ptr<UserTier> m_user;           ///< also in m_tiers; null when there is none
   Tier* m_user_tier = nullptr;                ///< m_user's entry in m_tiers
+  DeferredUserTier* m_deferred = nullptr;     ///< m_user, when it is made on its first write
   HandleCache m_handles;
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 

@@ -1,5 +1,6 @@
 #include "core/user_store.hpp"
 
+#include "core/deferred_user_tier.hpp"
 #include "core/log.hpp"
 
 #include <sys/stat.h>
@@ -37,6 +38,27 @@ Expected<std::shared_ptr<LmdbStore>> open_user_store(const Config& config, bool 
                    "node-local directory " + dir.parent_path().string() + " is " + *problem);
   }
   return LmdbStore::open(dir, read_only, options);
+}
+
+Expected<std::shared_ptr<UserTier>> cache_user_tier(const Config& config) {
+  const fs::path dir = user_store_dir(config);
+  std::error_code ec;
+  fs::path existing = dir;
+  while (!fs::exists(existing, ec) && existing.has_relative_path())
+    existing = existing.parent_path();
+  const bool absent = !fs::exists(dir / "data.mdb", ec);
+  if (!config.read_only && absent && ::access(existing.c_str(), W_OK) == 0)
+    return std::shared_ptr<UserTier>(
+        std::make_shared<DeferredUserTier>(dir, [config]() -> Expected<std::shared_ptr<UserTier>> {
+          auto opened = open_user_store(config, false);
+          if (!opened)
+            return std::move(opened).error();
+          return std::shared_ptr<UserTier>(std::move(*opened));
+        }));
+  auto opened = open_user_store(config, config.read_only);
+  if (!opened)
+    return std::move(opened).error();
+  return std::shared_ptr<UserTier>(std::move(*opened));
 }
 
 } // namespace jitcache

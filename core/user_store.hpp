@@ -28,4 +28,10 @@ Expected<std::shared_ptr<LmdbStore>>
 open_user_store(const Config& config, bool read_only, LmdbStore::Options options = {},
                 const std::filesystem::path& root = k_node_local_root);
 
+/// The user tier a Cache uses. Usually open_user_store(config, config.read_only), now; but when
+/// the tier does not exist yet (no data file in user_store_dir) and could be made (not
+/// read-only, its nearest existing directory writable), a DeferredUserTier that makes it on the
+/// first write (see core/deferred_user_tier.hpp). Errors as open_user_store, when opened now.
+Expected<std::shared_ptr<UserTier>> cache_user_tier(const Config& config);
+
 } // namespace jitcache

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace jitcache::detail {
@@ -112,6 +113,71 @@ TEST_F(PackageTiersTest, DamagedPackageEntryIsCountedCorruptAndCompiledAround) {
   EXPECT_EQ(cache.session_stats().get("cuda", Counter::corrupt), 1u);
   EXPECT_NE(err.find("is damaged"), std::string::npos) << err;
   EXPECT_EQ(compiles, 1);
+}
+
+// A new machine's first run: packages serve it, and the user tier (an LMDB environment, made
+// with synced writes) is made only when something is written to it.
+TEST_F(PackageTiersTest, PackageHitsMakeNoUserTierUntilSomethingIsWritten) {
+  package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
+  const fs::path user = m_dir.path() / "new" / "user";
+  const Config fresh = Config::from_variables(
+      {{"JITCACHE_DIR", user.string()},
+       {"JITCACHE_SYSTEM_PATH", (m_dir.path() / "cuda-sm_90.jcpkg").string()}});
+  int compiles = 0;
+  const auto compile = [&]() -> Expected<Entry> {
+    ++compiles;
+    return Entry{"cuda", "COMPILED"};
+  };
+  {
+    Cache cache(fresh);
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(key_for("a"), compile, &info));
+    EXPECT_EQ(info.tier, "system");
+    EXPECT_FALSE(cache.lookup(key_for("b"))); // a read finds nothing and makes nothing
+    EXPECT_FALSE(fs::exists(m_dir.path() / "new")) << "a package hit made the user tier";
+    auto b = cache.get_or_compile(key_for("b"), compile, &info);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(info.tier, "compile");
+    cache.flush();
+    EXPECT_TRUE(fs::is_regular_file(fresh.cache_dir / "data.mdb"));
+  }
+  Cache next(fresh); // the next process finds what the first stored, and its counters
+  BuildInfo info;
+  ASSERT_TRUE(next.get_or_compile(key_for("b"), compile, &info));
+  EXPECT_EQ(info.tier, "user");
+  EXPECT_EQ(compiles, 1);
+  auto kept = open_user_store(fresh, true);
+  ASSERT_TRUE(kept);
+  auto counters = (*kept)->counters();
+  ASSERT_TRUE(counters);
+  EXPECT_EQ(counters->hits("cuda", "system"), 1u);
+}
+
+// The user tier cannot be made when it is first written to (here a file took its place): the
+// build still returns its kernel, and the tier is skipped with the one warning a Cache that
+// cannot open it gives.
+TEST_F(PackageTiersTest, AUserTierThatCannotBeMadeLaterIsSkippedWithOneWarning) {
+  const fs::path user = m_dir.path() / "late";
+  const Config fresh = Config::from_variables({{"JITCACHE_DIR", user.string()}});
+  Cache cache(fresh);
+  std::ofstream(user) << "not a directory";
+  testing::internal::CaptureStderr();
+  for (const char* source : {"x", "y"}) {
+    BuildInfo info;
+    auto built = cache.get_or_compile(
+        key_for(source),
+        [] {
+          return Expected<Entry>(Entry{"cuda", "COMPILED"});
+        },
+        &info);
+    ASSERT_TRUE(built) << source;
+    EXPECT_EQ(built->entry.payload, "COMPILED");
+  }
+  cache.flush();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("continuing without the user tier"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "one warning: " << err;
+  EXPECT_EQ(cache.session_stats().get("cuda", Counter::store_errors), 0u);
 }
 
 } // namespace
