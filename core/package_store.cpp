@@ -1,6 +1,7 @@
 #include "core/package_store.hpp"
 
 #include "core/entry_codec.hpp"
+#include "core/fault_guard.hpp"
 #include "core/log.hpp"
 
 #include <algorithm>
@@ -38,6 +39,23 @@ void add_file(const fs::path& path, std::vector<OpenPackage>& packages) {
     packages.push_back(std::move(*package));
 }
 
+// The entry `package` holds for `key`, verified; nullopt when it holds none. Read under the
+// fault guard: a file truncated under its mapping (copied over in place) raises SIGBUS when
+// read, which makes the entry damaged instead of killing the process.
+std::optional<Expected<EntryView>> read_entry(const OpenPackage& package, const Digest& key) {
+  std::optional<Expected<EntryView>> view;
+  const int status = fault::guarded([&] {
+    if (const auto bytes = package.reader.find(key))
+      view = view_entry(key, *bytes);
+    return 0;
+  });
+  if (status == fault::k_fault)
+    return Expected<EntryView>(
+        Error(ErrorCode::corrupt,
+              "reading it faulted (" + fault::last_fault() + "): the file changed under its map"));
+  return view;
+}
+
 std::string describe(const OpenPackage& package) {
   const Provenance& p = package.reader.provenance();
   return fs::path(package.name).filename().string() + " (" + p.target.label + ", " +
@@ -51,6 +69,7 @@ PackageStore::PackageStore(std::string name, std::vector<OpenPackage> packages)
 
 std::shared_ptr<PackageStore> PackageStore::open_system(const std::vector<fs::path>& path,
                                                         bool quiet_if_absent) {
+  fault::install(); // reads of the mapped files are guarded (read_entry)
   std::vector<OpenPackage> packages;
   for (const fs::path& entry : path) {
     std::error_code ec;
@@ -126,10 +145,10 @@ void PackageStore::check_target(const Key& key) {
 std::optional<EntryView> PackageStore::find(const Digest& key) {
   for (std::size_t i = 0; i < m_packages.size(); ++i) {
     const OpenPackage& package = m_packages[i];
-    const auto bytes = package.reader.find(key);
-    if (!bytes)
+    auto read = read_entry(package, key);
+    if (!read)
       continue;
-    auto view = view_entry(key, *bytes);
+    Expected<EntryView>& view = *read;
     if (!view) {
       std::lock_guard<std::mutex> lock(m_mutex);
       if (m_damaged.insert({i, key}).second) { // each walk of one request sees it again
@@ -153,11 +172,10 @@ void PackageStore::check_duplicates(const Digest& key, std::size_t first,
     // The key covers the device fields: packages for other targets cannot hold it.
     if (other.reader.provenance().target != winner.reader.provenance().target)
       continue;
-    const auto bytes = other.reader.find(key);
-    if (!bytes)
+    auto view = read_entry(other, key);
+    if (!view)
       continue;
-    auto view = view_entry(key, *bytes);
-    if (view && view->payload == payload)
+    if (*view && (*view)->payload == payload)
       continue;
     log::write_once(LogLevel::warn, "package-duplicate:" + winner.name + '\0' + other.name,
                     "packages " + winner.name + " and " + other.name +

@@ -6,6 +6,7 @@
 #include "core/lmdb_store.hpp"
 #include "core/package_store.hpp"
 #include "core/user_store.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -178,6 +179,29 @@ TEST_F(PackageTiersTest, AUserTierThatCannotBeMadeLaterIsSkippedWithOneWarning) 
   EXPECT_NE(err.find("continuing without the user tier"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "one warning: " << err;
   EXPECT_EQ(cache.session_stats().get("cuda", Counter::store_errors), 0u);
+}
+
+// A package copied over in place while a process has it mapped: reading past its new end raises
+// SIGBUS, which makes each entry a damaged miss (warned about) instead of killing the process.
+TEST_F(PackageTiersTest, APackageTruncatedUnderItsMappingIsADamagedMissNotACrash) {
+  package("cuda-sm_90.jcpkg", {"a", "b", "c"}, std::string(64 << 10, 'x'));
+  const fs::path file = m_dir.path() / "cuda-sm_90.jcpkg";
+  test::ChildProcess child([&] {
+    auto store = PackageStore::open_system({file}, false);
+    const auto holds = [&](const char* source) {
+      auto got = store->get(key_for(source).digest);
+      return got && got->has_value();
+    };
+    if (store->packages().empty() || !holds("a"))
+      return 2;
+    fs::resize_file(file, 4096);
+    int found = 0;
+    for (const char* source : {"a", "b", "c"})
+      found += holds(source);
+    return found == 0 ? 0 : 3;
+  });
+  EXPECT_EQ(child.wait(), 0) << child.err();
+  EXPECT_NE(child.err().find("faulted (SIGBUS"), std::string::npos) << child.err();
 }
 
 } // namespace
