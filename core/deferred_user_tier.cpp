@@ -10,10 +10,20 @@ DeferredUserTier::DeferredUserTier(fs::path dir, Open open)
     : m_dir(std::move(dir)), m_open(std::move(open)) {}
 
 Expected<std::shared_ptr<UserTier>> DeferredUserTier::tier() const {
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_tier)
+      return m_tier;
+    if (m_tried)
+      return m_error;
+  }
+  // Opened without the lock held: opening can wait (for another process's gate), and a fork()
+  // meanwhile must not leave the child a lock that no thread of it will release. Two threads
+  // may both open it; the first result is kept (LmdbStore shares one environment per process).
+  auto opened = m_open();
   std::lock_guard<std::mutex> lock(m_mutex);
   if (!m_tried) {
     m_tried = true;
-    auto opened = m_open();
     if (opened)
       m_tier = std::move(*opened);
     else

@@ -22,8 +22,9 @@ namespace jitcache {
 class DeferredUserTier final : public UserTier {
 public:
   using Open = std::function<Expected<std::shared_ptr<UserTier>>()>;
-  /// A tier opened by `open` (called at most once, successfully or not) in `dir`, whose data
-  /// file is `dir / "data.mdb"`.
+  /// A tier opened by `open` in `dir`, whose data file is `dir / "data.mdb"`. `open` is called
+  /// once, or by each of threads that need the tier at the same moment (the first result is
+  /// kept, successful or not); it must be safe to call so (LmdbStore::open is).
   DeferredUserTier(std::filesystem::path dir, Open open);
 
   std::string name() const override { return "user"; }
