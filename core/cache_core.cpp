@@ -5,6 +5,7 @@
 #include "core/clock.hpp"
 #include "core/embedded_packages.hpp"
 #include "core/entry_codec.hpp"
+#include "core/key_fields.hpp"
 #include "core/log.hpp"
 #include "core/package_store.hpp"
 #include "core/redis_url.hpp"
@@ -380,6 +381,26 @@ BuildInfo CacheCore::memory_hit(const std::string& backend, const BuildInfo& fir
   info.outcome = Outcome::hit;
   info.tier = "memory";
   return info;
+}
+
+std::vector<std::vector<KeyField>>
+CacheCore::packaged_toolchains(const PackageTarget& target) const {
+  std::vector<std::vector<KeyField>> found;
+  if (!persistent(target.backend))
+    return found;
+  std::vector<std::string> seen;
+  for (const auto& tier : m_tiers) {
+    if (!tier->packages || tier->dead)
+      continue;
+    for (std::string& stored : tier->packages->toolchains(target)) {
+      if (std::find(seen.begin(), seen.end(), stored) != seen.end())
+        continue;
+      if (auto fields = decode_key_fields(stored))
+        found.push_back(std::move(*fields));
+      seen.push_back(std::move(stored));
+    }
+  }
+  return found;
 }
 
 std::optional<Found> CacheCore::lookup(const Key& key) {

@@ -4,6 +4,7 @@
 #include "core/handle_cache.hpp"
 #include "core/manifest.hpp"
 #include "core/memory_store.hpp"
+#include "core/package_target.hpp"
 #include "core/remote_lease.hpp"
 #include "core/remote_store.hpp"
 #include "core/request_record.hpp"
@@ -138,6 +139,12 @@ public:
   /// A request answered by the memory tier of loaded handles: counted, and reported as
   /// `first` (how the handle was first obtained) says, as a memory hit.
   BuildInfo memory_hit(const std::string& backend, const BuildInfo& first);
+
+  /// The compiler identities the package tiers' entries for `target` were made with (each a
+  /// toolchain section of key fields, decode_key_fields), each once in lookup order; none when
+  /// `target.backend`'s persistent tiers are off. A backend builds its key with these first, so
+  /// a packaged kernel is found without opening the compiler (or on a machine without it).
+  std::vector<std::vector<KeyField>> packaged_toolchains(const PackageTarget& target) const;
 
   /// Reads `key` through the tiers without compiling or counting. nullopt on a miss.
   std::optional<Found> lookup(const Key& key);

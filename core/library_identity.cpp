@@ -24,27 +24,38 @@ std::vector<std::string> split_path(std::string_view list) {
   return out;
 }
 
+// The library search path as `core`'s config has it (LD_LIBRARY_PATH).
+std::string library_path(const CacheCore& core) {
+  const auto& variables = core.config().variables;
+  const auto path = variables.find("LD_LIBRARY_PATH");
+  return path != variables.end() ? path->second : "";
+}
+
+// The name of the record that remembers the identity `search` finds.
+Digest record_of(const CacheCore& core, const LibrarySearch& search) {
+  std::string sonames, dirs;
+  for (std::string_view soname : search.sonames)
+    sonames.append(soname).push_back('\n');
+  for (const std::string& dir : search.dirs)
+    dirs.append(dir).push_back('\n');
+  return record_name(search.kind, {library_path(core), sonames, dirs});
+}
+
 } // namespace
+
+bool recall_identity(CacheCore& core, const std::string& backend, const LibrarySearch& search,
+                     const std::function<bool(std::string_view)>& recall) {
+  auto record = core.recall(backend, record_of(core, search));
+  return record && recall(record->payload);
+}
 
 Expected<void> recall_or_probe(CacheCore& core, const std::string& backend,
                                const LibrarySearch& search,
                                const std::function<bool(std::string_view)>& recall,
                                const std::function<Expected<ProbedLibraries<std::string>>()>& probe,
                                bool* remembered) {
-  const auto& variables = core.config().variables;
-  const auto path = variables.find("LD_LIBRARY_PATH");
-  const std::string library_path = path != variables.end() ? path->second : "";
-  std::string sonames, dirs;
-  for (std::string_view soname : search.sonames)
-    sonames.append(soname).push_back('\n');
-  for (const std::string& dir : search.dirs)
-    dirs.append(dir).push_back('\n');
-  const Digest name = record_name(search.kind, {library_path, sonames, dirs});
-  *remembered = false;
-  if (auto record = core.recall(backend, name); record && recall(record->payload)) {
-    *remembered = true;
+  if ((*remembered = recall_identity(core, backend, search, recall)))
     return {};
-  }
   auto probed = probe();
   if (!probed)
     return std::move(probed).error();
@@ -55,10 +66,10 @@ Expected<void> recall_or_probe(CacheCore& core, const std::string& backend,
     deps.listed.push_back(std::filesystem::path(file).parent_path().string());
   }
   deps.listed.insert(deps.listed.end(), search.dirs.begin(), search.dirs.end());
-  for (std::string& dir : split_path(library_path))
+  for (std::string& dir : split_path(library_path(core)))
     deps.listed.push_back(std::move(dir));
   if (auto guards = guards_of(deps, core.stamp_clock()))
-    core.remember(backend, name, Record{*guards, std::move(probed->identity)});
+    core.remember(backend, record_of(core, search), Record{*guards, std::move(probed->identity)});
   return {};
 }
 

@@ -31,6 +31,23 @@ template <typename T> struct ProbedLibraries {
   std::vector<std::string> files; ///< the library files it was read from (absolute paths)
 };
 
+/// Offers `recall` the identity remembered for `search` (see remembered_identity()) without
+/// opening anything; true when one was remembered and `recall` took it.
+bool recall_identity(CacheCore& core, const std::string& backend, const LibrarySearch& search,
+                     const std::function<bool(std::string_view)>& recall);
+
+/// The identity remembered_identity() would return without opening the libraries; nullopt when
+/// none is remembered (or `decode` gives nullopt), and then nothing is opened either.
+template <typename T>
+std::optional<T> recalled_identity(CacheCore& core, const std::string& backend,
+                                   const LibrarySearch& search,
+                                   std::optional<T> (*decode)(std::string_view)) {
+  std::optional<T> known;
+  recall_identity(core, backend, search,
+                  [&](std::string_view stored) { return (known = decode(stored)).has_value(); });
+  return known;
+}
+
 /// remembered_identity() on the identity's stored form: `recall` is offered a remembered one
 /// and says whether it took it; `probe` returns it with the library files.
 Expected<void> recall_or_probe(CacheCore& core, const std::string& backend,

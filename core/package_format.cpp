@@ -1,6 +1,7 @@
 #include "core/package_format.hpp"
 
 #include "core/byte_io.hpp"
+#include "core/entry_codec.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -32,7 +33,7 @@ std::uint64_t checksum(std::string_view bytes, std::size_t end) {
 }
 
 std::optional<Provenance> parse_provenance(std::string_view in) {
-  std::optional<std::string> fields[5];
+  std::optional<std::string> fields[6];
   for (auto& field : fields)
     if (!(field = take_counted(in)))
       return std::nullopt;
@@ -46,6 +47,12 @@ std::optional<Provenance> parse_provenance(std::string_view in) {
   if (ec != std::errc() || end != created.data() + created.size())
     return std::nullopt;
   p.target = PackageTarget{std::move(*fields[2]), std::move(*fields[3]), std::move(*fields[4])};
+  for (std::string_view list = *fields[5]; !list.empty();) {
+    auto toolchain = take_counted(list);
+    if (!toolchain)
+      return std::nullopt;
+    p.toolchains.push_back(std::move(*toolchain));
+  }
   return p;
 }
 
@@ -56,6 +63,10 @@ std::string provenance_bytes(const Provenance& p) {
   append_counted(out, p.target.backend);
   append_counted(out, p.target.label);
   append_counted(out, p.target.identity);
+  std::string toolchains;
+  for (const std::string& toolchain : p.toolchains)
+    append_counted(toolchains, toolchain);
+  append_counted(out, toolchains);
   return out;
 }
 
@@ -175,6 +186,13 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
                   .count();
   p.target = target;
   p.entries = entries.size();
+  for (const PackageEntry& entry : entries) {
+    const auto view = view_entry(entry.key, entry.bytes);
+    const auto toolchain = view ? toolchain_of_stored(view->key_fields) : std::nullopt;
+    if (toolchain && !toolchain->empty() &&
+        std::find(p.toolchains.begin(), p.toolchains.end(), *toolchain) == p.toolchains.end())
+      p.toolchains.push_back(*toolchain);
+  }
   const std::string provenance = provenance_bytes(p);
   const std::uint64_t data =
       k_package_header_size + provenance.size() + entries.size() * k_package_index_record;

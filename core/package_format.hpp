@@ -30,7 +30,8 @@ namespace jitcache::detail {
 ///          40   u64le           data offset D = 48 + P + 48 * N
 ///          48   provenance      counted text fields (byte_io append_counted), in this order:
 ///                               jitcache version that wrote it, creation time (Unix seconds),
-///                               backend, target label, target identity (PackageTarget)
+///                               backend, target label, target identity (PackageTarget),
+///                               the toolchains (one counted field of counted fields)
 ///      48 + P   index           N records of 48 bytes, sorted by key digest, each key once:
 ///                               32-byte key digest, u64le offset, u64le length of its entry
 ///           D   entries         each in the entry_codec form (magic, format version, XXH3,
@@ -40,7 +41,7 @@ namespace jitcache::detail {
 /// length against the span, that the index is sorted and that each entry lies within
 /// [D, total size); find() then needs no check but the entry's own (view_entry) when it is
 /// used. You MUST bump k_package_version when this layout changes.
-inline constexpr std::uint32_t k_package_version = 1;
+inline constexpr std::uint32_t k_package_version = 2;
 inline constexpr std::size_t k_package_header_size = 48;
 inline constexpr std::size_t k_package_index_record = 48;
 /// The suffix package files carry; a folder on JITCACHE_SYSTEM_PATH contributes these.
@@ -52,6 +53,10 @@ struct Provenance {
   std::string jitcache_version;
   std::int64_t created = 0; ///< Unix seconds
   PackageTarget target;
+  /// The compiler identities its entries were made with, each once in the order first met: the
+  /// toolchain sections of their key fields (toolchain_of_stored). A backend builds keys with
+  /// these to find packaged entries without opening its own compiler.
+  std::vector<std::string> toolchains;
   std::uint64_t entries = 0;
   std::uint64_t bytes = 0; ///< the whole package
 };

@@ -112,6 +112,19 @@ bool PackageStore::serves_backend(const std::string& backend) const {
   });
 }
 
+std::vector<std::string> PackageStore::toolchains(const PackageTarget& target) const {
+  std::vector<std::string> found;
+  for (const OpenPackage& package : m_packages) {
+    const Provenance& has = package.reader.provenance();
+    if (has.target != target)
+      continue;
+    for (const std::string& toolchain : has.toolchains)
+      if (std::find(found.begin(), found.end(), toolchain) == found.end())
+        found.push_back(toolchain);
+  }
+  return found;
+}
+
 void PackageStore::check_target(const Key& key) {
   if (!serves_backend(key.backend))
     return;

@@ -51,6 +51,9 @@ public:
   const std::vector<OpenPackage>& packages() const { return m_packages; }
   /// Whether some package serves `backend`.
   bool serves_backend(const std::string& backend) const;
+  /// The compiler identities (Provenance::toolchains) of the packages serving `target`, each
+  /// once, in lookup order.
+  std::vector<std::string> toolchains(const PackageTarget& target) const;
   /// Called on a lookup of `key` that reached this tier: when packages serve key.backend but
   /// none the key's target (its device fields), one notice per process, tier and backend names
   /// the target and what is installed. Cheap once noticed or found.

@@ -35,29 +35,57 @@ PackageTarget target_of(std::string_view backend, const std::vector<KeyField>& f
   return target;
 }
 
+namespace {
+
+// Calls `fn(section, name, value, record)` for each record of key fields in their stored form
+// (`record`: its bytes as stored). False when the fields are malformed.
+template <typename Fn> bool for_each_stored(std::string_view stored_fields, Fn fn) {
+  for (std::string_view in = stored_fields; !in.empty();) {
+    const std::string_view record = in;
+    const auto section = static_cast<KeySection>(in[0]);
+    in.remove_prefix(1);
+    std::string_view name, value;
+    if (!take_sized<std::uint32_t>(in, name) || !take_sized<std::uint32_t>(in, value))
+      return false;
+    fn(section, name, value, record.substr(0, record.size() - in.size()));
+  }
+  return true;
+}
+
+} // namespace
+
 std::optional<PackageTarget> target_of_stored(std::string_view backend,
                                               std::string_view stored_fields) {
   // The device section's records, copied as they are stored: the same bytes target_of()
   // encodes, without decoding the rest (hundreds of header fields for a CUB kernel).
   PackageTarget target{std::string(backend), "unknown", {}};
   int rank = -1;
-  std::string_view in = stored_fields;
-  while (!in.empty()) {
-    const std::string_view record = in;
-    const auto section = static_cast<KeySection>(in[0]);
-    in.remove_prefix(1);
-    std::string_view name, value;
-    if (!take_sized<std::uint32_t>(in, name) || !take_sized<std::uint32_t>(in, value))
-      return std::nullopt;
-    if (section != KeySection::device)
-      continue;
-    target.identity += record.substr(0, record.size() - in.size());
-    if (label_rank(name) >= rank && label_rank(name) >= 0) {
-      rank = label_rank(name);
-      target.label = std::string(value);
-    }
-  }
+  const bool ok =
+      for_each_stored(stored_fields, [&](KeySection section, std::string_view name,
+                                         std::string_view value, std::string_view record) {
+        if (section != KeySection::device)
+          return;
+        target.identity += record;
+        if (label_rank(name) >= rank && label_rank(name) >= 0) {
+          rank = label_rank(name);
+          target.label = std::string(value);
+        }
+      });
+  if (!ok)
+    return std::nullopt;
   return target;
+}
+
+std::optional<std::string> toolchain_of_stored(std::string_view stored_fields) {
+  std::string toolchain;
+  const bool ok = for_each_stored(stored_fields, [&](KeySection section, std::string_view,
+                                                     std::string_view, std::string_view record) {
+    if (section == KeySection::toolchain)
+      toolchain += record;
+  });
+  if (!ok)
+    return std::nullopt;
+  return toolchain;
 }
 
 std::string package_file_name(const PackageTarget& target) {

@@ -33,6 +33,11 @@ PackageTarget target_of(std::string_view backend, const std::vector<KeyField>& f
 std::optional<PackageTarget> target_of_stored(std::string_view backend,
                                               std::string_view stored_fields);
 
+/// The toolchain section of a stored entry's fields (Entry::key_fields), its records copied as
+/// they are stored (decode_key_fields reads them): the compiler identity the entry was made
+/// with. Empty when the entry has none; std::nullopt when the fields are malformed.
+std::optional<std::string> toolchain_of_stored(std::string_view stored_fields);
+
 /// The file name a package of `target` is suggested under: "<backend>-<label>.jcpkg", with any
 /// character other than letters, digits, '.', '_' and '-' made '_' ("opencl-cpu-x86-64.jcpkg").
 std::string package_file_name(const PackageTarget& target);

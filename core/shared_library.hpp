@@ -50,4 +50,8 @@ struct LibraryFile {
 /// The library that holds `symbol` (any address inside it). Never fails: unknowns stay empty.
 LibraryFile library_file(const void* symbol);
 
+/// The path of the first library loaded into this process whose file name contains `part`
+/// ("libclang-cpp.so"); empty when none is.
+std::string loaded_library(const char* part);
+
 } // namespace jitcache

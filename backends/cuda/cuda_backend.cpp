@@ -80,6 +80,27 @@ Expected<HandleCache::Handle> load(const DriverApi& api, std::string_view payloa
                              });
 }
 
+// Hands a stored entry to load(): the module to `module`, the load's time (and for a PTX
+// target, the note that the driver JIT-compiles it) to `info`.
+detail::EntryReceiver loader(const DriverApi& api, const Target& target,
+                             HandleCache::Handle& module, BuildInfo& info) {
+  return [&api, &target, &module, &info](const EntryView& entry) -> Expected<void> {
+    const Stopwatch clock;
+    auto handle = load(api, entry.payload, entry.metadata);
+    info.load_ms = clock.ms();
+    if (!handle)
+      return std::move(handle).error();
+    module = std::move(*handle);
+    if (target.ptx) {
+      log::write_once(LogLevel::warn, "cuda-ptx:" + target.arch,
+                      "compute capability " + target.compute_capability + ": " +
+                          ptx_note(target.arch));
+      info.note += (info.note.empty() ? "" : "; ") + ptx_note(target.arch);
+    }
+    return {};
+  };
+}
+
 Module module_of(const HandleCache::Loaded& loaded, BuildInfo info) {
   const auto& state = *static_cast<const LoadedModule*>(loaded.handle.get());
   return Module{state.module, std::move(info), state.lowered_names, loaded.handle};
@@ -133,38 +154,53 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   if (auto loaded = handles.find(request))
     return module_of(*loaded, memory_hit(core, *loaded, total));
 
-  // The key is built with NVRTC's remembered identity (NVRTC is not opened for a hit); a miss
-  // opens it to compile, and should the library opened not be the one remembered, the key is
-  // built again from what it really is (the loop's second and last round).
-  bool remembered = false;
-  auto tools = toolchain_for_keys(core, &remembered);
-  if (!tools)
-    return tools.error();
+  // Packages first, with the NVRTC identities their entries were made with (see
+  // packaged_toolchains()): a packaged kernel is loaded without opening NVRTC.
+  auto capability = context_capability(**api);
+  if (!capability)
+    return std::move(capability).error();
+  const std::optional<Toolchain> known = recalled_toolchain(core);
   Expected<HandleCache::Loaded> loaded = Error();
   GuardedKey keyed;
   bool ran = true;
-  for (bool stale = false;; stale = false) {
-    auto target = context_target(**api, *tools);
+  const Target native = native_target(*capability);
+  for (const Toolchain& packaged : packaged_toolchains(core, native, known)) {
+    GuardedKey candidate = *remembered_key(core, packaged, native, program, arguments).settle();
+    const HandleCache::Slot slot{candidate.key.digest, context, nullptr};
+    if (auto found = handles.find(slot)) {
+      loaded = std::move(*found);
+      ran = false;
+    } else {
+      BuildInfo info;
+      info.device = native.arch;
+      HandleCache::Handle module;
+      detail::CacheCore::Refusals refusals;
+      auto got = core.serve(candidate.key, loader(**api, native, module, info), info, refusals);
+      if (!got || !*got)
+        continue; // an error is met again, and reported, on the way below
+      core.count_hit(candidate.key, **got, info);
+      loaded = HandleCache::Loaded{module, info};
+      handles.insert(slot, *loaded);
+    }
+    keyed = std::move(candidate);
+    break;
+  }
+
+  // Then the key is built with NVRTC's remembered identity (NVRTC is not opened for a hit); a
+  // miss opens it to compile, and should the library opened not be the one remembered, the key
+  // is built again from what it really is (the loop's second and last round).
+  bool remembered = known.has_value();
+  Expected<Toolchain> tools = known ? Expected<Toolchain>(*known) : Error();
+  if (!loaded && !known && !(tools = toolchain_for_keys(core, &remembered)))
+    return tools.error();
+  for (bool stale = false; !loaded; stale = false) {
+    auto target = device_target(*tools, *capability);
     if (!target)
       return std::move(target).error();
     BuildInfo info;
     info.device = target->arch;
     HandleCache::Handle module;
-    const detail::EntryReceiver use = [&](const EntryView& entry) -> Expected<void> {
-      const Stopwatch clock;
-      auto handle = load(**api, entry.payload, entry.metadata);
-      info.load_ms = clock.ms();
-      if (!handle)
-        return std::move(handle).error();
-      module = std::move(*handle);
-      if (target->ptx) {
-        log::write_once(LogLevel::warn, "cuda-ptx:" + target->arch,
-                        "compute capability " + target->compute_capability + ": " +
-                            ptx_note(target->arch));
-        info.note += (info.note.empty() ? "" : "; ") + ptx_note(target->arch);
-      }
-      return {};
-    };
+    const detail::EntryReceiver use = loader(**api, *target, module, info);
 
     // The speculative step: a remembered key's module is loaded while the stamps that prove
     // the key are checked on another thread (a heavy module's load, milliseconds, hides the
@@ -251,6 +287,42 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
   const Stopwatch total;
   if (auto valid = validate(program); !valid)
     return std::move(valid).error();
+  detail::CacheCore& core = detail::core_of(cache);
+  BuildInfo info;
+  std::optional<Binary> binary;
+  const detail::EntryReceiver use = [&](const EntryView& entry) -> Expected<void> {
+    auto metadata = read_metadata(entry.metadata);
+    if (!metadata)
+      return std::move(metadata).error();
+    if (entry.payload.substr(0, k_elf_magic.size()) != k_elf_magic)
+      return Error(ErrorCode::corrupt, "the stored CUDA binary is not a cubin (ELF)");
+    binary = Binary{
+        std::string(entry.payload), metadata->target, std::move(metadata->lowered_names), {}};
+    return {};
+  };
+  const auto served = [&](const Key& key, const Target& target) {
+    detail::record_request(cache.config(), key, [&] {
+      return detail::describe_request(program, target.arch, cache.config());
+    });
+    info.total_ms = total.ms();
+    binary->info = std::move(info);
+    return std::move(*binary);
+  };
+
+  // Packages first, with the NVRTC identities their entries were made with (see
+  // packaged_toolchains()): a packaged cubin is found without opening NVRTC.
+  if (auto named = named_target(arch))
+    for (const Toolchain& packaged : packaged_toolchains(core, *named, std::nullopt)) {
+      const Key key = make_key(packaged, *named, cache.config(), program).first;
+      info = BuildInfo{};
+      info.device = named->arch;
+      detail::CacheCore::Refusals refusals;
+      if (auto got = core.serve(key, use, info, refusals); got && *got) {
+        core.count_hit(key, **got, info);
+        return served(key, *named);
+      }
+    }
+
   auto tools = toolchain();
   if (!tools)
     return tools.error();
@@ -259,11 +331,9 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
     return std::move(target).error();
   const Key key = make_key(**tools, *target, cache.config(), program).first;
   const NvrtcApi& compiler = **nvrtc(); // loaded: toolchain() succeeded
-
-  BuildInfo info;
+  info = BuildInfo{};
   info.device = target->arch;
-  std::optional<Binary> binary;
-  auto got = detail::core_of(cache).obtain(
+  auto got = core.obtain(
       key,
       [&]() -> Expected<detail::Compiled> {
         auto entry = compile_entry(compiler, *target, program);
@@ -271,25 +341,10 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
           return std::move(entry).error();
         return detail::Compiled{std::move(*entry), {}, {}, {}};
       },
-      [&](const EntryView& entry) -> Expected<void> {
-        auto metadata = read_metadata(entry.metadata);
-        if (!metadata)
-          return std::move(metadata).error();
-        if (entry.payload.substr(0, k_elf_magic.size()) != k_elf_magic)
-          return Error(ErrorCode::corrupt, "the stored CUDA binary is not a cubin (ELF)");
-        binary = Binary{
-            std::string(entry.payload), metadata->target, std::move(metadata->lowered_names), {}};
-        return {};
-      },
-      info);
+      use, info);
   if (!got)
     return std::move(got).error();
-  detail::record_request(cache.config(), key, [&] {
-    return detail::describe_request(program, target->arch, cache.config());
-  });
-  info.total_ms = total.ms();
-  binary->info = std::move(info);
-  return std::move(*binary);
+  return served(key, *target);
 }
 
 Expected<Key> make_key(const Config& config, const Program& program, std::string_view arch) {
@@ -303,7 +358,10 @@ Expected<Key> make_key(const Config& config, const Program& program, std::string
     auto api = driver();
     if (!api)
       return api.error();
-    target = context_target(**api, **tools);
+    auto capability = context_capability(**api);
+    if (!capability)
+      return std::move(capability).error();
+    target = device_target(**tools, *capability);
   } else {
     target = arch_target(**tools, arch);
   }

@@ -5,6 +5,7 @@
 #include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
 #include "core/library_identity.hpp"
+#include "core/package_target.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -78,13 +79,23 @@ std::optional<Toolchain> decode_toolchain(std::string_view in) {
   return toolchain;
 }
 
+const detail::LibrarySearch& library_search() {
+  static const detail::LibrarySearch search{
+      "nvrtc identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}};
+  return search;
+}
+
+// The key's device fields.
+KeyBuilder& add_device_fields(KeyBuilder& builder, const Target& target) {
+  return builder.device("compute_capability", target.compute_capability)
+      .device("target_arch", target.arch);
+}
+
 } // namespace
 
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
   return detail::remembered_identity<Toolchain>(
-      core, k_backend,
-      detail::LibrarySearch{"nvrtc identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
-      encode_toolchain, decode_toolchain,
+      core, k_backend, library_search(), encode_toolchain, decode_toolchain,
       []() -> Expected<detail::ProbedLibraries<Toolchain>> {
         auto probed = toolchain();
         if (!probed)
@@ -92,6 +103,30 @@ Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered
         return detail::ProbedLibraries<Toolchain>{**probed, {(**nvrtc()).file}};
       },
       remembered);
+}
+
+std::optional<Toolchain> recalled_toolchain(detail::CacheCore& core) {
+  return detail::recalled_identity<Toolchain>(core, k_backend, library_search(), decode_toolchain);
+}
+
+std::vector<Toolchain> packaged_toolchains(detail::CacheCore& core, const Target& target,
+                                           const std::optional<Toolchain>& except) {
+  KeyBuilder device(k_backend);
+  const auto served =
+      detail::target_of(k_backend, add_device_fields(device, target).finish().fields);
+  std::vector<Toolchain> found;
+  for (const std::vector<KeyField>& fields : core.packaged_toolchains(served)) {
+    std::optional<std::string> version, build;
+    for (const KeyField& field : fields) {
+      if (field.name == "nvrtc_version")
+        version = field.value;
+      else if (field.name == "nvrtc_build")
+        build = field.value;
+    }
+    if (version && build && !(except && except->version == *version && except->build == *build))
+      found.push_back(Toolchain{*version, *build, {}});
+  }
+  return found;
 }
 
 const std::vector<fs::path>& toolkit_include_dirs() {
@@ -109,9 +144,8 @@ const std::vector<fs::path>& toolkit_include_dirs() {
 
 std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& target,
                                       const Config& config, const Program& program) {
-  KeyBuilder builder("cuda");
-  builder.device("compute_capability", target.compute_capability)
-      .device("target_arch", target.arch)
+  KeyBuilder builder(k_backend);
+  add_device_fields(builder, target)
       .toolchain("nvrtc_version", toolchain.version)
       .toolchain("nvrtc_build", toolchain.build)
       .toolchain("jitcache_version", k_version);

@@ -11,6 +11,7 @@
 #include <jitcache/key.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,17 @@ Expected<const Toolchain*> toolchain();
 /// opened. Otherwise this is toolchain(), remembered for the next process. Errors: as
 /// toolchain().
 Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered);
+
+/// The NVRTC identity toolchain_for_keys() would return without opening NVRTC; nullopt when
+/// none is remembered (nothing is opened then either).
+std::optional<Toolchain> recalled_toolchain(detail::CacheCore& core);
+
+/// The NVRTC identities (version and build; no archs) that the packages' entries for `target`
+/// were made with (Provenance::toolchains), but for `except`'s. A packaged cubin is ready
+/// whatever NVRTC this machine has, or none: keys built with these find it without opening
+/// NVRTC. Empty when no package serves `target`.
+std::vector<Toolchain> packaged_toolchains(detail::CacheCore& core, const Target& target,
+                                           const std::optional<Toolchain>& except);
 
 /// The toolkit's include directories that exist on this machine: the CCCL folder (CUDA 13 keeps
 /// CUB, Thrust and libcu++ in include/cccl) before include/ itself.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 namespace jitcache::cuda {
 
@@ -28,10 +29,13 @@ bool supports(const Toolchain& toolchain, int arch) {
 
 } // namespace
 
-Expected<Target> device_target(const Toolchain& toolchain, int major, int minor) {
-  const int arch = major * 10 + minor;
+Target native_target(int arch) {
+  return Target{capability_of(arch), "sm_" + std::to_string(arch), false};
+}
+
+Expected<Target> device_target(const Toolchain& toolchain, int arch) {
   if (supports(toolchain, arch))
-    return Target{capability_of(arch), "sm_" + std::to_string(arch), false};
+    return native_target(arch);
   if (!toolchain.archs.empty() && arch > toolchain.archs.back())
     return Target{capability_of(arch), "compute_" + std::to_string(toolchain.archs.back()), true};
   return Error(ErrorCode::unsupported,
@@ -39,7 +43,10 @@ Expected<Target> device_target(const Toolchain& toolchain, int major, int minor)
                    capability_of(arch) + "); it can target " + supported_list(toolchain));
 }
 
-Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch) {
+namespace {
+
+// The number in "sm_90", "sm_90a", "sm_100f"; nullopt when `arch` is not of that form.
+std::optional<int> arch_number(std::string_view arch) {
   std::string_view digits = arch.substr(0, 3) == "sm_" ? arch.substr(3) : std::string_view();
   if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f'))
     digits.remove_suffix(1); // arch-specific and family-specific variants of sm_XY
@@ -47,14 +54,33 @@ Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch) 
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
   if (digits.size() < 2 || ec != std::errc() || end != digits.data() + digits.size() ||
       number > 999)
-    return Error(ErrorCode::invalid_argument,
-                 "CUDA architecture '" + std::string(arch) + "' is not of the form sm_80; NVRTC " +
-                     toolchain.version + " can target " + supported_list(toolchain));
-  if (!supports(toolchain, static_cast<int>(number)))
+    return std::nullopt;
+  return static_cast<int>(number);
+}
+
+std::string not_an_arch(std::string_view arch) {
+  return "CUDA architecture '" + std::string(arch) + "' is not of the form sm_80";
+}
+
+} // namespace
+
+Expected<Target> named_target(std::string_view arch) {
+  const auto number = arch_number(arch);
+  if (!number)
+    return Error(ErrorCode::invalid_argument, not_an_arch(arch));
+  return Target{capability_of(*number), std::string(arch), false};
+}
+
+Expected<Target> arch_target(const Toolchain& toolchain, std::string_view arch) {
+  const auto number = arch_number(arch);
+  if (!number)
+    return Error(ErrorCode::invalid_argument, not_an_arch(arch) + "; NVRTC " + toolchain.version +
+                                                  " can target " + supported_list(toolchain));
+  if (!supports(toolchain, *number))
     return Error(ErrorCode::unsupported, "NVRTC " + toolchain.version + " cannot target " +
                                              std::string(arch) + "; it can target " +
                                              supported_list(toolchain));
-  return Target{capability_of(static_cast<int>(number)), std::string(arch), false};
+  return named_target(arch);
 }
 
 Expected<CUcontext> current_context(const DriverApi& api) {
@@ -68,7 +94,7 @@ Expected<CUcontext> current_context(const DriverApi& api) {
   return context;
 }
 
-Expected<Target> context_target(const DriverApi& api, const Toolchain& toolchain) {
+Expected<int> context_capability(const DriverApi& api) {
   if (auto context = current_context(api); !context)
     return std::move(context).error();
   CUdevice device = 0;
@@ -83,7 +109,7 @@ Expected<Target> context_target(const DriverApi& api, const Toolchain& toolchain
           api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
       rc != CUDA_SUCCESS)
     return driver_error(api, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", rc);
-  return device_target(toolchain, major, minor);
+  return major * 10 + minor;
 }
 
 } // namespace jitcache::cuda

@@ -4,12 +4,10 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <link.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "backends/hip/hip_error.hpp"
-#include <cstring>
 
 namespace jitcache::hip {
 
@@ -28,17 +26,7 @@ Error missing_library(const std::string& soname, const char* what) {
 // into the shared libLLVM; a process that already holds libclang-cpp (PoCL loads it) aborts the
 // moment comgr loads ("Option ... registered more than once"). Refuse with an error instead.
 std::string loaded_clang() {
-  std::string found;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* out) {
-        if (info->dlpi_name && std::strstr(info->dlpi_name, "libclang-cpp.so")) {
-          *static_cast<std::string*>(out) = info->dlpi_name;
-          return 1;
-        }
-        return 0;
-      },
-      &found);
-  return found;
+  return loaded_library("libclang-cpp.so");
 }
 
 Error clang_conflict(const std::string& clang) {

@@ -111,6 +111,44 @@ TEST(PackageFormatTest, WritesAndFindsEveryEntryWithItsProvenance) {
             fs::perms::others_read);
 }
 
+TEST(PackageFormatTest, ProvenanceListsTheToolchainsItsEntriesWereMadeWithOnce) {
+  test::TempDir dir;
+  std::vector<PackageEntry> entries;
+  const char* versions[] = {"12.8", "13.0", "12.8", nullptr};
+  for (int i = 0; i < 4; ++i) {
+    KeyBuilder builder("cuda");
+    builder.device("compute_capability", "9.0").device("target_arch", "sm_90");
+    if (versions[i])
+      builder.toolchain("nvrtc_version", versions[i]).toolchain("nvrtc_build", "1 bytes");
+    const Key key = builder.source("kernel " + std::to_string(i)).finish();
+    Entry entry("cuda", "payload", "meta", 1);
+    entry.key_fields = key.stored_fields;
+    entries.push_back({key.digest, encode_entry(key.digest, entry)});
+  }
+  const fs::path file = dir.path() / "cuda-sm_90.jcpkg";
+  ASSERT_TRUE(write_package(file, target("sm_90"), entries));
+  const std::string bytes = read_file(file);
+  auto reader = PackageReader::open(bytes);
+  ASSERT_TRUE(reader) << reader.error().message;
+  std::vector<std::string> versions_listed;
+  for (const std::string& stored : reader->provenance().toolchains) {
+    auto fields = decode_key_fields(stored);
+    ASSERT_TRUE(fields);
+    ASSERT_EQ(fields->size(), 2u);
+    EXPECT_EQ((*fields)[0].section, KeySection::toolchain);
+    EXPECT_EQ((*fields)[1].value, "1 bytes");
+    versions_listed.push_back((*fields)[0].value);
+  }
+  // In key order (the package sorts its entries), each identity once; none for the entry
+  // without toolchain fields.
+  std::sort(versions_listed.begin(), versions_listed.end());
+  EXPECT_EQ(versions_listed, (std::vector<std::string>{"12.8", "13.0"}));
+  // The same through a tier of packages, for the target served, and only for it.
+  auto store = PackageStore::open_system({file}, false);
+  EXPECT_EQ(store->toolchains(target("sm_90")), reader->provenance().toolchains);
+  EXPECT_TRUE(store->toolchains(target("sm_80")).empty());
+}
+
 TEST(PackageFormatTest, ReadsAtAnyAlignment) {
   test::TempDir dir;
   const std::string bytes = make_package(dir.path(), "sm_80", 5);

@@ -2,6 +2,8 @@
 // NVRTC's identity and keys remembered in the user tier.
 #include "backends/cuda/cuda_key.hpp"
 #include "core/cache_core.hpp"
+#include "core/entry_codec.hpp"
+#include "core/package_format.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -11,10 +13,12 @@
 namespace jitcache::cuda {
 namespace {
 
+namespace fs = std::filesystem;
+
 const Toolchain k_nvrtc{"13.0", "libnvrtc.so.13, 1 bytes", {75, 80, 86, 89, 90, 100, 120, 121}};
 
 TEST(CudaTarget, AKnownDeviceGetsItsExactArchitecture) {
-  auto target = device_target(k_nvrtc, 8, 6);
+  auto target = device_target(k_nvrtc, 86);
   ASSERT_TRUE(target);
   EXPECT_EQ(target->arch, "sm_86");
   EXPECT_EQ(target->compute_capability, "8.6");
@@ -22,7 +26,7 @@ TEST(CudaTarget, AKnownDeviceGetsItsExactArchitecture) {
 }
 
 TEST(CudaTarget, ADeviceNewerThanNvrtcGetsPtxForItsNewestArchitecture) {
-  auto target = device_target(k_nvrtc, 13, 0);
+  auto target = device_target(k_nvrtc, 130);
   ASSERT_TRUE(target);
   EXPECT_EQ(target->arch, "compute_121");
   EXPECT_EQ(target->compute_capability, "13.0");
@@ -30,7 +34,7 @@ TEST(CudaTarget, ADeviceNewerThanNvrtcGetsPtxForItsNewestArchitecture) {
 }
 
 TEST(CudaTarget, ADeviceOlderThanNvrtcIsUnsupported) {
-  auto target = device_target(k_nvrtc, 7, 0);
+  auto target = device_target(k_nvrtc, 70);
   ASSERT_FALSE(target);
   EXPECT_EQ(target.error().code, ErrorCode::unsupported);
   EXPECT_NE(target.error().message.find("sm_75, sm_80"), std::string::npos);
@@ -46,17 +50,26 @@ TEST(CudaTarget, ArchNames) {
   EXPECT_EQ(specific->compute_capability, "9.0");
   EXPECT_EQ(arch_target(k_nvrtc, "sm_120")->compute_capability, "12.0");
   EXPECT_EQ(arch_target(k_nvrtc, "sm_70").error().code, ErrorCode::unsupported);
-  for (const char* bad : {"", "sm_", "sm_8", "sm_80x", "compute_80", "gfx90a", "sm_-80"})
+  for (const char* bad : {"", "sm_", "sm_8", "sm_80x", "compute_80", "gfx90a", "sm_-80"}) {
     EXPECT_EQ(arch_target(k_nvrtc, bad).error().code, ErrorCode::invalid_argument) << bad;
+    EXPECT_EQ(named_target(bad).error().code, ErrorCode::invalid_argument) << bad;
+  }
+  EXPECT_NE(arch_target(k_nvrtc, "sm_8").error().message.find("can target sm_75, sm_80"),
+            std::string::npos);
+  EXPECT_EQ(named_target("sm_70")->compute_capability, "7.0") << "NVRTC is not asked";
 }
 
 TEST(CudaTarget, ADeviceAndItsArchitectureShareAKey) {
   // An offline precompile for sm_80 must be a hit for a device of compute capability 8.0.
   Program program;
   program.source = "extern \"C\" __global__ void k() {}";
-  const Key from_device = make_key(k_nvrtc, *device_target(k_nvrtc, 8, 0), Config(), program).first;
+  const Key from_device = make_key(k_nvrtc, *device_target(k_nvrtc, 80), Config(), program).first;
   const Key from_arch = make_key(k_nvrtc, *arch_target(k_nvrtc, "sm_80"), Config(), program).first;
   EXPECT_EQ(from_device.digest, from_arch.digest);
+  // And the targets a package is looked up with, before NVRTC is asked what it can target.
+  EXPECT_EQ(make_key(k_nvrtc, native_target(80), Config(), program).first.digest, from_arch.digest);
+  EXPECT_EQ(make_key(k_nvrtc, *named_target("sm_80"), Config(), program).first.digest,
+            from_arch.digest);
 }
 
 Config in(const test::TempDir& dir, std::map<std::string, std::string> extra = {}) {
@@ -116,6 +129,55 @@ TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
   ASSERT_TRUE(second.guards);
   EXPECT_GE(detail::decode_stamps(*second.guards)->size(), deps.read.size());
   EXPECT_FALSE(remembered("another request").recalled);
+}
+
+// A package made where NVRTC was another build (its key fields say so) still serves: its cubin
+// is ready whatever NVRTC this machine has. The key built with this machine's NVRTC would not
+// find it.
+TEST(CudaPackaged, APackageMadeWithAnotherNvrtcServesWithoutCompiling) {
+  test::TempDir made, user, packages;
+  const Program program = test::kernel_program("saxpy.cu");
+  Entry stored;
+  {
+    Cache cache(in(made));
+    auto binary = compile(cache, "sm_90", program);
+    ASSERT_TRUE(binary) << binary.error().message;
+    cache.flush();
+    for (const auto& tier : cache.tiers())
+      if (tier->name() == "user")
+        if (auto found = tier->get(binary->info.key); found && *found)
+          stored = **found;
+    ASSERT_EQ(stored.payload, binary->cubin);
+  }
+  const fs::path package = packages.path() / "cuda-sm_90.jcpkg";
+  const Config config = in(user, {{"JITCACHE_SYSTEM_PATH", package.string()}});
+  const Toolchain other{"13.0", "1 bytes", {}};
+  const Key key = make_key(other, *named_target("sm_90"), config, program).first;
+  auto real = toolchain();
+  ASSERT_TRUE(real);
+  ASSERT_NE(key.digest, make_key(**real, *named_target("sm_90"), config, program).first.digest);
+  stored.key_fields = key.stored_fields;
+  ASSERT_TRUE(detail::write_package(package, detail::target_of("cuda", key.fields),
+                                    {{key.digest, encode_entry(key.digest, stored)}}));
+
+  Cache cache(config);
+  auto served = compile(cache, "sm_90", program);
+  ASSERT_TRUE(served) << served.error().message;
+  EXPECT_EQ(served->info.outcome, Outcome::hit);
+  EXPECT_EQ(served->info.tier, "system");
+  EXPECT_EQ(served->info.key, key.digest);
+  EXPECT_EQ(served->cubin, stored.payload);
+  // What the package does not hold is compiled with this machine's NVRTC, and kept.
+  auto compiled = compile(cache, "sm_90", test::kernel_program("scale.cu"));
+  ASSERT_TRUE(compiled) << compiled.error().message;
+  EXPECT_EQ(compiled->info.outcome, Outcome::miss);
+  EXPECT_EQ(test::cubin_sm(compiled->cubin), 90);
+  auto again = compile(cache, "sm_90", test::kernel_program("scale.cu"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->info.outcome, Outcome::hit);
+  const Stats stats = cache.session_stats();
+  EXPECT_EQ(stats.get("cuda", Counter::compiles), 1u);
+  EXPECT_EQ(stats.get("cuda", Counter::corrupt), 0u);
 }
 
 } // namespace

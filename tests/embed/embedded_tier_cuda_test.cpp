@@ -1,5 +1,6 @@
 // This program embeds cuda-sm_90.jcpkg, made at build time by `jitcache build --arch sm_90` and
 // `jitcache export` (CMakeLists.txt): the offline compile path finds the cubin there.
+#include "core/shared_library.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/embed/unwritable_cache.hpp"
 
@@ -17,6 +18,9 @@ TEST(EmbeddedTierCuda, ServesSm90WithNothingCompiledAndNoFileWritten) {
   EXPECT_EQ(binary->target, "sm_90");
   EXPECT_EQ(test::cubin_sm(binary->cubin), 90);
   unwritable.expect_served_by_embedded_tier("cuda", 1);
+  // The key was built with the NVRTC identity the package's entries carry: NVRTC, a library of
+  // about 100 MB that a hit does not need, was not opened.
+  EXPECT_EQ(loaded_library("libnvrtc"), "");
 }
 
 } // namespace
