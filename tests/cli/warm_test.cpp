@@ -296,6 +296,27 @@ TEST_F(WarmTest, AnAlteredOrMissingHeaderFailsThatRequestWithItsReason) {
       << warmed.err;
 }
 
+// An --arch target that is unknown or that the compiler cannot target is named, and the others
+// are warmed all the same; the exit status says that something was refused.
+TEST_F(WarmTest, ARefusedTargetIsNamedAndTheOthersAreWarmed) {
+  if (!built("cuda"))
+    GTEST_SKIP() << "CUDA backend not built";
+  const std::string file = k_kernels + "/saxpy.cu";
+  ASSERT_EQ(build("cuda", {"--arch", "sm_80"}, {file}, app.path(), record).exit_code, 0);
+  auto warmed = warm({"--arch", "vax11,sm_1,sm_90", "--into", into.path().string(), "--json"});
+  EXPECT_EQ(warmed.exit_code, 1) << warmed.err;
+  EXPECT_NE(warmed.err.find("--arch vax11: unknown target"), std::string::npos) << warmed.err;
+  EXPECT_NE(warmed.err.find("--arch sm_1: "), std::string::npos) << warmed.err;
+  EXPECT_NE(warmed.err.find("can target sm_"), std::string::npos) << "lists the supported";
+  std::vector<std::string> outcomes;
+  for (const auto& line : json_lines(warmed.out))
+    if (line.contains("outcome"))
+      outcomes.push_back(line["target"].get<std::string>() + " " +
+                         line["outcome"].get<std::string>());
+  EXPECT_EQ(outcomes, (std::vector<std::string>{"sm_90 compiled"})) << warmed.out;
+  EXPECT_EQ(stats(into.path(), "cuda")["compiles"], 1) << warmed.out;
+}
+
 TEST_F(WarmTest, UnknownTargetsAndMissingRecordsAreOneLineErrors) {
   std::ofstream(record) << "";
   if (built("cuda")) {

@@ -183,38 +183,50 @@ Done replay(Cache& cache, const Item& item, int device, const fs::path& scratch)
   return done;
 }
 
-// Each target of `--arch` is of some backend's kind. Errors: invalid_argument naming the first
-// that is not.
-Expected<void> check_kinds(const std::string& arch) {
+// Says that `target` of --arch is refused and why, and that the rest is warmed.
+void refuse(const std::string& target, const std::string& why, std::vector<std::string>& refused) {
+  std::cerr << "jitcache: error: --arch " << target << ": " << why
+            << "; the other targets are warmed\n";
+  refused.push_back(target);
+}
+
+// The targets of `--arch` of some backend's kind, comma-separated; each other one is refused
+// (added to `refused`, with a message).
+std::string known_targets(const std::string& arch, std::vector<std::string>& refused) {
+  std::string known;
   for (const std::string& target : split_list(arch)) {
     bool claimed = false;
     for (const char* name : k_backends)
       if (auto backend = find_backend(name); backend && (*backend)->claims_target(target))
         claimed = true;
-    if (!claimed)
-      return Error(ErrorCode::invalid_argument,
-                   "--arch " + target +
-                       ": unknown target (CUDA targets are sm_XY, HIP targets gfxNNN; "
-                       "`jitcache info` lists those the installed compilers support)");
+    if (claimed)
+      known += (known.empty() ? "" : ",") + target;
+    else
+      refuse(target,
+             "unknown target (CUDA targets are sm_XY, HIP targets gfxNNN; `jitcache info` lists "
+             "those the installed compilers support)",
+             refused);
   }
-  return {};
+  return known;
 }
 
-// The targets of `--arch` that `backend` warms for: those of its kind, each checked (an unknown
-// one is an error listing what the compiler supports); the others are other backends'.
-Expected<std::vector<std::string>> targets_for(Backend& backend, const std::string& arch) {
+// The targets of `--arch` that `backend` warms for: those of its kind that its compiler
+// supports; each it does not is refused (with the list of what it supports). Errors:
+// invalid_argument when `arch` names targets but none of this backend's that it can warm.
+Expected<std::vector<std::string>> targets_for(Backend& backend, const std::string& arch,
+                                               std::vector<std::string>& refused) {
   std::vector<std::string> targets;
   for (const std::string& target : split_list(arch)) {
-    if (backend.claims_target(target)) {
-      if (auto ok = backend.check_target(target); !ok)
-        return Error(ok.error().code, "--arch " + target + ": " + ok.error().message);
+    if (!backend.claims_target(target))
+      continue; // another backend's
+    if (auto ok = backend.check_target(target); !ok)
+      refuse(target, ok.error().message, refused);
+    else
       targets.push_back(target);
-      continue;
-    }
   }
   if (!arch.empty() && targets.empty() && backend.name() != "opencl")
     return Error(ErrorCode::invalid_argument,
-                 "--arch " + arch + " names no " + backend.name() + " target");
+                 "--arch " + arch + " names no " + backend.name() + " target to warm");
   return targets;
 }
 
@@ -269,18 +281,23 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
   else
     for (const auto& record : *records)
       names.insert(record.backend);
-  if (auto kinds = check_kinds(options.arch); !kinds)
-    return fail(kinds.error());
+  // A target refused is named, and the others are warmed; the exit status says it.
+  std::vector<std::string> refused;
+  WarmOptions known = options;
+  known.arch = known_targets(options.arch, refused);
+  if (!options.arch.empty() && known.arch.empty())
+    return fail(Error(ErrorCode::invalid_argument, "--arch " + options.arch + " names no target"));
+  const int refusal = refused.empty() ? 0 : 1;
   if (names.size() > 1)
-    return warm_each(names, options, out);
+    return std::max(warm_each(names, known, out), refusal);
   if (names.empty()) {
     std::cerr << "jitcache: warning: " << options.record << " holds no request\n";
-    return 0;
+    return refusal;
   }
   auto backend = find_backend(*names.begin());
   if (!backend)
     return fail(backend.error());
-  auto targets = targets_for(**backend, options.arch);
+  auto targets = targets_for(**backend, known.arch, refused);
   if (!targets)
     return fail(targets.error());
 
@@ -372,7 +389,9 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
               << std::min(jobs, std::max<std::size_t>(items.size(), 1)) << " jobs\n";
   for (const std::string& failure : failures)
     std::cerr << "jitcache: error: warm failed: " << failure << '\n';
-  return failures.empty() ? 0 : 1;
+  for (const std::string& target : refused)
+    std::cerr << "jitcache: error: warm refused --arch " << target << " (see above)\n";
+  return failures.empty() && refused.empty() ? 0 : 1;
 }
 
 } // namespace jitcache::cli
