@@ -291,9 +291,13 @@ TEST_F(WarmTest, AnAlteredOrMissingHeaderFailsThatRequestWithItsReason) {
               std::string::npos)
         << outcomes[bad["key"]];
   EXPECT_EQ(outcomes[nlohmann::json::parse(lines[1])["key"]].substr(0, 8), "compiled");
-  EXPECT_NE(warmed.err.find("warm failed: hip scaled.hip for gfx90a: the request's key"),
-            std::string::npos)
-      << warmed.err;
+  // Each failure names the record's file and line: the altered request is on line 1, the one
+  // missing its header on line 2.
+  for (const char* line : {":1: ", ":2: "})
+    EXPECT_NE(warmed.err.find("warm failed: " + record.string() + line +
+                              "hip scaled.hip for gfx90a: the request's key"),
+              std::string::npos)
+        << warmed.err;
 }
 
 // An --arch target that is unknown or that the compiler cannot target is named, and the others

@@ -38,6 +38,7 @@ constexpr std::uint64_t k_max_record = 16ull << 30;
 // One request made again for one target.
 struct Item {
   const detail::RequestRecord* record;
+  std::size_t line; ///< the record's line in its file
   Backend* backend;
   std::string target; ///< empty: the recorded one (OpenCL: the --device)
 };
@@ -73,9 +74,10 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-// The records of `file`, deduplicated by key, in file order; each line that is not one is a
-// warning naming FILE:LINE.
-Expected<std::vector<detail::RequestRecord>> read_records(const std::string& file) {
+// The records of `file`, deduplicated by key, in file order, with the line each is on (in
+// `lines`); each line that is not one is a warning naming FILE:LINE.
+Expected<std::vector<detail::RequestRecord>> read_records(const std::string& file,
+                                                          std::vector<std::size_t>& lines) {
   auto bytes = detail::read_regular_file(file, k_max_record);
   if (!bytes)
     return std::move(bytes).error();
@@ -93,8 +95,10 @@ Expected<std::vector<detail::RequestRecord>> read_records(const std::string& fil
                 << first_line(record.error().message) << "; line skipped\n";
       continue;
     }
-    if (keys.insert(record->key).second)
+    if (keys.insert(record->key).second) {
       records.push_back(std::move(*record));
+      lines.push_back(number);
+    }
   }
   return records;
 }
@@ -131,6 +135,7 @@ public:
     const detail::RequestRecord& record = *item.record;
     const nlohmann::json line = {
         {"file", label(record)},
+        {"line", item.line},
         {"backend", record.backend},
         {"target", done.target},
         {"key", record.key},
@@ -270,7 +275,8 @@ int warm_each(const std::set<std::string>& names, const WarmOptions& options, co
 } // namespace
 
 int run_warm(const Config& environment, const WarmOptions& options, const Output& out) {
-  auto records = read_records(options.record);
+  std::vector<std::size_t> lines;
+  auto records = read_records(options.record, lines);
   if (!records)
     return fail(records.error());
 
@@ -303,13 +309,14 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
 
   std::vector<Item> items;
   std::vector<std::string> failures;
-  for (const auto& record : *records) {
+  for (std::size_t i = 0; i < records->size(); ++i) {
+    const detail::RequestRecord& record = (*records)[i];
     if (record.backend != (*backend)->name())
       continue;
     if (targets->empty())
-      items.push_back({&record, backend->get(), ""});
+      items.push_back({&record, lines[i], backend->get(), ""});
     for (const std::string& target : *targets)
-      items.push_back({&record, backend->get(), target});
+      items.push_back({&record, lines[i], backend->get(), target});
   }
 
   std::map<std::string, std::string> variables = environment.variables;
@@ -362,7 +369,8 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
     row.failed += results[i].outcome == "failed";
     row.seconds += results[i].seconds;
     if (results[i].outcome == "failed")
-      failures.push_back(items[i].record->backend + " " + label(*items[i].record) + " for " +
+      failures.push_back(options.record + ":" + std::to_string(items[i].line) + ": " +
+                         items[i].record->backend + " " + label(*items[i].record) + " for " +
                          results[i].target + ": " + results[i].error);
   }
   if (!out.json()) {
