@@ -39,34 +39,46 @@ Expected<void> append_line(const std::string& file, const std::string& line) {
   return written;
 }
 
+// Appends `line()` and a newline to the record, the first time this process records `id` there.
+void record_once(const Config& config, const std::string& id,
+                 const std::function<std::string()>& line) {
+  if (config.record.empty())
+    return;
+  const std::string file = config.record.string();
+  if (!first_time(file, id))
+    return;
+  if (auto written = append_line(file, line() + "\n"); !written)
+    log::write_once(LogLevel::warn, "record:" + file,
+                    "cannot append to the request record " + file + ": " + written.error().message +
+                        "; this process records no requests there");
+}
+
 } // namespace
 
 void record_request(const Config& config, const Key& key,
                     const std::function<RequestRecord()>& describe) {
-  if (config.record.empty())
-    return;
-  const std::string file = config.record.string();
-  const std::string digest = key.digest.hex();
-  if (!first_time(file, digest))
-    return;
-  RequestRecord record = describe();
-  record.backend = key.backend;
-  record.key = digest;
-  record.identity.clear();
-  record.toolchain.clear();
-  record.headers.clear();
-  for (const KeyField& field : key.fields) {
-    if (field.section == KeySection::device)
-      record.identity[field.name] = field.value;
-    else if (field.section == KeySection::toolchain)
-      record.toolchain[field.name] = field.value;
-    else if (field.section == KeySection::header)
-      record.headers.push_back({field.name, field.value, field.detail});
-  }
-  if (auto written = append_line(file, encode_request(record) + "\n"); !written)
-    log::write_once(LogLevel::warn, "record:" + file,
-                    "cannot append to the request record " + file + ": " + written.error().message +
-                        "; this process records no requests there");
+  record_once(config, key.digest.hex(), [&] {
+    RequestRecord record = describe();
+    record.backend = key.backend;
+    record.key = key.digest.hex();
+    record.identity.clear();
+    record.toolchain.clear();
+    record.headers.clear();
+    for (const KeyField& field : key.fields) {
+      if (field.section == KeySection::device)
+        record.identity[field.name] = field.value;
+      else if (field.section == KeySection::toolchain)
+        record.toolchain[field.name] = field.value;
+      else if (field.section == KeySection::header)
+        record.headers.push_back({field.name, field.value, field.detail});
+    }
+    return encode_request(record);
+  });
+}
+
+void record_tuning_problem(const Config& config, const Digest& id,
+                           const std::function<std::string()>& line) {
+  record_once(config, "tuning:" + id.hex(), line);
 }
 
 } // namespace jitcache::detail

@@ -20,4 +20,11 @@ namespace jitcache::detail {
 void record_request(const Config& config, const Key& key,
                     const std::function<RequestRecord()>& describe);
 
+/// With Config::record set, appends the line `line` gives (a tuning problem's,
+/// core/tuning_problem_line) to that file, once per `id` (the problem's record key) and file in
+/// the process; `line` is called only when the line is written. Appends and fails as
+/// record_request() does.
+void record_tuning_problem(const Config& config, const Digest& id,
+                           const std::function<std::string()>& line);
+
 } // namespace jitcache::detail

@@ -5,7 +5,10 @@
 #include "core/clock.hpp"
 #include "core/compile_lease.hpp"
 #include "core/log.hpp"
+#include "core/measuring_lock.hpp"
 #include "core/package_store.hpp"
+#include "core/request_log.hpp"
+#include "core/tuning_problem_line.hpp"
 #include "core/tuning_record.hpp"
 
 #include <jitcache/version.hpp>
@@ -136,20 +139,33 @@ Choice answer(detail::CacheCore& core, const Family& family, const Problem& prob
   return {complete(family, family.defaults), Origin::declared, std::nullopt};
 }
 
+// Appends the problem to the request record (JITCACHE_RECORD), once per process.
+void record_problem(const Cache& cache, const Family& family, const Problem& problem,
+                    const Device& device, const std::vector<Parameters>& candidates) {
+  if (cache.config().record.empty())
+    return;
+  detail::record_tuning_problem(cache.config(), record_key(family, problem, device), [&] {
+    return encode_problem_line(family, problem, device, candidates);
+  });
+}
+
 struct Measured {
   Parameters parameters;
   double ms = 0;
   std::optional<std::string> output;
 };
 
-// Prepares `parameters` and times its runs: warm-up, then the median of the repeats.
-Expected<Measured> measure(const Family& family, const Parameters& parameters, const Trials& trials,
-                           const TuneOptions& options) {
+// Prepares `parameters`, then, holding the device's measuring lock, times its runs: warm-up,
+// then the median of the repeats.
+Expected<Measured> measure(const Family& family, const Device& device, const Parameters& parameters,
+                           const Trials& trials, const TuneOptions& options,
+                           const std::optional<CacheDir>& leases) {
   auto trial = trials.prepare(parameters, defines(family, parameters));
   if (!trial)
     return std::move(trial).error();
   if (!trial->run)
     return Error(ErrorCode::invalid_argument, "prepare gave a trial without run");
+  const MeasuringLock measuring(leases, device);
   for (int i = 0; i < options.warmup; ++i)
     if (auto ran = trial->run(); !ran)
       return std::move(ran).error();
@@ -177,14 +193,15 @@ bool acceptable(const Trials& trials, const Measured& reference, const Measured&
 
 // Measures the default, then every other candidate within the time limit; the fastest wins.
 Expected<Record> measure_all(const Family& family, const Problem& problem, const Device& device,
-                             const Trials& trials, const TuneOptions& options) {
+                             const Trials& trials, const TuneOptions& options,
+                             const std::optional<CacheDir>& leases) {
   const Stopwatch clock;
   std::vector<Parameters> queue{complete(family, family.defaults)};
   for (const Parameters& candidate : trials.candidates)
     if (Parameters p = complete(family, candidate);
         std::find(queue.begin(), queue.end(), p) == queue.end())
       queue.push_back(std::move(p));
-  auto reference = measure(family, queue.front(), trials, options);
+  auto reference = measure(family, device, queue.front(), trials, options, leases);
   if (!reference)
     return Error(reference.error().code,
                  what(family, problem) + ": the default parameters (" + describe(queue.front()) +
@@ -200,7 +217,7 @@ Expected<Record> measure_all(const Family& family, const Problem& problem, const
                 std::to_string(queue.size() - i) + " candidate(s) not tried");
       break;
     }
-    auto measured = measure(family, queue[i], trials, options);
+    auto measured = measure(family, device, queue[i], trials, options, leases);
     if (!measured) {
       ++record.skipped;
       log::info(what(family, problem) + ": skipping " + describe(queue[i]) + ": " +
@@ -281,6 +298,7 @@ std::string defines(const Family& family, const Parameters& parameters) {
 
 Choice lookup(Cache& cache, const Family& family, const Problem& problem, const Device& device) {
   auto& core = detail::core_of(cache);
+  record_problem(cache, family, problem, device, {});
   Choice choice = answer(core, family, problem, device);
   core.count_hits(k_tuning_backend, to_string(choice.origin));
   return choice;
@@ -302,6 +320,10 @@ Expected<Choice> tune_problem(Cache& cache, const Family& family, const Problem&
   const Digest key = record_key(family, problem, device);
   auto user = core.usable_user_tier(device.backend);
   const bool keep = user && core.user_tier_writes();
+  std::optional<CacheDir> leases; // where the compile lease and the measuring lock are
+  if (keep)
+    if (auto dir = user->lease_dir())
+      leases = std::move(*dir);
   std::unique_ptr<CompileLease> lease;
   if (keep) {
     std::string before_bytes; // what another tuner's record must differ from
@@ -317,9 +339,8 @@ Expected<Choice> tune_problem(Cache& cache, const Family& family, const Problem&
     lease_options.duration = options.time_limit + k_lease_margin;
     if (!options.wait)
       lease_options.max_wait = std::chrono::milliseconds(0);
-    auto dir = user->lease_dir();
-    auto acquired = dir ? CompileLease::acquire(*dir, key, ready, lease_options)
-                        : Expected<std::unique_ptr<CompileLease>>(dir.error());
+    auto acquired = leases ? CompileLease::acquire(*leases, key, ready, lease_options)
+                           : Expected<std::unique_ptr<CompileLease>>(user->lease_dir().error());
     if (!acquired)
       log::write_once(LogLevel::warn, "tuning-lease:" + acquired.error().message,
                       acquired.error().message + "; tuning without waiting for other processes");
@@ -334,7 +355,7 @@ Expected<Choice> tune_problem(Cache& cache, const Family& family, const Problem&
                     "no writable user tier for " + device.backend +
                         ": tuning results are measured but not kept");
   }
-  auto record = measure_all(family, problem, device, trials, options);
+  auto record = measure_all(family, problem, device, trials, options, leases);
   if (!record)
     return std::move(record).error();
   log::info(what(family, problem) + ": " + describe(record->parameters) + " " +
@@ -354,12 +375,14 @@ Expected<Choice> tune_problem(Cache& cache, const Family& family, const Problem&
 
 Expected<Choice> tune(Cache& cache, const Family& family, const Problem& problem,
                       const Device& device, const Trials& trials, const TuneOptions& options) {
+  record_problem(cache, family, problem, device, trials.candidates);
   return tune_problem(cache, family, problem, device, trials, options, true);
 }
 
 Choice select(Cache& cache, const Family& family, const Problem& problem, const Device& device,
               const Trials& trials, std::optional<TuneMode> mode, const TuneOptions& options) {
   auto& core = detail::core_of(cache);
+  record_problem(cache, family, problem, device, trials.candidates);
   const TuneMode m = mode.value_or(cache.config().tune);
   if (m == TuneMode::off)
     return lookup(cache, family, problem, device);

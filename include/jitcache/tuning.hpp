@@ -186,4 +186,29 @@ JITCACHE_EXPORT Choice select(Cache& cache, const Family& family, const Problem&
                               std::optional<TuneMode> mode = std::nullopt,
                               const TuneOptions& options = {});
 
+/// A tuning problem as the request record holds it: with JITCACHE_RECORD set (Config::record),
+/// lookup() and select() append one line per distinct family, problem and device a process
+/// meets, beside its kernel requests, and `jitcache tune RECORD --runner CMD` hands each line to
+/// a run of CMD on its standard input (one line, then end of file), to tune the problem on the
+/// runner's device. A plain value type.
+struct RecordedProblem {
+  std::string family; ///< Family::name
+  std::uint32_t family_version = 0;
+  Problem problem;
+  std::string backend; ///< the device's backend where it was met ("opencl")
+  std::string device;  ///< the device's name where it was met (for people)
+  /// select()'s Trials::candidates where it was met; empty when lookup() met it.
+  std::vector<Parameters> candidates;
+};
+
+/// The problem of one such line (the newline optional). Errors: corrupt naming what is wrong
+/// (not JSON, a kernel request's line, another line format version, a field missing or of the
+/// wrong type).
+JITCACHE_EXPORT Expected<RecordedProblem> read_problem(std::string_view line);
+
+/// What a runner prints on its standard output for `jitcache tune RECORD` to report, one line
+/// (no newline): a JSON object with `parameters` and `origin`, and from the choice's record
+/// `method`, `best_ms`, `default_ms`, `candidates` and `skipped`. Never fails.
+JITCACHE_EXPORT std::string choice_line(const Choice& choice);
+
 } // namespace jitcache::tuning

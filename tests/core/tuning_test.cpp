@@ -378,6 +378,90 @@ TEST(TuningTest, WithoutWaitingAnotherTunerMeansTheLookupAnswer) {
   EXPECT_EQ(host.prepared, 0);
 }
 
+// Timed runs on one device never overlap, whichever problems are tuned at once: two threads
+// (each on its own descriptor of the device's measuring lock, as two processes would be) tune
+// different problems, and every run checks that no other run is under way.
+TEST(TuningTest, TimedRunsOnADeviceNeverOverlapAcrossTunings) {
+  test::TempDir dir;
+  Cache cache(config_in(dir.path()));
+  cache.flush();
+  std::atomic<int> running{0}, overlaps{0}, runs{0};
+  Trials trials;
+  trials.candidates = {{{"TILE", "16"}}, {{"TILE", "32"}}, {{"TILE", "64"}}};
+  trials.prepare = [&](const Parameters&, const std::string&) -> Expected<Trial> {
+    return Trial{[&]() -> Expected<void> {
+                   if (running++ != 0)
+                     ++overlaps;
+                   ++runs;
+                   std::this_thread::sleep_for(std::chrono::milliseconds(3));
+                   --running;
+                   return {};
+                 },
+                 {}};
+  };
+  TuneOptions options;
+  options.warmup = 1;
+  options.repeats = 3;
+  const auto tune_size = [&](const char* n) {
+    EXPECT_TRUE(tune(cache, family(), {{"N", n}}, k_device, trials, options));
+  };
+  std::thread a(tune_size, "64"), b(tune_size, "128");
+  a.join();
+  b.join();
+  EXPECT_EQ(runs, 2 * 4 * 4); // two problems, four candidates, warm-up and three repeats
+  EXPECT_EQ(overlaps, 0);
+}
+
+// JITCACHE_RECORD: each problem a process meets is one line of the record, beside the kernel
+// requests, with select()'s candidates; `jitcache warm` passes over such lines in silence, and
+// read_problem() reads them back (and refuses what is not one).
+TEST(TuningRecordTest, ProblemsMetAreRecordedOnceWithTheirCandidates) {
+  test::TempDir dir;
+  const auto record = dir.path() / "record.jsonl";
+  Config config = config_in(dir.path() / "cache");
+  config.record = record;
+  {
+    Cache cache(config);
+    lookup(cache, family(), k_problem, k_device);
+    lookup(cache, family(), k_problem, k_device);
+    HostTrials host;
+    select(cache, family(), {{"N", "128"}}, k_device, host.trials());
+  }
+  const auto lines = test::file_lines(record);
+  ASSERT_EQ(lines.size(), 2u);
+  auto first = read_problem(lines[0]);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->family, "sum");
+  EXPECT_EQ(first->family_version, 1u);
+  EXPECT_EQ(first->problem, k_problem);
+  EXPECT_EQ(first->backend, "opencl");
+  EXPECT_EQ(first->device, "test device");
+  EXPECT_TRUE(first->candidates.empty());
+  auto second = read_problem(lines[1]);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->problem, (Problem{{"N", "128"}}));
+  ASSERT_EQ(second->candidates.size(), 4u);
+  EXPECT_EQ(second->candidates[1], (Parameters{{"TILE", "32"}}));
+
+  const auto warmed =
+      test::run_cli({"warm", record.string()}, {{"JITCACHE_DIR", (dir.path() / "warm").string()}});
+  EXPECT_EQ(warmed.exit_code, 0) << warmed.err;
+  EXPECT_EQ(warmed.err.find("skipped"), std::string::npos) << warmed.err;
+  EXPECT_NE(warmed.err.find("holds no request"), std::string::npos) << warmed.err;
+
+  nlohmann::json other_format = nlohmann::json::parse(lines[0]);
+  other_format["format"] = 99;
+  for (const auto& [line, why] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"format\": 1, \"key\": \"ab\", \"backend\": \"opencl\"}", "\"kind\""},
+           {lines[0].substr(0, lines[0].size() / 2), "not a tuning problem's line"},
+           {other_format.dump(), "format 99"}}) {
+    const auto refused = read_problem(line);
+    ASSERT_FALSE(refused) << line;
+    EXPECT_EQ(refused.error().code, ErrorCode::corrupt);
+    EXPECT_NE(refused.error().message.find(why), std::string::npos) << refused.error().message;
+  }
+}
+
 // Records travel in packages as kernels do: exported from one user tier, they answer from the
 // system tier of another (under its own records), count as tuned for `missing` but not for
 // `all`, and import into a user tier.

@@ -4,11 +4,14 @@
 #include "examples/tuned_matmul.hpp"
 
 #include "core/tuning_record.hpp"
+#include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <fstream>
 
 namespace jitcache {
 namespace {
@@ -105,6 +108,118 @@ TEST_F(TuningOpenclTest, TunesTheTiledMatmulSkippingBrokenCandidatesAndKeepsTheC
   EXPECT_EQ(line.at("problem").at("N"), "16");
   EXPECT_EQ(line.at("method"), "tuned");
   EXPECT_EQ(line.at("valid"), true);
+}
+
+// Offline tuning (issue 15, part 5): the problems an application met are in its record
+// (JITCACHE_RECORD), and `jitcache tune RECORD --runner` tunes each on PoCL through the
+// example's runner, two at once, into the user tier; a problem the runner cannot tune and a line
+// that is not a problem are named by FILE:LINE, and the rest is tuned. Tuning the record again
+// finds every record and compiles nothing.
+TEST_F(TuningOpenclTest, TheProblemsOfARecordAreTunedByTheRunnerAndFailuresNamed) {
+  auto device = opencl::tuning_device(m_device);
+  ASSERT_TRUE(device) << device.error().message;
+  const auto read = examples::matmul_source(JITCACHE_KERNELS);
+  ASSERT_TRUE(read) << read.error().message;
+  test::TempDir files;
+  const auto record = files.path() / "record.jsonl";
+  {
+    Config recording = config("off");
+    recording.record = record;
+    Cache cache(recording);
+    for (int n : {16, 32}) {
+      examples::MatmulProblem problem(cache, m_context, m_device, n, n, n, *read);
+      const auto choice = tuning::select(cache, examples::matmul_family(), problem.problem(),
+                                         *device, problem.trials({{{"TILE", "4"}, {"WPT", "2"}}}));
+      EXPECT_EQ(choice.origin, tuning::Origin::declared); // off: met, not tuned
+    }
+  }
+  auto lines = test::file_lines(record);
+  ASSERT_EQ(lines.size(), 2u);
+  nlohmann::json other = nlohmann::json::parse(lines[0]);
+  other["family"] = "not_matmul";
+  {
+    std::ofstream out(record, std::ios::app);
+    out << "{\"truncated\": \n" << other.dump() << '\n';
+  }
+
+  const std::map<std::string, std::string> env = {{"JITCACHE_DIR", m_dir.path().string()},
+                                                  {"JITCACHE_OPENCL_STORE", "wait"}};
+  const std::vector<std::string> args = {
+      "tune",     record.string(),
+      "--runner", std::string(JITCACHE_MATMUL_TUNER) + " " + JITCACHE_KERNELS,
+      "--jobs",   "2",
+      "--json"};
+  const auto tuned = test::run_cli(args, env);
+  EXPECT_EQ(tuned.exit_code, 1) << tuned.err;
+  EXPECT_NE(tuned.err.find("record.jsonl:3: not a tuning problem's line"), std::string::npos)
+      << tuned.err;
+  EXPECT_NE(tuned.err.find("record.jsonl:4: not_matmul"), std::string::npos) << tuned.err;
+  EXPECT_NE(tuned.err.find("not a problem of matmul_tuned"), std::string::npos) << tuned.err;
+  std::map<std::string, nlohmann::json> choices; // by N
+  for (const auto& line : test::json_lines(tuned.out))
+    if (line.at("outcome") == "ok")
+      choices[line.at("problem").at("N")] = line.at("choice");
+  ASSERT_EQ(choices.size(), 2u) << tuned.out;
+  for (const auto& [n, choice] : choices) {
+    EXPECT_EQ(choice.at("origin"), "user") << n;
+    EXPECT_EQ(choice.at("method"), "tuned") << n;
+    EXPECT_EQ(choice.at("candidates"), 2) << n; // the default and the recorded TILE=4,WPT=2
+  }
+  const auto listed = test::run_cli({"tune", "list", "--json"}, env);
+  EXPECT_EQ(test::json_lines(listed.out).size(), 2u) << listed.out;
+
+  const auto compiles = [&] {
+    for (const auto& line : test::json_lines(test::run_cli({"stats", "--json"}, env).out))
+      if (line.at("backend") == "opencl")
+        return line.at("compiles").get<int>();
+    return -1;
+  };
+  const int before = compiles();
+  EXPECT_EQ(before, 2); // each candidate once, whichever runner prepared it first
+  const auto again = test::run_cli(args, env);
+  EXPECT_EQ(again.exit_code, 1) << again.err; // the other family still fails
+  for (const auto& line : test::json_lines(again.out)) {
+    if (line.at("outcome") == "ok") {
+      EXPECT_EQ(line.at("choice"), choices.at(line.at("problem").at("N"))) << line;
+    }
+  }
+  EXPECT_EQ(compiles(), before);
+}
+
+// A runner that hangs is killed at --timeout, and one that prints no choice is a failure
+// saying so; both are named by FILE:LINE.
+TEST_F(TuningOpenclTest, ARunnerThatHangsOrSaysNothingIsAFailureNamedByItsLine) {
+  test::TempDir files;
+  const auto record = files.path() / "record.jsonl";
+  {
+    std::ofstream out(record);
+    out << nlohmann::json({{"format", 1},
+                           {"kind", "tuning"},
+                           {"family", "matmul_tuned"},
+                           {"family_version", 1},
+                           {"problem", {{"M", "16"}, {"N", "16"}, {"K", "16"}}},
+                           {"backend", "opencl"},
+                           {"device", "cpu"},
+                           {"identity", nlohmann::json::object()},
+                           {"candidates", nlohmann::json::array()}})
+               .dump()
+        << '\n';
+  }
+  const std::map<std::string, std::string> env = {{"JITCACHE_DIR", m_dir.path().string()}};
+  const auto hung =
+      test::run_cli({"tune", record.string(), "--runner", "sleep 30", "--timeout", "0.3"}, env);
+  EXPECT_EQ(hung.exit_code, 1);
+  EXPECT_NE(hung.err.find("record.jsonl:1: matmul_tuned K=16,M=16,N=16: the runner was killed "
+                          "after --timeout 0.3 s"),
+            std::string::npos)
+      << hung.err;
+  const auto silent =
+      test::run_cli({"tune", record.string(), "--runner", "cat > /dev/null; echo done"}, env);
+  EXPECT_EQ(silent.exit_code, 1);
+  EXPECT_NE(silent.err.find("record.jsonl:1: matmul_tuned K=16,M=16,N=16: the runner printed "
+                            "no choice (jitcache::tuning::choice_line): done"),
+            std::string::npos)
+      << silent.err;
 }
 
 } // namespace

@@ -1,9 +1,11 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
+#include "tools/jitcache/progress.hpp"
+#include "tools/jitcache/record_file.hpp"
 
 #include "core/clock.hpp"
-#include "core/regular_file.hpp"
 #include "core/request_record.hpp"
+#include "core/tuning_problem_line.hpp"
 
 #include <jitcache/cache.hpp>
 
@@ -32,9 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A record of any size a build could have made: sources and headers by content.
-constexpr std::uint64_t k_max_record = 16ull << 30;
-
 // One request made again for one target.
 struct Item {
   const detail::RequestRecord* record;
@@ -59,47 +58,30 @@ std::vector<std::string> split_list(const std::string& text) {
   return parts;
 }
 
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
 // How a request is named for people: its program name, else (OpenCL) its key.
 std::string label(const detail::RequestRecord& record) {
   return record.name.empty() ? "key " + record.key.substr(0, 16) : record.name;
-}
-
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", seconds);
-  return text;
 }
 
 // The records of `file`, deduplicated by key, in file order, with the line each is on (in
 // `lines`); each line that is not one is a warning naming FILE:LINE.
 Expected<std::vector<detail::RequestRecord>> read_records(const std::string& file,
                                                           std::vector<std::size_t>& lines) {
-  auto bytes = detail::read_regular_file(file, k_max_record);
-  if (!bytes)
-    return std::move(bytes).error();
   std::vector<detail::RequestRecord> records;
   std::set<std::string> keys;
-  std::istringstream in(*bytes);
-  std::size_t number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++number;
-    if (line.empty())
-      continue;
+  auto read = each_record_line(file, [&](const std::string& line, std::size_t number) {
     auto record = detail::decode_request(line);
-    if (!record) {
-      std::cerr << "jitcache: warning: " << file << ":" << number << ": "
-                << first_line(record.error().message) << "; line skipped\n";
-      continue;
-    }
-    if (keys.insert(record->key).second) {
+    if (!record && tuning::is_problem_line(line))
+      return; // a tuning problem's, for `jitcache tune RECORD`
+    if (!record)
+      skip_record_line(file, number, record.error().message);
+    else if (keys.insert(record->key).second) {
       records.push_back(std::move(*record));
       lines.push_back(number);
     }
-  }
+  });
+  if (!read)
+    return std::move(read).error();
   return records;
 }
 
@@ -122,55 +104,23 @@ private:
   fs::path m_path;
 };
 
-// The progress of the work: one line rewritten on a terminal, else a line per request.
-class Progress {
-public:
-  Progress(std::size_t total, const Output& out)
-      : m_total(total), m_out(out), m_terminal(!out.json() && ::isatty(STDERR_FILENO)) {}
-
-  void report(const Item& item, const Done& done) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    ++m_done;
-    m_failed += done.outcome == "failed";
-    const detail::RequestRecord& record = *item.record;
-    const nlohmann::json line = {
-        {"file", label(record)},
-        {"line", item.line},
-        {"backend", record.backend},
-        {"target", done.target},
-        {"key", record.key},
-        {"outcome", done.outcome},
-        {"seconds", done.seconds},
-        {"error", done.error.empty() ? nlohmann::json() : nlohmann::json(done.error)},
-    };
-    if (!m_terminal) {
-      m_out.emit(line, "[" + std::to_string(m_done) + "/" + std::to_string(m_total) + "] " +
-                           record.backend + " " + done.target + " " + label(record) + ": " +
-                           done.outcome + (done.error.empty() ? "" : " (" + done.error + ")"));
-      return;
-    }
-    const double elapsed = m_clock.ms() / 1000;
-    const double left =
-        elapsed / static_cast<double>(m_done) * static_cast<double>(m_total - m_done);
-    std::cerr << "\r\033[K" << m_done << "/" << m_total << " done, " << m_failed << " failed, "
-              << seconds_text(elapsed) << " elapsed, about " << seconds_text(left) << " left"
-              << std::flush;
-  }
-
-  void finish() const {
-    if (m_terminal)
-      std::cerr << '\n';
-  }
-
-private:
-  std::mutex m_mutex;
-  const std::size_t m_total;
-  const Output& m_out;
-  const bool m_terminal;
-  const Stopwatch m_clock;
-  std::size_t m_done = 0;
-  std::size_t m_failed = 0;
-};
+// Reports one request made again to `progress`.
+void report(Progress& progress, const Item& item, const Done& done) {
+  const detail::RequestRecord& record = *item.record;
+  const nlohmann::json line = {
+      {"file", label(record)},
+      {"line", item.line},
+      {"backend", record.backend},
+      {"target", done.target},
+      {"key", record.key},
+      {"outcome", done.outcome},
+      {"seconds", done.seconds},
+      {"error", done.error.empty() ? nlohmann::json() : nlohmann::json(done.error)},
+  };
+  progress.report(done.outcome == "failed", line,
+                  record.backend + " " + done.target + " " + label(record) + ": " + done.outcome +
+                      (done.error.empty() ? "" : " (" + done.error + ")"));
+}
 
 Done replay(Cache& cache, const Item& item, int device, const fs::path& scratch) {
   const Stopwatch clock;
@@ -342,7 +292,7 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
     const auto work = [&] {
       for (std::size_t i; (i = next++) < items.size();) {
         results[i] = replay(cache, items[i], options.device, scratch.path());
-        progress.report(items[i], results[i]);
+        report(progress, items[i], results[i]);
       }
     };
     std::vector<std::thread> workers;

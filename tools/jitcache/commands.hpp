@@ -47,6 +47,15 @@ struct TuneOptions {
   std::string output;     ///< export: the file to write (default: standard output)
 };
 
+/// Options of `jitcache tune RECORD`.
+struct TuneRecordOptions {
+  std::string record;           ///< the JSON-lines file JITCACHE_RECORD wrote
+  std::string runner;           ///< the shell command that tunes one problem (its stdin: the line)
+  std::string mode = "missing"; ///< JITCACHE_TUNE for the runner: missing, all or retune
+  int jobs = 0;                 ///< runners at once; 0: one per core
+  double timeout = 0;           ///< seconds a runner may take; 0: no limit
+};
+
 /// Each command returns the process exit status: 0 on success, 1 on failure (after printing a
 /// one-line error to stderr).
 int run_build(const Config& config, const BuildOptions& options, const Output& out);
@@ -102,6 +111,14 @@ int run_packages(const Config& config, const Output& out);
 /// one JSON line, to `output` or standard output (exit 1 when any is damaged; a package form
 /// is left to the packages' work); clear: removes them. Never creates a user tier to read.
 int run_tune(const Config& config, const TuneOptions& options, const Output& out);
+/// `jitcache tune RECORD --runner CMD`: each distinct tuning problem of the record (lines of
+/// jitcache/tuning.hpp's RecordedProblem; kernel requests are skipped, any other line is a
+/// warning naming FILE:LINE) is handed to a run of CMD (/bin/sh -c, its own process group) on
+/// its standard input, with JITCACHE_TUNE=`mode` and without JITCACHE_RECORD, up to `jobs` at
+/// once; CMD tunes it (jitcache::tuning::select) and prints tuning::choice_line(). A progress
+/// line (see Progress), then a table of the choices. Exit 1 when a runner failed, timed out or
+/// printed no choice, each named FILE:LINE on stderr; the others are still tuned.
+int run_tune_record(const TuneRecordOptions& options, const Output& out);
 /// `jitcache remote ping|push|pull`.
 enum class RemoteAction { ping, push, pull };
 /// ping: one line per remote tier of JITCACHE_REMOTE (reachable, round trip, how entries are

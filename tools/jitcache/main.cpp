@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <set>
 
 int main(int argc, char** argv) {
   using namespace jitcache;
@@ -104,12 +105,29 @@ int main(int argc, char** argv) {
       add("packages", "the packages found, what each serves, and the devices that have none");
 
   cli::TuneOptions tune;
-  CLI::App* tune_cmd = add("tune", "the tuning database: list, show, clear or export its records");
-  tune_cmd->add_option("COMMAND", tune.command, "list, show, clear or export")
-      ->required()
-      ->check(CLI::IsMember({"list", "show", "clear", "export"}));
+  cli::TuneRecordOptions tune_record;
+  CLI::App* tune_cmd = add("tune", "the tuning database: list, show, clear or export its "
+                                   "records, or tune the problems of a record (RECORD --runner)");
+  tune_cmd
+      ->add_option("COMMAND", tune.command,
+                   "list, show, clear or export; anything else: a record (JITCACHE_RECORD) "
+                   "whose tuning problems to tune")
+      ->required();
   tune_cmd->add_option("KEY", tune.key_prefix, "only the records whose key starts with this");
   tune_cmd->add_option("-o,--output", tune.output, "export: write to this file");
+  tune_cmd->add_option("--runner", tune_record.runner,
+                       "RECORD: the shell command that tunes the problem on its standard input");
+  tune_cmd->add_option("--mode", tune_record.mode,
+                       "RECORD: JITCACHE_TUNE for the runner: missing (default), all or retune");
+  tune_cmd
+      ->add_option("--jobs", tune_record.jobs,
+                   "RECORD: runners at once (default: one per "
+                   "core; timed runs on a device never overlap)")
+      ->check(CLI::PositiveNumber);
+  tune_cmd
+      ->add_option("--timeout", tune_record.timeout,
+                   "RECORD: seconds a runner may take before it is killed (default: none)")
+      ->check(CLI::NonNegativeNumber);
   CLI::App* remote_cmd = add("remote", "the remote tiers of JITCACHE_REMOTE: ping, push, pull");
   remote_cmd->require_subcommand(1);
   std::string remote_backend;
@@ -182,8 +200,12 @@ int main(int argc, char** argv) {
     return cli::run_packages(config, out);
   if (prune_cmd->parsed())
     return cli::run_prune(config, prune_size, out);
-  if (tune_cmd->parsed())
-    return cli::run_tune(config, tune, out);
+  if (tune_cmd->parsed()) {
+    if (std::set<std::string>{"list", "show", "clear", "export"}.count(tune.command))
+      return cli::run_tune(config, tune, out);
+    tune_record.record = tune.command;
+    return cli::run_tune_record(tune_record, out);
+  }
   if (remote_cmd->parsed())
     return cli::run_remote(config,
                            remote_ping->parsed()   ? cli::RemoteAction::ping
