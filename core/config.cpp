@@ -251,7 +251,8 @@ constexpr EnvVariable k_env_variables[] = {
     {"JITCACHE_RECORD", R::setting, set_record, nullptr, nullptr,
      "append every distinct request of each process (its source, options and every header by "
      "content, the target or device identity, the key) to this JSON-lines file, once per key, for "
-     "`jitcache warm` to compile again, here or elsewhere, for other targets. Safe from many "
+     "`jitcache warm` to compile again, here or elsewhere, for other targets, and each tuning "
+     "problem met (family, problem, device, candidates) for `jitcache tune`. Safe from many "
      "processes at once; a file that cannot be written is one warning and never fails a build"},
     {"JITCACHE_LOG", R::setting, set_log_level, nullptr, nullptr,
      "`error`, `warn` (default), `info`, `debug`"},

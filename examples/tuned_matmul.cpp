@@ -1,9 +1,5 @@
 #include "examples/tuned_matmul.hpp"
 
-#include <cmath>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 namespace jitcache::examples {
@@ -32,41 +28,11 @@ tuning::Family matmul_family() {
   return family;
 }
 
-Expected<std::string> matmul_source(const std::string& kernels_dir) {
-  const std::string path = kernels_dir + "/matmul_tuned.cl";
-  std::ifstream in(path);
-  if (!in)
-    return Error(ErrorCode::io_error, "cannot read " + path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-tuning::Problem matmul_problem(int m, int n, int k) {
-  return {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}};
-}
-
-std::vector<tuning::Parameters> matmul_candidates() {
-  std::vector<tuning::Parameters> out;
-  for (int tile : {4, 8, 16, 32})
-    for (int wpt : {1, 2, 4, 8})
-      if (wpt <= tile && tile % wpt == 0)
-        out.push_back({{"TILE", std::to_string(tile)}, {"WPT", std::to_string(wpt)}});
-  return out;
-}
-
 MatmulProblem::MatmulProblem(Cache& cache, cl_context context, cl_device_id device, int m, int n,
                              int k, std::string source, std::string options)
-    : m_cache(cache), m_context(context), m_device(device), m_m(m), m_n(n), m_k(k),
+    : MatmulTrials(matmul_family(), m, n, k), m_cache(cache), m_context(context), m_device(device),
       m_source(std::move(source)), m_options(std::move(options)) {
-  std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n);
-  std::uint32_t seed = 12345;
-  const auto next = [&] {
-    seed = seed * 1664525u + 1013904223u;
-    return static_cast<float>(seed >> 8) / static_cast<float>(1u << 24) - 0.5f;
-  };
-  for (float& x : a)
-    x = next();
-  for (float& x : b)
-    x = next();
+  auto [a, b] = matmul_inputs(m, n, k);
   cl_int rc = CL_SUCCESS;
   m_queue = clCreateCommandQueue(context, device, 0, &rc);
   m_a = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.size() * sizeof(float),
@@ -140,40 +106,6 @@ Expected<tuning::Trial> MatmulProblem::prepare(const tuning::Parameters& paramet
     return out;
   };
   return trial;
-}
-
-tuning::Trials MatmulProblem::trials(std::vector<tuning::Parameters> candidates) {
-  tuning::Trials trials;
-  trials.candidates = std::move(candidates);
-  trials.prepare = [this](const tuning::Parameters& p, const std::string& defines) {
-    return prepare(p, defines);
-  };
-  trials.check = [](std::string_view reference, std::string_view output) {
-    if (reference.size() != output.size())
-      return false;
-    const std::size_t n = reference.size() / sizeof(float);
-    for (std::size_t i = 0; i < n; ++i) {
-      float r, o;
-      std::memcpy(&r, reference.data() + i * sizeof(float), sizeof r);
-      std::memcpy(&o, output.data() + i * sizeof(float), sizeof o);
-      if (!(std::fabs(r - o) <= 1e-4f * std::max(1.0f, std::fabs(r))))
-        return false;
-    }
-    return true;
-  };
-  return trials;
-}
-
-Expected<std::vector<float>> MatmulProblem::compute(const tuning::Parameters& parameters) {
-  auto trial = prepare(parameters, tuning::defines(matmul_family(), parameters));
-  if (!trial)
-    return std::move(trial).error();
-  if (auto ran = trial->run(); !ran)
-    return std::move(ran).error();
-  const std::string bytes = trial->output();
-  std::vector<float> c(bytes.size() / sizeof(float));
-  std::memcpy(c.data(), bytes.data(), bytes.size());
-  return c;
 }
 
 } // namespace jitcache::examples

@@ -11,6 +11,8 @@
 #include "core/request.hpp"
 #include "core/request_log.hpp"
 
+#include <jitcache/version.hpp>
+
 #include <filesystem>
 #include <functional>
 
@@ -345,6 +347,32 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
   if (!got)
     return std::move(got).error();
   return served(key, *target);
+}
+
+Expected<tuning::Device> tuning_device() {
+  auto api = driver();
+  if (!api)
+    return api.error();
+  auto capability = context_capability(**api);
+  if (!capability)
+    return std::move(capability).error();
+  CUdevice device = 0;
+  if (CUresult rc = (*api)->cuCtxGetDevice(&device); rc != CUDA_SUCCESS)
+    return driver_error(**api, "cuCtxGetDevice", rc);
+  char name[256] = {};
+  if (CUresult rc = (*api)->cuDeviceGetName(name, sizeof name - 1, device); rc != CUDA_SUCCESS)
+    return driver_error(**api, "cuDeviceGetName", rc);
+  auto tools = toolchain();
+  if (!tools)
+    return tools.error();
+  return tuning::Device{k_backend,
+                        name,
+                        {{"device_name", name},
+                         {"compute_capability", std::to_string(*capability)},
+                         {"driver_version", std::to_string((*api)->version)},
+                         {"nvrtc_version", (*tools)->version},
+                         {"nvrtc_build", (*tools)->build},
+                         {"jitcache_version", k_version}}};
 }
 
 Expected<Key> make_key(const Config& config, const Program& program, std::string_view arch) {

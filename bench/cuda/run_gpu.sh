@@ -2,7 +2,7 @@
 # Builds the CUDA backend on a machine with an NVIDIA GPU, runs its tests (and the Python module's
 # CUDA tests, with CuPy, when pybind11 is there) and the benchmark, and
 # writes everything to $OUT (default ./out): run_gpu.log, ctest.txt, test_cuda.txt, info.txt,
-# bench.md (the Markdown table), bench_raw.jsonl.
+# bench.md (the Markdown table), bench_raw.jsonl, bench_tuning.md (the tuning example's table).
 #
 # usage (from the repository root): bench/cuda/run_gpu.sh   (RUNS=N: N fresh processes per column, default 21)
 # Needs CUDA 13 (NVRTC), cmake, and the core's dependencies; says which are missing. Where lmdb or
@@ -61,7 +61,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DJITCACHE_WITH_CUDA=ON \
   -DJITCACHE_WITH_OPENCL=OFF -DJITCACHE_WITH_HIP=OFF -DJITCACHE_BUILD_TESTS=$tests \
   -DJITCACHE_BUILD_BENCH=ON -DPython3_EXECUTABLE="$(command -v python3)" \
   >"$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
-targets=(jitcache_cli bench_cuda)
+targets=(jitcache_cli bench_cuda bench_cuda_tuning)
 [ "$tests" = ON ] && targets+=(test_cuda)
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$OUT/build.txt" 2>&1 ||
   { grep -E 'error|Error' "$OUT/build.txt" | head -30; exit 1; }
@@ -101,6 +101,11 @@ arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
 timeout 500 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
   --kernels kernels --runs "${RUNS:-21}" --cli "$BUILD/tools/jitcache/jitcache" --arch "$arch" \
   --raw "$OUT/bench_raw.jsonl" "${cupy_flag[@]}" | tee "$OUT/bench.md"
+
+section tuning benchmark
+# The tuning database's CUDA example (kernels/matmul_tuned.cu) tuned per size on this GPU.
+timeout 300 "$BUILD/bench/cuda/bench_cuda_tuning" --kernels kernels --runs 51 |
+  tee "$OUT/bench_tuning.md"
 # The tests' result is the script's: a failed CUDA test is exit status 1, after the benchmark.
 if [ "$tests_failed" = yes ]; then
   echo "run_gpu.sh: CUDA tests failed (see $OUT/ctest.txt)"

@@ -2,6 +2,7 @@
 
 #include <jitcache/cache.hpp>
 #include <jitcache/export.hpp>
+#include <jitcache/tuning.hpp>
 
 #include <cuda.h>
 
@@ -110,5 +111,14 @@ JITCACHE_EXPORT Expected<Binary> compile(Cache& cache, std::string_view arch,
 /// Errors: as compile() and load_module() give them before compiling.
 JITCACHE_EXPORT Expected<Key> make_key(const Config& config, const Program& program,
                                        std::string_view arch = {});
+
+/// The current context's device as the tuning database knows it (jitcache/tuning.hpp): backend
+/// "cuda", its name (cuDeviceGetName), and as its identity the name, the compute capability,
+/// the driver's version, NVRTC's version and build, and jitcache's version; so a record
+/// measured on an H100 never applies to an H200 (both sm_90), nor after a driver or NVRTC
+/// upgrade. Opens NVRTC once per process (a tuning compiles through it anyway). Errors:
+/// invalid_argument (no current context), runtime_missing (no driver, or no NVRTC),
+/// runtime_error naming the failing driver or NVRTC call. Thread-safe.
+JITCACHE_EXPORT Expected<tuning::Device> tuning_device();
 
 } // namespace jitcache::cuda

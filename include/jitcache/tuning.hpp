@@ -161,16 +161,16 @@ struct TuneOptions {
 
 /// Tunes `problem` on `device` now, whatever Config::tune says: measures the declared default
 /// and every candidate (warm-up, then repeats, median), skipping those that fail to prepare or
-/// run or that `trials.check` refuses, and records the fastest with the default's time beside
-/// it in the user tier (Method::tuned; counted as `tuned` of backend "tuning"). One process
-/// tunes a problem at a time: the others wait for its record or, with `options.wait` false,
-/// get lookup()'s answer (a lease file in the user tier's `leases/`, as for compiles; a
-/// tuner that dies is taken over at once, one that runs past its time limit by one waiter).
-/// Returns the choice (origin user), or what the waiting found. A read-only or absent user
-/// tier: the choice is measured and returned but not kept (one warning).
-/// Errors: invalid_argument (no prepare, a family without a default for each parameter);
-/// the default's own error when it cannot be prepared or run. Not to be called from inside
-/// `trials`' callbacks.
+/// run or that `trials.check` refuses; then times the fastest and the default again, their runs
+/// alternated (the runoff), and records the fastest only if it still beats the default there
+/// (else the default), with both times of the runoff, in the user tier (Method::tuned; counted as
+/// `tuned` of backend "tuning"). One process tunes a problem at a time: the others wait for its
+/// record or, with `options.wait` false, get lookup()'s answer (a lease file in the user tier's
+/// `leases/`, as for compiles; a tuner that dies is taken over at once, one that runs past its time
+/// limit by one waiter). Returns the choice (origin user), or what the waiting found. A read-only
+/// or absent user tier: the choice is measured and returned but not kept (one warning). Errors:
+/// invalid_argument (no prepare, a family without a default for each parameter); the default's own
+/// error when it cannot be prepared or run. Not to be called from inside `trials`' callbacks.
 JITCACHE_EXPORT Expected<Choice> tune(Cache& cache, const Family& family, const Problem& problem,
                                       const Device& device, const Trials& trials,
                                       const TuneOptions& options = {});

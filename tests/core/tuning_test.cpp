@@ -197,6 +197,43 @@ TEST(TuningTest, TuneSkipsCandidatesThatFailToCompileOrAnswerWrong) {
   EXPECT_EQ(lookup(cache, family(), {{"N", "2"}}, k_device).origin, Origin::declared);
 }
 
+// A candidate that was fast when timed alone (the default measured first, say, before a GPU
+// reached its clocks) but is slower than the default side by side: the runoff keeps the default,
+// with the runoff's times. One that stays faster wins with the runoff's times.
+TEST(TuningTest, TheRunoffKeepsTheDefaultOverACandidateFastOnlyAlone) {
+  test::TempDir dir;
+  Cache cache(config_in(dir.path()));
+  const auto trials_where = [](int candidate_ms_after_first_run) {
+    Trials t;
+    t.candidates = {{{"TILE", "32"}}};
+    t.prepare = [=](const Parameters& p, const std::string&) -> Expected<Trial> {
+      const bool is_default = p.at("TILE") == "8";
+      auto runs = std::make_shared<int>(0);
+      Trial trial;
+      trial.run = [=]() -> Expected<void> {
+        const int ms = is_default ? 4 : (++*runs == 1 ? 0 : candidate_ms_after_first_run);
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        return {};
+      };
+      return trial;
+    };
+    return t;
+  };
+  auto kept = tune(cache, family(), k_problem, k_device, trials_where(12), quick());
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->parameters, family().defaults);
+  ASSERT_TRUE(kept->record);
+  EXPECT_EQ(kept->record->best_ms, kept->record->default_ms);
+  EXPECT_GE(kept->record->default_ms, 4.0);
+  EXPECT_EQ(kept->record->candidates, 2u);
+
+  auto won = tune(cache, family(), {{"N", "65"}}, k_device, trials_where(0), quick());
+  ASSERT_TRUE(won) << won.error().message;
+  EXPECT_EQ(won->parameters.at("TILE"), "32");
+  EXPECT_LT(won->record->best_ms, 4.0);
+  EXPECT_GE(won->record->default_ms, 4.0);
+}
+
 TEST(TuningTest, TheTimeLimitStopsAfterTheDefault) {
   test::TempDir dir;
   Cache cache(config_in(dir.path()));
@@ -388,12 +425,14 @@ TEST(TuningTest, TimedRunsOnADeviceNeverOverlapAcrossTunings) {
   std::atomic<int> running{0}, overlaps{0}, runs{0};
   Trials trials;
   trials.candidates = {{{"TILE", "16"}}, {{"TILE", "32"}}, {{"TILE", "64"}}};
-  trials.prepare = [&](const Parameters&, const std::string&) -> Expected<Trial> {
-    return Trial{[&]() -> Expected<void> {
+  // The default (TILE=8) is the slowest, so each tuning ends with a runoff.
+  trials.prepare = [&](const Parameters& p, const std::string&) -> Expected<Trial> {
+    const auto ms = std::chrono::milliseconds(p.at("TILE") == "8" ? 6 : 3);
+    return Trial{[&, ms]() -> Expected<void> {
                    if (running++ != 0)
                      ++overlaps;
                    ++runs;
-                   std::this_thread::sleep_for(std::chrono::milliseconds(3));
+                   std::this_thread::sleep_for(ms);
                    --running;
                    return {};
                  },
@@ -408,7 +447,8 @@ TEST(TuningTest, TimedRunsOnADeviceNeverOverlapAcrossTunings) {
   std::thread a(tune_size, "64"), b(tune_size, "128");
   a.join();
   b.join();
-  EXPECT_EQ(runs, 2 * 4 * 4); // two problems, four candidates, warm-up and three repeats
+  // Two problems: four candidates, warm-up and three repeats; then the runoff of two.
+  EXPECT_EQ(runs, 2 * (4 * 4 + 2 * 4));
   EXPECT_EQ(overlaps, 0);
 }
 
