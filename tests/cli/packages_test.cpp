@@ -196,6 +196,30 @@ TEST_F(PackagesCliTest, DamagedOrMissingPackagesAreRefusedNamingThem) {
     EXPECT_EQ(line["tier"], "system") << line;
 }
 
+// `import` of a file that is not there names it; `packages` names each present device that no
+// package serves, and the file name that would serve it, in text and in JSON.
+TEST_F(PackagesCliTest, AMissingImportAndADeviceWithoutAPackageAreNamed) {
+  const fs::path user = dir.path() / "user", missing = dir.path() / "missing.jcpkg";
+  auto imported = run_cli({"import", missing.string()}, env(user));
+  EXPECT_EQ(imported.exit_code, 1);
+  EXPECT_NE(imported.err.find(missing.string() + ": No such file"), std::string::npos)
+      << imported.err;
+  EXPECT_EQ(user_entries(user), 0u);
+
+  auto listed = run_cli({"packages"}, env(user, missing.string()));
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.err.find(missing.string() + " does not exist"), std::string::npos) << listed.err;
+  EXPECT_NE(listed.out.find("opencl device 0 ("), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("): no package (one would be named opencl-"), std::string::npos)
+      << listed.out;
+  auto json = run_cli({"packages", "--json"}, env(user));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  bool unserved = false;
+  for (const auto& line : json_lines(json.out))
+    unserved |= line["backend"] == "opencl" && line["device"] == 0 && line["package"].is_null();
+  EXPECT_TRUE(unserved) << json.out;
+}
+
 TEST_F(PackagesCliTest, ExportRefusesNothingAndSeveralTargets) {
   const fs::path user = dir.path() / "user";
   auto none = run_cli({"export", "-o", (dir.path() / "x.jcpkg").string()}, env(user));

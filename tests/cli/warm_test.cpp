@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <map>
+#include <pty.h>
 #include <set>
 #include <spawn.h>
 #include <sstream>
@@ -223,6 +224,51 @@ TEST_F(WarmTest, ManyProcessesAppendOneWholeLinePerDistinctRequestEach) {
   ASSERT_EQ(per_key.size(), sources.size());
   for (const auto& [key, count] : per_key)
     EXPECT_EQ(count, k_processes) << key;
+}
+
+// On a terminal (stderr a pseudo-terminal here), warm redraws one progress line in place: done
+// of total, failures, elapsed and the time left; no plain "[n/total]" lines; a newline ends it.
+TEST_F(WarmTest, OnATerminalOneProgressLineIsRedrawnInPlace) {
+  if (!built("cuda"))
+    GTEST_SKIP() << "CUDA backend not built";
+  ASSERT_EQ(build("cuda", {"--arch", "sm_80"}, {k_kernels + "/saxpy.cu", k_kernels + "/scale.cu"},
+                  app.path(), record)
+                .exit_code,
+            0);
+  int terminal = -1, child_side = -1;
+  ASSERT_EQ(openpty(&terminal, &child_side, nullptr, nullptr, nullptr), 0);
+  std::vector<std::string> args{JITCACHE_CLI, "warm",   record.string(),      "--arch",
+                                "sm_80",      "--into", into.path().string(), "--jobs",
+                                "1"};
+  std::vector<char*> argv;
+  for (std::string& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, child_side, 2);
+  posix_spawn_file_actions_addclose(&actions, terminal);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(child_side);
+  ASSERT_EQ(spawned, 0);
+  std::string shown;
+  char chunk[4096];
+  for (ssize_t n; (n = read(terminal, chunk, sizeof chunk)) > 0;) // EIO once the child is gone
+    shown.append(chunk, static_cast<std::size_t>(n));
+  close(terminal);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << shown;
+  EXPECT_NE(shown.find("\r\033[K1/2 done, 0 failed, "), std::string::npos) << shown;
+  const auto last = shown.find("\r\033[K2/2 done, 0 failed, ");
+  ASSERT_NE(last, std::string::npos) << shown;
+  EXPECT_NE(shown.find(" elapsed, about ", last), std::string::npos) << shown;
+  EXPECT_NE(shown.find(" left", last), std::string::npos) << shown;
+  EXPECT_NE(shown.find('\n', last), std::string::npos) << "a newline ends the line: " << shown;
+  EXPECT_EQ(shown.find("[1/2]"), std::string::npos) << shown;
 }
 
 TEST_F(WarmTest, ARecordThatCannotBeWrittenIsAWarningAndTheBuildGoesOn) {
