@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace jitcache {
 namespace {
@@ -37,7 +38,8 @@ std::vector<Request> requests() {
                    std::string("cuda-") + arch + ".jcpkg"});
 #endif
 #ifdef JITCACHE_TEST_HAVE_HIP
-  all.push_back({"hip", "gfx90a", {k_kernels + "/saxpy.hip"}, "hip-gfx90a.jcpkg"});
+  for (const char* arch : {"gfx90a", "gfx1030"})
+    all.push_back({"hip", arch, {k_kernels + "/saxpy.hip"}, std::string("hip-") + arch + ".jcpkg"});
 #endif
   all.push_back({"opencl", "", {k_kernels + "/vector_ops.cl"}, "opencl-pocl.jcpkg"});
   return all;
@@ -50,8 +52,10 @@ protected:
             {"JITCACHE_SYSTEM_PATH", system},
             {"JITCACHE_OPENCL_STORE", "wait"}};
   }
-  test::ProcessResult build(const Request& r, const std::map<std::string, std::string>& vars) {
+  test::ProcessResult build(const Request& r, const std::map<std::string, std::string>& vars,
+                            const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"build", "--backend", r.backend, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
     if (!r.arch.empty())
       args.insert(args.end(), {"--arch", r.arch});
     if (r.backend == "opencl")
@@ -80,14 +84,34 @@ protected:
   test::TempDir dir;
 };
 
-TEST_F(PackagesCliTest, ExportedPackagesServeAnEmptyUserTierWithZeroCompiles) {
-  const fs::path maker = dir.path() / "maker", user = dir.path() / "user";
+// The whole chain: the application's builds recorded (one target per backend), the record
+// warmed for every target (sm_80,sm_90; gfx90a,gfx1030; PoCL), one package exported per target,
+// and an empty user tier served by them alone.
+TEST_F(PackagesCliTest, RecordedWarmedAndExportedPackagesServeAnEmptyUserTierWithZeroCompiles) {
+  const fs::path app = dir.path() / "app", maker = dir.path() / "maker";
+  const fs::path user = dir.path() / "user", record = dir.path() / "record.jsonl";
   const fs::path packages = dir.path() / "packages";
   fs::create_directory(packages);
   const auto all = requests();
+  std::map<std::string, std::string> targets; // backend -> the --arch list warm is given
   for (const Request& r : all) {
-    auto built = build(r, env(maker));
-    ASSERT_EQ(built.exit_code, 0) << built.err;
+    if (!targets.count(r.backend)) { // recorded for its first target only
+      auto built = build(r, env(app), {"--record", record.string()});
+      ASSERT_EQ(built.exit_code, 0) << built.err;
+    }
+    std::string& list = targets[r.backend];
+    if (!r.arch.empty())
+      list += (list.empty() ? "" : ",") + r.arch;
+  }
+  for (const auto& [backend, list] : targets) {
+    std::vector<std::string> args{"warm",   record.string(), "--backend", backend,
+                                  "--into", maker.string(),  "--json"};
+    if (!list.empty())
+      args.insert(args.end(), {"--arch", list});
+    auto warmed = run_cli(args, env(app));
+    ASSERT_EQ(warmed.exit_code, 0) << warmed.out << warmed.err;
+  }
+  for (const Request& r : all) {
     std::vector<std::string> args{"export",    "-o",      (packages / r.package).string(),
                                   "--backend", r.backend, "--json"};
     if (r.arch.empty())
