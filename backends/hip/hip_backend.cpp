@@ -90,8 +90,8 @@ with_toolchain(Cache& cache,
   return attempt(**real, stale);
 }
 
-// The device's target id as the runtime reports it (gcnArchName), not yet canonical.
-Expected<std::string> device_arch(int device) {
+// The device's properties (hipGetDeviceProperties).
+Expected<hipDeviceProp_t> device_properties(int device) {
   auto count = device_count(); // bounds the runtime's initialisation
   if (!count)
     return count.error();
@@ -103,7 +103,15 @@ Expected<std::string> device_arch(int device) {
   hipDeviceProp_t properties{};
   if (hipError_t rc = api.hipGetDeviceProperties(&properties, device); rc != hipSuccess)
     return hip_error(api, "hipGetDeviceProperties", rc);
-  return std::string(properties.gcnArchName);
+  return properties;
+}
+
+// The device's target id as the runtime reports it (gcnArchName), not yet canonical.
+Expected<std::string> device_arch(int device) {
+  auto properties = device_properties(device);
+  if (!properties)
+    return std::move(properties).error();
+  return std::string(properties->gcnArchName);
 }
 
 // The core path's compile: `compile_checked` as a detail::Compiler.
@@ -150,6 +158,31 @@ Expected<std::string> device_target(int device) {
   if (!table)
     return table.error();
   return canonical_target(*arch, **table);
+}
+
+Expected<tuning::Device> tuning_device() {
+  if (auto count = device_count(); !count)
+    return count.error();
+  auto device = current_device(**runtime());
+  if (!device)
+    return device.error();
+  auto properties = device_properties(*device);
+  if (!properties)
+    return std::move(properties).error();
+  auto target = device_target(*device);
+  if (!target)
+    return target.error();
+  auto fields = toolchain_fields();
+  if (!fields)
+    return fields.error();
+  const std::string name = properties->name;
+  tuning::Device out{k_backend,
+                     name,
+                     {{"device_name", name},
+                      {"target", *target},
+                      {"compute_units", std::to_string(properties->multiProcessorCount)}}};
+  out.identity.insert(out.identity.end(), fields->begin(), fields->end());
+  return out;
 }
 
 Expected<Key> make_key(const Config& config, const Program& program, std::string_view target) {

@@ -2,6 +2,7 @@
 
 #include <jitcache/cache.hpp>
 #include <jitcache/export.hpp>
+#include <jitcache/tuning.hpp>
 
 #include <hip/hip_runtime_api.h>
 
@@ -119,6 +120,14 @@ JITCACHE_EXPORT Expected<Key> make_key(const Config& config, const Program& prog
 /// Errors: runtime_missing, no_device (no GPU, or `device` out of range; naming the HIP error),
 /// unsupported (a target the installed toolchain does not know), runtime_error.
 JITCACHE_EXPORT Expected<std::string> device_target(int device);
+
+/// The current device (hipGetDevice) as the tuning database knows it (jitcache/tuning.hpp):
+/// backend "hip", its name, and as its identity the name, the canonical target id, the compute
+/// units (MIOpen's databases are per target and CU count), and the key's toolchain fields
+/// (hipRTC, comgr and jitcache versions); so a record measured on one GPU or toolchain never
+/// applies to another. Errors: runtime_missing, no_device (no GPU), unsupported (a target the
+/// toolchain does not know), runtime_error naming the failing HIP call. Thread-safe.
+JITCACHE_EXPORT Expected<tuning::Device> tuning_device();
 
 /// Every target the installed toolchain compiles, from comgr's ISA list, with the features each
 /// takes, e.g. "gfx1030", "gfx90a[:sramecc+|-][:xnack+|-]". Errors: runtime_missing.

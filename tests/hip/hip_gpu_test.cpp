@@ -3,6 +3,9 @@
 
 #include "backends/hip/hip_api.hpp"
 
+#include <jitcache/version.hpp>
+
+#include <map>
 #include <vector>
 
 namespace jitcache {
@@ -117,6 +120,20 @@ TEST_F(HipGpu, AStoredCodeObjectForAnotherTargetIsRejectedAndReplaced) {
   auto function = module->function("saxpy");
   ASSERT_TRUE(function) << function.error().message;
   expect_axpy_works(*function);
+}
+
+TEST_F(HipGpu, TheTuningDeviceNamesTheGpuItsTargetAndToolchain) {
+  auto device = hip::tuning_device();
+  ASSERT_TRUE(device) << device.error().message;
+  EXPECT_EQ(device->backend, "hip");
+  EXPECT_FALSE(device->name.empty());
+  auto target = hip::device_target(0);
+  ASSERT_TRUE(target) << target.error().message;
+  std::map<std::string, std::string> fields(device->identity.begin(), device->identity.end());
+  EXPECT_EQ(fields["device_name"], device->name);
+  EXPECT_EQ(fields["target"], *target);
+  EXPECT_GT(std::stoi(fields["compute_units"]), 0);
+  EXPECT_EQ(fields["jitcache_version"], k_version);
 }
 
 TEST_F(HipGpu, ADeviceOutOfRangeIsNoDevice) {

@@ -61,6 +61,16 @@ TEST(HipRuntime, AMissingRuntimeLibraryIsANamedError) {
       << api.error().message;
 }
 
+TEST(HipRuntime, ATuningDeviceWithoutAGpuIsNoDeviceNamingTheCall) {
+  if (hip::device_count())
+    GTEST_SKIP() << "an AMD GPU is present";
+  auto device = hip::tuning_device();
+  ASSERT_FALSE(device);
+  EXPECT_EQ(device.error().code, ErrorCode::no_device) << device.error().message;
+  EXPECT_NE(device.error().message.find("hipGetDeviceCount"), std::string::npos)
+      << device.error().message;
+}
+
 TEST(HipRuntime, LoadingWithoutAGpuIsANamedErrorSoon) {
   if (hip::device_count())
     GTEST_SKIP() << "an AMD GPU is present";
