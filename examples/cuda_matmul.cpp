@@ -28,8 +28,8 @@ tuning::Family cuda_matmul_family() {
   family.defaults = {{"TILE", "16"}, {"WPT", "1"}};
   family.heuristic = [](const tuning::Problem& problem,
                         const tuning::Device&) -> std::optional<tuning::Parameters> {
-    const int n = std::stoi(problem.at("N"));
-    if (n >= 512 && n % 32 == 0)
+    const auto size = matmul_size(problem);
+    if (size && size->n >= 512 && size->m % 32 == 0 && size->n % 32 == 0 && size->k % 32 == 0)
       return tuning::Parameters{{"TILE", "32"}, {"WPT", "4"}};
     return std::nullopt;
   };
@@ -120,7 +120,8 @@ Expected<tuning::Trial> CudaMatmulProblem::prepare(const tuning::Parameters& par
   const std::size_t bytes = std::size_t(m) * n * sizeof(float);
   trial.output = [=] {
     std::string out(bytes, '\0');
-    api->cuMemcpyDtoH(out.data(), c, bytes);
+    if (api->cuMemcpyDtoH(out.data(), c, bytes) != CUDA_SUCCESS)
+      out.clear(); // no result: the check refuses it
     return out;
   };
   return trial;

@@ -2,7 +2,7 @@
 
 // The tuning database's example on CUDA (examples/matmul.hpp): kernels/matmul_tuned.cu, the
 // tiled matrix multiply of the OpenCL example, its TILE and WPT -D options compiled through
-// NVRTC by the kernel cache, timed on the GPU. Used by tests/cuda/cuda_gpu_test.cpp and
+// NVRTC by the kernel cache, timed on the GPU. Used by tests/cuda/cuda_tuning_test.cpp and
 // bench/cuda/bench_cuda_tuning.cpp.
 
 #include "examples/matmul.hpp"
@@ -17,7 +17,8 @@
 namespace jitcache::examples {
 
 /// The family "matmul_tuned_cuda": parameters TILE and WPT, declared default TILE=16, WPT=1
-/// (the textbook choice), and a heuristic: TILE=32, WPT=4 for problems of 512 and more.
+/// (the textbook choice), and a heuristic: TILE=32, WPT=4 for problems of 512 and more whose
+/// M, N and K are multiples of 32.
 tuning::Family cuda_matmul_family();
 
 /// TILE in {8, 16, 32, 64} and WPT in {1, 2, 4, 8}, at most 1024 threads a block.

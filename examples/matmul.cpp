@@ -1,6 +1,7 @@
 #include "examples/matmul.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +20,21 @@ Expected<std::string> matmul_source(const std::string& kernels_dir, const std::s
 
 tuning::Problem matmul_problem(int m, int n, int k) {
   return {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}};
+}
+
+std::optional<MatmulSize> matmul_size(const tuning::Problem& problem) {
+  int value[3] = {0, 0, 0};
+  const char* names[3] = {"M", "N", "K"};
+  for (int i = 0; i < 3; ++i) {
+    const auto found = problem.find(names[i]);
+    if (found == problem.end())
+      return std::nullopt;
+    const std::string& text = found->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value[i]);
+    if (ec != std::errc() || end != text.data() + text.size() || value[i] <= 0)
+      return std::nullopt;
+  }
+  return MatmulSize{value[0], value[1], value[2]};
 }
 
 std::vector<tuning::Parameters> matmul_candidates(const std::vector<int>& tiles, int max_items) {

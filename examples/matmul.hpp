@@ -8,6 +8,7 @@
 #include <jitcache/expected.hpp>
 #include <jitcache/tuning.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,12 @@ Expected<std::string> matmul_source(const std::string& kernels_dir,
 
 /// The problem {M, N, K} of an m x k by k x n product.
 tuning::Problem matmul_problem(int m, int n, int k);
+
+/// M, N and K of `problem` when each is a positive number; nullopt otherwise (never throws).
+struct MatmulSize {
+  int m = 0, n = 0, k = 0;
+};
+std::optional<MatmulSize> matmul_size(const tuning::Problem& problem);
 
 /// Every TILE of `tiles` and WPT in {1, 2, 4, 8} with WPT dividing TILE and at most
 /// `max_items` work-items ((TILE / WPT) * TILE) in a work-group.
@@ -47,7 +54,8 @@ public:
   MatmulTrials& operator=(const MatmulTrials&) = delete;
 
   tuning::Problem problem() const { return matmul_problem(m_m, m_n, m_k); }
-  /// Trials over `candidates`: prepare is the backend's, check is matmul_close().
+  /// Trials over `candidates`: prepare is the backend's, check is matmul_close(). They refer to
+  /// this object, which must outlive them; each candidate prepared stays loaded until then.
   tuning::Trials trials(std::vector<tuning::Parameters> candidates);
   /// Prepares and runs `parameters` once; C, or the error of either.
   Expected<std::vector<float>> compute(const tuning::Parameters& parameters);

@@ -36,14 +36,9 @@ int main(int argc, char** argv) {
   if (recorded->family != family.name || recorded->family_version != family.version)
     return fail("not a problem of " + family.name + " version " + std::to_string(family.version) +
                 ": " + recorded->family + " version " + std::to_string(recorded->family_version));
-  int size[3] = {0, 0, 0};
-  try {
-    size[0] = std::stoi(recorded->problem.at("M"));
-    size[1] = std::stoi(recorded->problem.at("N"));
-    size[2] = std::stoi(recorded->problem.at("K"));
-  } catch (const std::exception&) {
-    return fail("the problem needs numbers M, N and K");
-  }
+  const auto size = examples::matmul_size(recorded->problem);
+  if (!size)
+    return fail("the problem needs positive numbers M, N and K");
   auto source = examples::matmul_source(argv[1]);
   if (!source)
     return fail(source.error().message);
@@ -60,7 +55,7 @@ int main(int argc, char** argv) {
   {
     auto device = opencl::tuning_device(cl_device);
     Cache cache(Config::from_environment());
-    examples::MatmulProblem problem(cache, context, cl_device, size[0], size[1], size[2],
+    examples::MatmulProblem problem(cache, context, cl_device, size->m, size->n, size->k,
                                     std::move(*source));
     if (!device) {
       status = fail(device.error().message);

@@ -20,8 +20,8 @@ tuning::Family matmul_family() {
   family.defaults = {{"TILE", "8"}, {"WPT", "1"}};
   family.heuristic = [](const tuning::Problem& problem,
                         const tuning::Device&) -> std::optional<tuning::Parameters> {
-    const int n = std::stoi(problem.at("N"));
-    if (n >= 128 && n % 16 == 0)
+    const auto size = matmul_size(problem);
+    if (size && size->n >= 128 && size->m % 16 == 0 && size->n % 16 == 0 && size->k % 16 == 0)
       return tuning::Parameters{{"TILE", "16"}, {"WPT", "4"}};
     return std::nullopt;
   };

@@ -114,10 +114,11 @@ JITCACHE_EXPORT Expected<Key> make_key(const Config& config, const Program& prog
 
 /// The current context's device as the tuning database knows it (jitcache/tuning.hpp): backend
 /// "cuda", its name (cuDeviceGetName), and as its identity the name, the compute capability,
-/// the driver's version, NVRTC's version and build, and jitcache's version; so a record
-/// measured on an H100 never applies to an H200 (both sm_90), nor after a driver or NVRTC
-/// upgrade. Opens NVRTC once per process (a tuning compiles through it anyway). Errors:
-/// invalid_argument (no current context), runtime_missing (no driver, or no NVRTC),
+/// the CUDA version the driver supports (cuDriverGetVersion: 13000; not the driver's build),
+/// NVRTC's version and build, and jitcache's version; so a record measured on an H100 never
+/// applies to an H200 (both sm_90), nor after an NVRTC or CUDA upgrade. Opens NVRTC once per
+/// process (a tuning compiles through it anyway). Errors: invalid_argument (no current
+/// context), runtime_missing (no driver, or no NVRTC), no_device (the driver found no GPU),
 /// runtime_error naming the failing driver or NVRTC call. Thread-safe.
 JITCACHE_EXPORT Expected<tuning::Device> tuning_device();
 

@@ -54,7 +54,8 @@ enum class Method : std::uint8_t {
   tuned = 0,     ///< measured on the device by tune()
   system = 1,    ///< copied from a system package
   heuristic = 2, ///< the heuristic's guess, recorded without measuring
-  declared = 3,  ///< the declared default (every candidate failed or was slower)
+  declared = 3,  ///< the declared default, recorded without measuring (tune() records a
+                 ///< default it measured and kept as `tuned`)
 };
 /// "tuned", "system", "heuristic", "declared". Never fails.
 JITCACHE_EXPORT const char* to_string(Method method) noexcept;
@@ -151,8 +152,9 @@ struct Trials {
 struct TuneOptions {
   int warmup = 1;  ///< untimed runs of each candidate first
   int repeats = 5; ///< timed runs; the median counts
-  /// The most one problem's tuning may take (the default is always measured): candidates left
-  /// when it has passed are not tried. Also how long other processes wait for this one.
+  /// The most one problem's tuning may take, not counting waits for the device's measuring lock
+  /// (the default is always measured, and the runoff always runs): candidates left when it has
+  /// passed are not tried. Also how long other processes wait for this one.
   std::chrono::milliseconds time_limit = std::chrono::seconds(60);
   /// When another process (or thread) is tuning the same problem: true: wait for its record
   /// (at most its time limit); false: answer with lookup() at once.

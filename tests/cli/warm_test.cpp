@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <fcntl.h>
 #include <fstream>
 #include <map>
@@ -248,17 +249,22 @@ TEST_F(WarmTest, OnATerminalOneProgressLineIsRedrawnInPlace) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, child_side, 2);
+  posix_spawn_file_actions_addclose(&actions, child_side);
   posix_spawn_file_actions_addclose(&actions, terminal);
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(child_side);
-  ASSERT_EQ(spawned, 0);
   std::string shown;
   char chunk[4096];
-  for (ssize_t n; (n = read(terminal, chunk, sizeof chunk)) > 0;) // EIO once the child is gone
-    shown.append(chunk, static_cast<std::size_t>(n));
+  for (ssize_t n; spawned == 0;) { // EIO once the child and its stderr are gone
+    if ((n = read(terminal, chunk, sizeof chunk)) > 0)
+      shown.append(chunk, static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
   close(terminal);
+  ASSERT_EQ(spawned, 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << shown;

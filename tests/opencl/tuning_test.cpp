@@ -213,6 +213,21 @@ TEST_F(TuningOpenclTest, ARunnerThatHangsOrSaysNothingIsAFailureNamedByItsLine) 
                           "after --timeout 0.3 s"),
             std::string::npos)
       << hung.err;
+  // One that closes its output first and then hangs is killed at the limit all the same; one
+  // whose output is not UTF-8 is reported in JSON, the bytes replaced.
+  const auto closed = test::run_cli(
+      {"tune", record.string(), "--runner", "exec >/dev/null 2>&1; sleep 30", "--timeout", "0.3"},
+      env);
+  EXPECT_EQ(closed.exit_code, 1);
+  EXPECT_NE(closed.err.find("the runner was killed after --timeout 0.3 s"), std::string::npos)
+      << closed.err;
+  const auto bytes = test::run_cli(
+      {"tune", record.string(), "--runner", "printf 'bad \\377 byte\\n'; exit 3", "--json"}, env);
+  EXPECT_EQ(bytes.exit_code, 1) << bytes.err;
+  ASSERT_FALSE(bytes.out.empty()) << bytes.err;
+  for (const auto& line : test::json_lines(bytes.out))
+    EXPECT_TRUE(line.is_object()) << line;
+  EXPECT_NE(bytes.out.find("bad \xEF\xBF\xBD byte"), std::string::npos) << bytes.out;
   const auto silent =
       test::run_cli({"tune", record.string(), "--runner", "cat > /dev/null; echo done"}, env);
   EXPECT_EQ(silent.exit_code, 1);

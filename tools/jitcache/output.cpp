@@ -15,7 +15,8 @@ namespace jitcache::cli {
 
 void Output::emit(const nlohmann::json& object, const std::string& text) const {
   if (m_json)
-    std::cout << object.dump() << '\n';
+    // Text that is not UTF-8 (a runner's or a compiler's output) is replaced, never a throw.
+    std::cout << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   else
     std::cout << text << '\n';
 }

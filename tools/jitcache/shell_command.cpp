@@ -2,6 +2,7 @@
 
 #include "core/clock.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -90,7 +91,7 @@ Expected<CommandResult> run_shell_command(const std::string& command, const std:
         result.timed_out = true;
         break;
       }
-      wait_ms = static_cast<int>(left) + 1;
+      wait_ms = static_cast<int>(std::min(left, 1e9)) + 1;
     }
     if (::poll(fds, to_child >= 0 ? 2 : 1, wait_ms) < 0) {
       if (errno == EINTR)
@@ -120,8 +121,19 @@ Expected<CommandResult> run_shell_command(const std::string& command, const std:
   if (to_child >= 0)
     ::close(to_child);
   ::close(out[0]);
+  // The output may close before the command ends (it closed both, or a process it left holds
+  // them no more): the time limit still holds until it exits.
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    const pid_t done = ::waitpid(child, &status, limit && !result.timed_out ? WNOHANG : 0);
+    if (done == child || (done < 0 && errno != EINTR))
+      break;
+    if (done == 0 && static_cast<double>(limit->count()) <= clock.ms()) {
+      ::kill(-child, SIGKILL);
+      result.timed_out = true;
+    } else if (done == 0) {
+      ::usleep(2000);
+    }
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
