@@ -4,7 +4,8 @@
     program = jitcache.opencl.build(ctx, device, source, "-I kernels")   # a pyopencl.Program
     program.info.outcome                                                  # "hit" or "miss"
 
-Submodules: jitcache.opencl (needs PyOpenCL), jitcache.cuda (CuPy, cuda-python, or offline).
+Submodules: jitcache.opencl (needs PyOpenCL), jitcache.cuda (CuPy, cuda-python, or offline),
+jitcache.tuning (the tuning database).
 Calls without cache= use default_cache(), configured from the environment (JITCACHE_DIR, ...).
 """
 
@@ -38,7 +39,7 @@ def default_cache():
 def __getattr__(name):
     # Submodules load on first use: jitcache.opencl imports PyOpenCL, which a CUDA program
     # need not have.
-    if name in ("opencl", "cuda"):
+    if name in ("opencl", "cuda", "tuning"):
         import importlib
         return importlib.import_module("jitcache." + name)
     raise AttributeError(f"module 'jitcache' has no attribute {name!r}")

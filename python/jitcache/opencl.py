@@ -14,7 +14,7 @@ from jitcache import _jitcache, default_cache
 if not _jitcache.has_opencl:
     raise ImportError("jitcache was built without its OpenCL backend")
 
-__all__ = ["build"]
+__all__ = ["build", "tuning_device"]
 
 _Program = _cl.Program
 _ProgramHandle = _cl._cl._Program
@@ -75,3 +75,13 @@ def build(ctx, device, source, options="", *, cache=None):
     program = _program_of(handle, ctx)
     program.info = info
     return program
+
+
+def tuning_device(device):
+    """`device` (a pyopencl.Device) as the tuning database knows it: a jitcache.tuning.Device
+    (backend "opencl", its name, and the device and toolchain fields of its kernel key)."""
+    if not isinstance(device, _cl.Device):
+        raise TypeError(f"device must be a pyopencl.Device, not {type(device).__name__}")
+    from jitcache.tuning import Device
+    backend, name, identity = _jitcache.opencl_tuning_device(device.int_ptr)
+    return Device(backend, name, [tuple(field) for field in identity])

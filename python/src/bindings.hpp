@@ -8,6 +8,7 @@ namespace jitcache::python {
 /// PYBIND11_MODULE, with the GIL held.
 void bind_build_info(pybind11::module_& m);
 void bind_cache(pybind11::module_& m);
+void bind_tuning(pybind11::module_& m);
 #ifdef JITCACHE_HAVE_OPENCL
 void bind_opencl(pybind11::module_& m);
 #endif

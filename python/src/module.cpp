@@ -10,6 +10,7 @@ PYBIND11_MODULE(_jitcache, m) {
   // BuildInfo first: the results of the backends' calls carry one.
   bind_build_info(m);
   bind_cache(m);
+  bind_tuning(m);
 #ifdef JITCACHE_HAVE_OPENCL
   m.attr("has_opencl") = true;
   bind_opencl(m);

@@ -5,6 +5,8 @@
 
 #include <jitcache/opencl.hpp>
 
+#include <pybind11/stl.h>
+
 #include <cstdint>
 #include <ctime>
 #include <string_view>
@@ -36,6 +38,16 @@ void bind_opencl(py::module_& m) {
       py::arg("cache"), py::arg("context"), py::arg("device"), py::arg("source"),
       py::arg("options"),
       "(cl_program as int, BuildInfo); the caller owns one reference to the program.");
+
+  m.def(
+      "opencl_tuning_device",
+      [](std::uintptr_t device) {
+        auto found = opencl::tuning_device(reinterpret_cast<cl_device_id>(device));
+        if (!found)
+          raise_error(found.error());
+        return py::make_tuple(found->backend, found->name, found->identity);
+      },
+      py::arg("device"), "(backend, name, identity): the device as the tuning database knows it.");
 
   // For bench/python/bench_pyopencl.py: the C++ call's own cost, in this process and between the
   // Python calls it is compared with, in this thread's CPU time (on a shared machine, wall time
