@@ -79,11 +79,13 @@ public:
         candidates.push_back(*current_dir / d.name);
       for (const fs::path& dir : m_dirs)
         candidates.push_back(dir / d.name);
+      bool resolved_somewhere = false;
       for (const fs::path& candidate : candidates) {
         // Lexical normalisation only: resolving symlinks costs a syscall per path component,
         // and a file reached under two spellings is merely read twice.
         const fs::path resolved = candidate.lexically_normal();
-        if (m_seen.count(resolved.string()))
+        resolved_somewhere = m_seen.count(resolved.string()) > 0;
+        if (resolved_somewhere)
           break;
         detail::FileStamp stamp;
         auto content = detail::read_stamped(resolved.string(), stamp);
@@ -94,13 +96,17 @@ public:
         m_seen.insert(resolved.string());
         m_out.headers.push_back({d.name, resolved.string(), *content, std::move(stamp)});
         scan(*content, resolved.parent_path(), depth + 1);
+        resolved_somewhere = true;
         break;
       }
+      if (!resolved_somewhere && d.kind == Directive::quoted)
+        m_unresolved.insert(d.name);
     }
   }
 
   IncludeScan take() {
     m_out.absent.assign(m_absent.begin(), m_absent.end());
+    m_out.unresolved.assign(m_unresolved.begin(), m_unresolved.end());
     return std::move(m_out);
   }
 
@@ -109,6 +115,7 @@ private:
   const std::map<std::string, std::string>& m_in_memory;
   std::set<std::string> m_seen;
   std::set<std::string> m_absent;
+  std::set<std::string> m_unresolved;
   IncludeScan m_out;
 };
 

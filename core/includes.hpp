@@ -29,6 +29,9 @@ struct IncludeScan {
   /// Candidate paths looked at before the one an include resolved to, and those of includes
   /// that resolved nowhere: a file created at one of them would change what is included.
   std::vector<std::string> absent;
+  /// The names of quoted includes ("x") found nowhere: neither given in memory nor at any
+  /// candidate path. Each once, in name order.
+  std::vector<std::string> unresolved;
 };
 
 /// Finds the headers `source` pulls in through #include, recursively, resolving "x" first

@@ -60,6 +60,15 @@ Expected<void> check_replayed_key(const RequestRecord& record, const Key& key) {
   for (const auto& [name, content] : recorded)
     if (!now.count(name))
       add("header " + name + " of the record is not found");
+  // A header the source includes that the record lacks (a line cut or edited by hand) and this
+  // machine lacks too: the key has no field for it, so only the source tells.
+  std::map<std::string, std::string> given;
+  for (const RecordedHeader& header : record.headers)
+    if (included_header(header))
+      given.emplace(header.name, header.content);
+  for (const std::string& name : scan_includes(record.source, {}, given).unresolved)
+    if (!now.count(name))
+      add("the source includes \"" + name + "\", which neither the record nor this machine has");
   if (why.empty())
     why = "its source, options, name expressions or headers are not those the key was made "
           "from, or the environment differs";

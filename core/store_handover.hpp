@@ -18,13 +18,14 @@ namespace jitcache::detail {
 std::optional<std::filesystem::path> store_worker();
 
 /// Writes `requests` (JSON lines, mode 0600) to a new file in `pending` (created, mode 0700; a
-/// symlink is refused) and starts `worker store --remove FILE...` detached (with the files of
-/// `pending` older than an hour: left by a store process that was killed): in its own session,
-/// re-parented to init (never a zombie of the caller), at idle CPU and I/O priority, with
-/// standard streams on /dev/null. Does not wait for it; the caller may exit at once. Returns
-/// the file. Errors: io_error (the folder or file), runtime_error (fork failed; the file is
-/// removed). Safe in a threaded process: the child runs only async-signal-safe calls until it
-/// executes the worker.
+/// symlink is refused) and starts `worker store --detach --remove FILE...` (with the files of
+/// `pending` older than an hour: left by a store process that was killed) through posix_spawn
+/// (no copy-on-write of this process's memory): in its own session, with default signal
+/// handling, standard streams on /dev/null and no other descriptor. Waits only for that
+/// process, which forks the worker and exits at once: the worker is re-parented to init (never
+/// a zombie of the caller) and runs at idle CPU and I/O priority. The caller may exit at once.
+/// Returns the file. Errors: io_error (the folder or file), runtime_error (the process could
+/// not be started or failed to detach; the file is removed). Safe in a threaded process.
 Expected<std::filesystem::path> hand_over(const std::filesystem::path& worker,
                                           const std::filesystem::path& pending,
                                           const std::vector<RequestRecord>& requests);

@@ -327,10 +327,6 @@ const char* to_string(Method method) noexcept {
     return "tuned";
   case Method::system:
     return "system";
-  case Method::heuristic:
-    return "heuristic";
-  case Method::declared:
-    return "declared";
   }
   return "unknown";
 }

@@ -131,7 +131,7 @@ Expected<Record> decode_record(const Digest& key, const EntryView& entry,
   std::uint8_t method = 0;
   if (!take_sized<std::uint32_t>(body, r.device.name) || !take_pairs(body, r.parameters) ||
       !take_le(body, best_ns) || !take_le(body, default_ns) || !take_le(body, method) ||
-      method > static_cast<std::uint8_t>(Method::declared) || !take_le(body, r.when) ||
+      method > static_cast<std::uint8_t>(Method::system) || !take_le(body, r.when) ||
       !take_sized<std::uint32_t>(body, r.jitcache_version) || !take_le(body, r.candidates) ||
       !take_le(body, r.skipped) || !body.empty())
     return corrupt("has a malformed body");

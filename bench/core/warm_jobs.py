@@ -2,11 +2,11 @@
 """`jitcache warm` throughput against --jobs: kernels per second, and how close to linear.
 
 usage: bench/core/warm_jobs.py [--build build] [--runs 3] [--arch sm_90] [--variants 4]
-                               [--kernels saxpy.cu,scale.cu,transpose.cu]
+                               [--kernels saxpy.cu,scale.cu,transpose.cu] [--jobs 1,2,4,...]
 Records the CUDA sample kernels (each under --variants option sets, -DJITCACHE_BENCH_VARIANT=i,
 so that each is a request of its own) with `jitcache build --arch sm_80 --record`, then warms
 the record for --arch (NVRTC: no GPU needed) into an empty cache directory with --jobs 1, 2 and
-the number of cores, --runs times each, alternating. Prints a Markdown table of the medians:
+the number of cores (or the --jobs list), --runs times each, alternating. Prints a Markdown table of the medians:
 wall and CPU seconds (user + system of the warm process), kernels per second, the speed-up over
 --jobs 1 and the parallel efficiency (speed-up / jobs). On a machine other work shares, the
 CPU seconds say what the warm needed, the wall seconds what it got.
@@ -41,11 +41,13 @@ def main():
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--variants", type=int, default=4)
     ap.add_argument("--kernels", default="saxpy.cu,scale.cu,transpose.cu")
+    ap.add_argument("--jobs", help="comma-separated --jobs values (default: 1, 2, the cores)")
     opts = ap.parse_args()
     build = os.path.abspath(opts.build)
     cores = os.cpu_count() or 1
     load = os.getloadavg()[0]
-    jobs_list = sorted({1, 2, cores})
+    jobs_list = (sorted({int(j) for j in opts.jobs.split(",")}) if opts.jobs
+                 else sorted({1, 2, cores}))
 
     with tempfile.TemporaryDirectory(prefix="jitcache-warm-bench-") as tmp:
         # The record and the caches live outside the current directory the requests are made

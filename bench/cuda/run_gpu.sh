@@ -5,11 +5,15 @@
 # bench.md (the Markdown table), bench_raw.jsonl, bench_tuning.md (the tuning example's table).
 #
 # usage (from the repository root): bench/cuda/run_gpu.sh   (RUNS=N: N fresh processes per column, default 21)
+# PARTS: the parts after the build, default "tests python bench tuning warm" (warm: `jitcache warm`
+# throughput against --jobs on this machine's cores, bench/core/warm_jobs.py, into warm_jobs.md).
 # Needs CUDA 13 (NVRTC), cmake, and the core's dependencies; says which are missing. Where lmdb or
 # xxhash lack their -dev packages, a git-ignored build-deps/ (include/, lib/*.a and
 # lib/pkgconfig/*.pc with prefix=${pcfiledir}/../..) copied from another machine stands in.
 set -u
 OUT=${OUT:-$PWD/out}
+PARTS=" ${PARTS:-tests python bench tuning warm} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 BUILD=${BUILD:-build-gpu}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/run_gpu.log") 2>&1
@@ -25,7 +29,7 @@ if python3 -c 'import cupy; print("cupy", cupy.__version__)'; then cupy=yes; els
 section dependencies
 # Each required by the top-level CMakeLists.txt; GTest only for the tests.
 has_cmake_package() { # name: a <name>Config.cmake or <name>-config.cmake somewhere cmake looks
-  find /usr /usr/local /opt -ipath "*cmake*" \( -iname "$1Config.cmake" -o -iname "$1-config.cmake" \) \
+  find /usr /usr/local /opt "$deps" -ipath "*cmake*" \( -iname "$1Config.cmake" -o -iname "$1-config.cmake" \) \
     -print -quit 2>/dev/null | grep -q .
 }
 # Headers and static libraries carried in build-deps/ stand in for what the machine lacks.
@@ -70,7 +74,7 @@ echo "built: ${targets[*]}"
 section jitcache info
 "$BUILD/tools/jitcache/jitcache" info 2>&1 | tee "$OUT/info.txt"
 
-if [ "$tests" = ON ]; then
+if [ "$tests" = ON ] && part tests; then
   section tests
   (cd "$BUILD" && ctest -R '^Cuda' --output-on-failure --timeout 300) >"$OUT/ctest.txt" 2>&1 ||
     tests_failed=yes
@@ -82,7 +86,9 @@ fi
 section python module with cupy
 # jitcache.cuda.load_module used through CuPy's raw driver calls (python/tests/test_cuda_gpu.py).
 # pytest: installed, or its packages in build-deps/python.
-if [ "$cupy" = yes ] && grep -q "Python module  : ON" "$OUT/configure.txt"; then
+if ! part python; then
+  echo "skipped (PARTS)"
+elif [ "$cupy" = yes ] && grep -q "Python module  : ON" "$OUT/configure.txt"; then
   if cmake --build "$BUILD" -j"$(nproc)" --target jitcache_python >>"$OUT/build.txt" 2>&1; then
     PYTHONPATH="$PWD/$BUILD/python:$deps/python" timeout 600 python3 -m pytest -q -rs \
       -p no:cacheprovider python/tests/test_cuda_gpu.py python/tests/test_cuda.py 2>&1 | tail -15
@@ -93,19 +99,32 @@ else
   echo "skipped: needs CuPy and pybind11 (pybind11-dev, or its files in build-deps)"
 fi
 
-section benchmark
-cupy_flag=()
-[ "$cupy" = yes ] || cupy_flag=(--no-cupy)
-# The package columns export for the GPU's own target (compute capability 9.0: sm_90).
-arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
-timeout 500 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
-  --kernels kernels --runs "${RUNS:-21}" --cli "$BUILD/tools/jitcache/jitcache" --arch "$arch" \
-  --raw "$OUT/bench_raw.jsonl" "${cupy_flag[@]}" | tee "$OUT/bench.md"
+if part bench; then
+  section benchmark
+  cupy_flag=()
+  [ "$cupy" = yes ] || cupy_flag=(--no-cupy)
+  # The package columns export for the GPU's own target (compute capability 9.0: sm_90).
+  arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+  timeout 500 python3 bench/cuda/compare.py --bench "$BUILD/bench/cuda/bench_cuda" \
+    --kernels kernels --runs "${RUNS:-21}" --cli "$BUILD/tools/jitcache/jitcache" --arch "$arch" \
+    --raw "$OUT/bench_raw.jsonl" "${cupy_flag[@]}" | tee "$OUT/bench.md"
+fi
 
-section tuning benchmark
-# The tuning database's CUDA example (kernels/matmul_tuned.cu) tuned per size on this GPU.
-timeout 300 "$BUILD/bench/cuda/bench_cuda_tuning" --kernels kernels --runs 51 |
-  tee "$OUT/bench_tuning.md"
+if part tuning; then
+  section tuning benchmark
+  # The tuning database's CUDA example (kernels/matmul_tuned.cu) tuned per size on this GPU.
+  timeout 300 "$BUILD/bench/cuda/bench_cuda_tuning" --kernels kernels --runs 51 |
+    tee "$OUT/bench_tuning.md"
+fi
+
+if part warm; then
+  section warm throughput
+  # NVRTC for sm_90 with 1 job up to one per core: this machine has more cores than the VM.
+  jobs=1,2,4,8
+  [ "$(nproc)" -gt 8 ] && jobs="$jobs,$(nproc)"
+  timeout 400 python3 bench/core/warm_jobs.py --build "$BUILD" --runs "${WARM_RUNS:-3}" \
+    --variants 16 --jobs "$jobs" | tee "$OUT/warm_jobs.md"
+fi
 # The tests' result is the script's: a failed CUDA test is exit status 1, after the benchmark.
 if [ "$tests_failed" = yes ]; then
   echo "run_gpu.sh: CUDA tests failed (see $OUT/ctest.txt)"

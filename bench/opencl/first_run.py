@@ -3,12 +3,14 @@ alone, PyOpenCL with its cache off, jitcache's first run (JITCACHE_OPENCL_STORE=
 =detach), the run after the stores finished (jitcache against PoCL's cache), and the
 edit-and-run loop (one program's header changed). Medians of --runs runs.
 
-usage: first_run.py [--build build] [--runs 3] [--programs 24] [--kernels 24]
+usage: first_run.py [--build build] [--runs 3] [--programs 24] [--kernels 24] [--no-pyopencl]
+                    [--no-wait]
 Each run: fresh POCL_CACHE_DIR and JITCACHE_DIR, a workload written by make_workload.py. Wall
 time is from starting the process to its exit; CPU is the process's own (getrusage, children
 separate: the short-lived process that starts the detached store). For detach, the detached
 `jitcache store` process is followed to its end: how long until every program was stored and
-the CPU time it used.
+the CPU time it used. What is compared (PoCL alone and jitcache's first run, second run and
+edit) runs side by side, in alternating order from one run to the next.
 """
 import argparse
 import json
@@ -93,16 +95,29 @@ BASELINES = {
 }
 
 
+def reference_of(name):
+    return next((base for key, base in BASELINES.items() if key in name and base != name), None)
+
+
 def table(rows):
-    """The markdown table of medians, each row against its reference (BASELINES)."""
+    """The markdown table of medians, each row against its reference (BASELINES): the ratio of
+    the medians, and the median of the runs' own ratios (each run's row against the reference
+    measured beside it, the two in alternating order), which the machine's drift between runs
+    does not move."""
     med = {name: {field: statistics.median(x[field] for x in values)
                   for field in ("wall", "cpu", "children")} for name, values in rows.items()}
     lines = ["| run | wall to exit | CPU, process | CPU, children | wall / reference | "
-             "CPU / reference |", "|---|---:|---:|---:|---:|---:|"]
+             "CPU / reference | wall / reference, run by run | CPU / reference, run by run |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, m in med.items():
-        ref = next((med.get(base) for key, base in BASELINES.items() if key in name), None)
-        ratios = (f"{m['wall'] / ref['wall']:.2f}x | {m['cpu'] / ref['cpu']:.2f}x"
-                  if ref and "detached store" not in name else " | ")
+        base = reference_of(name)
+        ratios = " | | | "
+        if base and "detached store" not in name:
+            ref = med[base]
+            pairs = list(zip(rows[name], rows[base]))
+            by_run = lambda f: statistics.median(a[f] / b[f] for a, b in pairs)
+            ratios = (f"{m['wall'] / ref['wall']:.2f}x | {m['cpu'] / ref['cpu']:.2f}x | "
+                      f"{by_run('wall'):.2f}x | {by_run('cpu'):.2f}x")
         lines.append(f"| {name} | {m['wall']:.2f} s | {m['cpu']:.2f} s | {m['children']:.2f} s "
                      f"| {ratios} |")
     return "\n".join(lines)
@@ -115,6 +130,8 @@ def main():
     parser.add_argument("--programs", type=int, default=24)
     parser.add_argument("--kernels", type=int, default=24)
     parser.add_argument("--no-pyopencl", action="store_true")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="leave out JITCACHE_OPENCL_STORE=wait (the slow store in the process)")
     args = parser.parse_args()
     driver = os.path.abspath(os.path.join(args.build, "bench", "opencl", "bench_first_run"))
     python = shutil.which("python3", path="/usr/bin") or sys.executable
@@ -123,6 +140,12 @@ def main():
     def add(name, wall, cpu, children=0.0, extra=None):
         rows.setdefault(name, []).append({"wall": wall, "cpu": cpu, "children": children,
                                           **(extra or {})})
+
+    def alternate(r, steps):
+        """Runs steps in order on even runs, reversed on odd ones: what is compared is measured
+        side by side, neither always first."""
+        for step in (steps if r % 2 == 0 else list(reversed(steps))):
+            step()
 
     for r in range(args.runs):
         root = tempfile.mkdtemp(prefix="jitcache-first-run-")
@@ -133,44 +156,49 @@ def main():
                                     str(args.kernels)], check=True, capture_output=True,
                                    text=True).stdout.split()
             cmd = lambda mode: [driver, mode, work] + files
-            pocl_dir = os.path.join(root, "pocl-only")
-            env = {"POCL_CACHE_DIR": pocl_dir, "POCL_KERNEL_CACHE": "1"}
-            wall, line, _ = run(cmd("pocl"), env)
-            add("PoCL's own cache only: first run", wall, line["cpu_s"], line["children_cpu_s"])
+            env = {"POCL_CACHE_DIR": os.path.join(root, "pocl-only"), "POCL_KERNEL_CACHE": "1"}
+            jit_env = lambda mode: {"POCL_CACHE_DIR": os.path.join(root, "pocl-" + mode),
+                                    "JITCACHE_DIR": os.path.join(root, "jitcache-" + mode),
+                                    "JITCACHE_OPENCL_STORE": mode}
+            pending = os.path.join(root, "jitcache-detach", "v1", "pending")
+
+            def pocl(name):
+                wall, line, _ = run(cmd("pocl"), env)
+                add(name, wall, line["cpu_s"], line["children_cpu_s"])
+
+            def jitcache(name, mode="detach", hits=None):
+                wall, line, _ = run(cmd("jitcache"), jit_env(mode))
+                start_after = time.perf_counter()
+                if hits is not None:
+                    assert line["outcomes"] == {"hit": hits}, line
+                add(name, wall, line["cpu_s"], line["children_cpu_s"])
+                return start_after
+
+            def detach_first():
+                start_after = jitcache("jitcache first run, JITCACHE_OPENCL_STORE=detach")
+                until, worker_cpu = follow_stores(pending, start_after)
+                add("detached store: until every program is stored (after exit)", until,
+                    worker_cpu)
+
+            alternate(r, [lambda: pocl("PoCL's own cache only: first run"), detach_first])
             if not args.no_pyopencl:
                 env_py = {"POCL_CACHE_DIR": os.path.join(root, "pyopencl"),
                           "PYOPENCL_NO_CACHE": "1"}
                 wall, line, _ = run([python, os.path.join(HERE, "pyopencl_first_run.py"), work]
                                     + files, env_py)
                 add("PyOpenCL, its cache off: first run", wall, line["cpu_s"])
-            for mode in ("wait", "detach"):
-                jit_env = {"POCL_CACHE_DIR": os.path.join(root, "pocl-" + mode),
-                           "JITCACHE_DIR": os.path.join(root, "jitcache-" + mode),
-                           "JITCACHE_OPENCL_STORE": mode}
-                wall, line, _ = run(cmd("jitcache"), jit_env)
-                start_after = time.perf_counter()
-                add(f"jitcache first run, JITCACHE_OPENCL_STORE={mode}", wall, line["cpu_s"],
-                    line["children_cpu_s"])
-                if mode == "detach":
-                    pending = os.path.join(root, "jitcache-detach", "v1", "pending")
-                    until, worker_cpu = follow_stores(pending, start_after)
-                    add("detached store: until every program is stored (after exit)", until,
-                        worker_cpu)
-                wall, line, _ = run(cmd("jitcache"), jit_env)
-                assert line["outcomes"] == {"hit": len(files)}, line
-                add(f"jitcache second run (after {mode}'s stores)", wall, line["cpu_s"])
-            wall, line, _ = run(cmd("pocl"), env)
-            add("PoCL's own cache only: second run", wall, line["cpu_s"])
+            if not args.no_wait:
+                jitcache("jitcache first run, JITCACHE_OPENCL_STORE=wait", "wait")
+                jitcache("jitcache second run (after wait's stores)", "wait", len(files))
+            alternate(r, [lambda: pocl("PoCL's own cache only: second run"),
+                          lambda: jitcache("jitcache second run (after detach's stores)",
+                                           hits=len(files))])
             # The edit-and-run loop: one program's own header changes.
             with open(os.path.join(work, "prog_00.h"), "a") as f:
                 f.write(f"// edited {r}\n")
-            wall, line, _ = run(cmd("pocl"), env)
-            add("edit one program's header: PoCL's own cache", wall, line["cpu_s"])
-            wall, line, _ = run(cmd("jitcache"), jit_env)
-            add("edit one program's header: jitcache (detach)", wall, line["cpu_s"],
-                line["children_cpu_s"])
-            follow_stores(os.path.join(root, "jitcache-detach", "v1", "pending"),
-                          time.perf_counter())
+            alternate(r, [lambda: pocl("edit one program's header: PoCL's own cache"),
+                          lambda: follow_stores(pending, jitcache(
+                              "edit one program's header: jitcache (detach)"))])
         finally:
             shutil.rmtree(root, ignore_errors=True)
         print(f"run {r + 1} of {args.runs} done", file=sys.stderr)

@@ -103,8 +103,9 @@ public:
   /// With Config::opencl_store == StoreMode::detach, the PoCL programs built from source since
   /// the last flush are first handed to a detached `jitcache store` process (not waited for:
   /// until it has stored them, a new process misses them; if it is killed, they are simply not
-  /// stored). Should it not start (no `jitcache` executable, fork failed, no user tier), they
-  /// are stored in this process and waited for, with one warning. The destructor flushes.
+  /// stored). Should it not start (no `jitcache` executable, it could not be started, no user
+  /// tier), they are stored in this process and waited for, with one warning. The destructor
+  /// flushes.
   void flush();
 
   /// Removes `key` from every writable tier (a binary the runtime rejected).

@@ -51,15 +51,11 @@ JITCACHE_EXPORT const char* to_string(Origin origin) noexcept;
 
 /// How a record's parameters were found. Stored: you MUST keep each value's number.
 enum class Method : std::uint8_t {
-  tuned = 0,     ///< measured on the device by tune()
-  system = 1,    ///< copied from a system package
-  heuristic = 2, ///< the heuristic's guess, recorded without measuring
-  declared = 3,  ///< the declared default, recorded without measuring (tune() records a
-                 ///< default it measured and kept as `tuned`)
+  tuned = 0,  ///< measured on this device by tune()
+  system = 1, ///< measured elsewhere: copied into the user tier from a package (`jitcache import`)
 };
-/// "tuned", "system", "heuristic", "declared". Never fails.
+/// "tuned", "system". Never fails.
 JITCACHE_EXPORT const char* to_string(Method method) noexcept;
-
 /// The application's guess for a problem on a device; nullopt when it has none. Must be
 /// thread-safe when lookup() is called from several threads.
 using Heuristic = std::function<std::optional<Parameters>(const Problem&, const Device&)>;

@@ -87,6 +87,18 @@ TEST(IncludesTest, ComputedIncludesAreReported) {
   EXPECT_EQ(scan.computed[0], "CONFIG_H");
 }
 
+// Quoted includes found nowhere are named (each once); angled ones are the runtime's to provide,
+// and one found, given in memory or included twice is not.
+TEST(IncludesTest, QuotedIncludesFoundNowhereAreNamed) {
+  test::TempDir dir;
+  write(dir.path() / "inc/a.h", "#include \"gone.h\"\n#include \"a.h\"\n");
+  auto scan = scan_includes("#include \"a.h\"\n#include \"gone.h\"\n#include \"mem.h\"\n"
+                            "#include <stdint.h>\n#include \"also_gone.h\"\n",
+                            {dir.path() / "inc"}, {{"mem.h", "int m;"}});
+  EXPECT_EQ(scan.unresolved, (std::vector<std::string>{"also_gone.h", "gone.h"}));
+  EXPECT_EQ(scan.headers.size(), 2u); // a.h and mem.h
+}
+
 TEST(IncludesTest, SplitOptions) {
   auto tokens = split_options("-O2 -I/a -I b -I'c d' \"-DX=1 2\"");
   const std::vector<std::string> expect{"-O2", "-I/a", "-I", "b", "-Ic d", "-DX=1 2"};

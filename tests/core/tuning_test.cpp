@@ -357,13 +357,16 @@ TEST(TuningTest, ADamagedRecordIsACountedMissWithOneWarning) {
   EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::user);
 }
 
+// Two processes meet the same problem at once: the first holds the tuning lease (it is inside its
+// measurements, held there until the second has started), the second finds no record, waits for
+// the lease and takes the first one's record: it prepares nothing.
 TEST(TuningTest, TwoProcessesTuneAProblemOnce) {
   test::TempDir dir;
   const Config config = config_in(dir.path());
   { Cache(config).flush(); } // the user tier exists before the processes start
-  // Each process tunes the same problem; the trials of the one that tunes are slow enough for
-  // the other to find the lease taken. Exit status: 10 + the candidates this process prepared.
-  const auto tune_here = [&] {
+  const auto go = dir.path() / "go";
+  // Exit status: 10 + the candidates this process prepared, 1 for a wrong choice.
+  const auto select_here = [&](bool first) {
     Cache cache(config);
     std::atomic<int> prepared{0};
     Trials trials;
@@ -371,20 +374,32 @@ TEST(TuningTest, TwoProcessesTuneAProblemOnce) {
     trials.prepare = [&](const Parameters& p, const std::string&) -> Expected<Trial> {
       ++prepared;
       const bool fast = p.at("TILE") == "32";
-      return Trial{[fast]() -> Expected<void> {
+      return Trial{[&, fast]() -> Expected<void> {
+                     if (first && !fast && !std::filesystem::exists(go)) {
+                       test::ChildProcess::tell_parent("tuning"); // the lease is held
+                       while (!std::filesystem::exists(go))
+                         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                     }
                      std::this_thread::sleep_for(std::chrono::milliseconds(fast ? 100 : 200));
                      return {};
                    },
                    {}};
     };
+    if (!first)
+      test::ChildProcess::tell_parent("selecting");
     const Choice choice =
         select(cache, family(), k_problem, k_device, trials, TuneMode::missing, quick());
     return choice.parameters.at("TILE") == "32" ? 10 + prepared.load() : 1;
   };
-  test::ChildProcess a(tune_here), b(tune_here);
-  const int sa = a.wait(), sb = b.wait();
-  EXPECT_EQ(std::min(sa, sb), 10) << a.err() << b.err(); // one waited and read the record
-  EXPECT_EQ(std::max(sa, sb), 12) << a.err() << b.err(); // one tuned (the default and 32)
+  test::ChildProcess a([&] { return select_here(true); });
+  ASSERT_EQ(a.next_message(), "tuning") << a.err();
+  test::ChildProcess b([&] { return select_here(false); });
+  ASSERT_EQ(b.next_message(), "selecting") << b.err();
+  // The first process's record comes at least 300 ms of measuring after this: the second
+  // process has looked for it (and found the lease taken) long before.
+  std::ofstream(go).put('\n');
+  EXPECT_EQ(a.wait(), 12) << a.err(); // tuned: the default and TILE=32
+  EXPECT_EQ(b.wait(), 10) << b.err(); // waited, and read the record
   Cache cache(config);
   EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::user);
 }
@@ -559,14 +574,43 @@ TEST(TuningPackageTest, ExportedRecordsAnswerFromTheSystemTierUnderTheUserTier) 
     EXPECT_EQ(host.prepared, 5);
     EXPECT_EQ(lookup(cache, f, k_problem, k_device).origin, Origin::user);
   }
-  // Imported, the record is the user tier's own; a damaged package is refused whole.
+  // Imported, the record is the user tier's own, marked as measured elsewhere (`system`); a
+  // user tier that measured the problem itself keeps its record.
   const std::map<std::string, std::string> other_env = {{"JITCACHE_DIR", other.string()}};
   auto imported = test::run_cli({"import", package.string(), "--json"}, other_env);
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_EQ(test::json_lines(imported.out).at(0).at("imported"), 1);
+  EXPECT_EQ(test::json_lines(imported.out).at(0).at("kept"), 0);
   {
     Cache cache(Config::from_variables({{"JITCACHE_DIR", other.string()}}));
-    EXPECT_EQ(lookup(cache, f, k_problem, k_device).origin, Origin::user);
+    const Choice c = lookup(cache, f, k_problem, k_device);
+    EXPECT_EQ(c.origin, Origin::user);
+    ASSERT_TRUE(c.record);
+    EXPECT_EQ(c.record->method, Method::system);
+    EXPECT_EQ(c.parameters.at("TILE"), "32");
+    EXPECT_DOUBLE_EQ(c.record->default_ms, 3.25);
+  }
+  const auto listed = test::run_cli({"tune", "list", "--json"}, other_env);
+  EXPECT_EQ(test::json_lines(listed.out).at(0).at("method"), "system") << listed.out;
+  const std::map<std::string, std::string> user_env = {{"JITCACHE_DIR", user.string()}};
+  Record own;
+  {
+    Cache cache(Config::from_variables(user_env));
+    const Choice c = lookup(cache, f, k_problem, k_device);
+    ASSERT_TRUE(c.record);
+    own = *c.record;
+  }
+  auto again = test::run_cli({"import", package.string(), "--json"}, user_env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(test::json_lines(again.out).at(0).at("imported"), 0);
+  EXPECT_EQ(test::json_lines(again.out).at(0).at("kept"), 1);
+  {
+    Cache cache(Config::from_variables(user_env));
+    const Choice c = lookup(cache, f, k_problem, k_device);
+    ASSERT_TRUE(c.record);
+    EXPECT_EQ(c.record->method, Method::tuned);
+    EXPECT_EQ(c.parameters, own.parameters);
+    EXPECT_EQ(c.record->when, own.when);
   }
 
   // Every byte of the package flipped in turn: the answer is the record, or (the package or

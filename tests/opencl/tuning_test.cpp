@@ -110,6 +110,112 @@ TEST_F(TuningOpenclTest, TunesTheTiledMatmulSkippingBrokenCandidatesAndKeepsTheC
   EXPECT_EQ(line.at("valid"), true);
 }
 
+// Every JITCACHE_TUNE mode on PoCL with the example's kernel, each in a Cache of its own as a new
+// process would have it: off never tunes; missing tunes a problem once (two compiles: the
+// default and the candidate) and then reads its record; all tunes what the user tier lacks,
+// through the kernel cache (no compile); retune measures again once per process, replacing the
+// record; clean drops the records of the problems met; an unknown value is off with a warning.
+TEST_F(TuningOpenclTest, EveryModeOnTheRealKernel) {
+  const tuning::Family family = examples::matmul_family();
+  auto device = opencl::tuning_device(m_device);
+  ASSERT_TRUE(device) << device.error().message;
+  const auto read = examples::matmul_source(JITCACHE_KERNELS);
+  ASSERT_TRUE(read) << read.error().message;
+  tuning::TuneOptions options;
+  options.warmup = 0;
+  options.repeats = 1;
+  struct Outcome {
+    tuning::Choice choice;
+    std::uint64_t tuned = 0, compiles = 0;
+  };
+  // select() in `cache` for an n x n x n problem, then what it counted.
+  const auto select = [&](Cache& cache, int n) {
+    examples::MatmulProblem problem(cache, m_context, m_device, n, n, n, *read);
+    const Stats before = cache.session_stats();
+    Outcome out;
+    out.choice =
+        tuning::select(cache, family, problem.problem(), *device,
+                       problem.trials({{{"TILE", "4"}, {"WPT", "2"}}}), std::nullopt, options);
+    const Stats after = cache.session_stats();
+    out.tuned = after.get(tuning::k_tuning_backend, Counter::tuned) -
+                before.get(tuning::k_tuning_backend, Counter::tuned);
+    out.compiles = after.get("opencl", Counter::compiles) - before.get("opencl", Counter::compiles);
+    return out;
+  };
+  const auto lookup = [&](Cache& cache, int n) {
+    return tuning::lookup(cache, family, examples::matmul_problem(n, n, n), *device);
+  };
+  {
+    Cache cache(config("off"));
+    const Outcome off = select(cache, 16);
+    EXPECT_EQ(off.choice.origin, tuning::Origin::declared);
+    EXPECT_EQ(off.tuned, 0u);
+    EXPECT_EQ(off.compiles, 0u);
+  }
+  std::int64_t tuned_when = 0;
+  {
+    Cache cache(config("missing"));
+    const Outcome first = select(cache, 16);
+    EXPECT_EQ(first.choice.origin, tuning::Origin::user);
+    ASSERT_TRUE(first.choice.record);
+    EXPECT_EQ(first.choice.record->method, tuning::Method::tuned);
+    EXPECT_EQ(first.choice.record->candidates, 2u);
+    EXPECT_EQ(first.tuned, 1u);
+    EXPECT_EQ(first.compiles, 2u);
+    tuned_when = first.choice.record->when;
+  }
+  {
+    Cache cache(config("missing"));
+    const Outcome again = select(cache, 16);
+    EXPECT_EQ(again.choice.origin, tuning::Origin::user);
+    EXPECT_EQ(again.tuned, 0u);
+    EXPECT_EQ(again.compiles, 0u);
+  }
+  {
+    Cache cache(config("all"));
+    EXPECT_EQ(select(cache, 16).tuned, 0u); // the user tier has it
+    const Outcome other = select(cache, 32);
+    EXPECT_EQ(other.choice.origin, tuning::Origin::user);
+    EXPECT_EQ(other.tuned, 1u);
+    EXPECT_EQ(other.compiles, 0u); // the same two kernels, from the user tier
+  }
+  {
+    Cache cache(config("retune"));
+    const Outcome retuned = select(cache, 16);
+    EXPECT_EQ(retuned.tuned, 1u);
+    EXPECT_EQ(retuned.compiles, 0u);
+    ASSERT_TRUE(retuned.choice.record);
+    EXPECT_GE(retuned.choice.record->when, tuned_when);
+    EXPECT_EQ(select(cache, 16).tuned, 0u); // once per process
+    const auto kept = lookup(cache, 16);
+    ASSERT_TRUE(kept.record);
+    EXPECT_EQ(kept.record->when, retuned.choice.record->when);
+  }
+  {
+    Cache cache(config("clean"));
+    const Outcome cleaned = select(cache, 16);
+    EXPECT_EQ(cleaned.choice.origin, tuning::Origin::declared);
+    EXPECT_EQ(cleaned.tuned, 0u);
+    EXPECT_EQ(lookup(cache, 16).origin, tuning::Origin::declared);
+    EXPECT_EQ(lookup(cache, 32).origin, tuning::Origin::user); // not met: kept
+  }
+  {
+    const Config unknown = config("exhaustive");
+    ASSERT_EQ(unknown.warnings.size(), 1u);
+    EXPECT_NE(unknown.warnings[0].find("JITCACHE_TUNE"), std::string::npos) << unknown.warnings[0];
+    EXPECT_EQ(unknown.tune, TuneMode::off);
+    Cache cache(unknown);
+    const Outcome off = select(cache, 16);
+    EXPECT_EQ(off.choice.origin, tuning::Origin::declared);
+    EXPECT_EQ(off.tuned, 0u);
+  }
+  const auto listed =
+      test::run_cli({"tune", "list", "--json"}, {{"JITCACHE_DIR", m_dir.path().string()}});
+  const auto lines = test::json_lines(listed.out);
+  ASSERT_EQ(lines.size(), 1u) << listed.out;
+  EXPECT_EQ(lines[0].at("problem").at("N"), "32");
+}
+
 // Offline tuning (issue 15, part 5): the problems an application met are in its record
 // (JITCACHE_RECORD), and `jitcache tune RECORD --runner` tunes each on PoCL through the
 // example's runner, two at once, into the user tier; a problem the runner cannot tune and a line

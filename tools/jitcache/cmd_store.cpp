@@ -10,7 +10,10 @@
 #include <filesystem>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace jitcache::cli {
@@ -69,9 +72,30 @@ nlohmann::json store_one(const detail::RequestRecord& record) {
   return line;
 }
 
+// `store --detach`: the process that handed its stores over waits for this one only until it
+// has forked; the child, re-parented to init once this one exits, gives way to any other work
+// of the machine. false when fork failed (the caller then stores in its own process).
+bool detach() {
+  const pid_t child = ::fork();
+  if (child < 0)
+    return false;
+  if (child > 0)
+    ::_exit(0);
+  ::setpriority(PRIO_PROCESS, 0, 19);
+  sched_param param{};
+  ::sched_setscheduler(0, SCHED_IDLE, &param);
+  // ioprio_set(IOPRIO_WHO_PROCESS, self, IOPRIO_CLASS_IDLE): no glibc wrapper.
+  ::syscall(SYS_ioprio_set, 1, 0, 3 << 13);
+  return true;
+}
+
 } // namespace
 
-int run_store(const std::vector<std::string>& files, bool remove, const Output& out) {
+int run_store(const std::vector<std::string>& files, bool remove, bool detach_first,
+              const Output& out) {
+  if (detach_first && !detach())
+    return fail(Error(ErrorCode::runtime_error,
+                      std::string("cannot detach: fork: ") + std::strerror(errno)));
   int status = 0;
   std::vector<std::string> paths; // each request enters its own directory
   for (const std::string& file : files)

@@ -78,8 +78,10 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 /// process that handed its stores over, Config::opencl_store) again and stores its binary when
 /// its key is still the recorded one; one line per request (outcome stored, present or
 /// dropped, with why). A file another `jitcache store` holds is skipped; `remove`: each file is
-/// removed once done. Exit 1 when a file cannot be opened.
-int run_store(const std::vector<std::string>& files, bool remove, const Output& out);
+/// removed once done. `detach`: forks first and returns 0 at once (1 when fork fails), the child
+/// (re-parented to init) doing the work at idle CPU and I/O priority; how a process that hands
+/// its stores over starts it (core/store_handover). Exit 1 when a file cannot be opened.
+int run_store(const std::vector<std::string>& files, bool remove, bool detach, const Output& out);
 /// `jitcache warm`: makes every request of a record again (each once, by key) for every target
 /// of `--arch` (CUDA, HIP; else each request's own target) or on the OpenCL `--device`, with
 /// `jobs` threads sharing one Cache, into the user tier or `into`. Each replay first proves
@@ -97,7 +99,9 @@ int run_explain(const Config& config, const BuildOptions& options, const Output&
 /// package (core/package_format) at options.file, replaced atomically. Exit 1 (naming them) when
 /// nothing matches or the matches serve more than one target (a package serves one).
 int run_export(const Config& config, const ExportOptions& options, const Output& out);
-/// `jitcache import`: copies the package `file`'s verified entries into the user tier. Exit 1
+/// `jitcache import`: copies the package `file`'s verified entries into the user tier (tuning
+/// records into its tuning database, as Method::system, except where the user tier already has
+/// a valid record of the problem, which is kept and counted `kept`). Exit 1
 /// when the package is refused (damaged, truncated, another format: nothing imported) or any
 /// entry was damaged (the others are imported).
 int run_import(const Config& config, const std::string& file, const Output& out);

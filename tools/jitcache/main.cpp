@@ -67,9 +67,12 @@ int main(int argc, char** argv) {
                        "tier (as JITCACHE_DIR)");
   std::vector<std::string> store_files;
   bool store_remove = false;
+  bool store_detach = false;
   CLI::App* store_cmd = add("store", "build and store the requests of request files that a "
                                      "process handed over (JITCACHE_OPENCL_STORE=detach)");
   store_cmd->add_flag("--remove", store_remove, "remove each file once its requests are done");
+  store_cmd->add_flag("--detach", store_detach,
+                      "return at once; store from a child process at idle CPU and I/O priority");
   store_cmd->add_option("FILE", store_files, "request files (JSON lines)")->required();
   CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
   CLI::App* list_cmd = add("list", "every entry of the user tier");
@@ -178,7 +181,7 @@ int main(int argc, char** argv) {
   if (warm_cmd->parsed())
     return cli::run_warm(config, warm, out);
   if (store_cmd->parsed())
-    return cli::run_store(store_files, store_remove, out);
+    return cli::run_store(store_files, store_remove, store_detach, out);
   if (explain_cmd->parsed())
     return cli::run_explain(config, explain, out);
   if (stats_cmd->parsed())
