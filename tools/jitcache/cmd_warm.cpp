@@ -2,6 +2,7 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/progress.hpp"
 #include "tools/jitcache/record_file.hpp"
+#include "tools/jitcache/worker_pool.hpp"
 
 #include "core/clock.hpp"
 #include "core/request_record.hpp"
@@ -64,17 +65,20 @@ std::string label(const detail::RequestRecord& record) {
 }
 
 // The records of `file`, deduplicated by key, in file order, with the line each is on (in
-// `lines`); each line that is not one is a warning naming FILE:LINE.
-Expected<std::vector<detail::RequestRecord>> read_records(const std::string& file,
-                                                          std::vector<std::size_t>& lines) {
+// `lines`); each line that is not one is a warning naming FILE:LINE (when `warn`: a worker of
+// another warm leaves them to it).
+Expected<std::vector<detail::RequestRecord>>
+read_records(const std::string& file, std::vector<std::size_t>& lines, bool warn) {
   std::vector<detail::RequestRecord> records;
   std::set<std::string> keys;
   auto read = each_record_line(file, [&](const std::string& line, std::size_t number) {
     auto record = detail::decode_request(line);
     if (!record && tuning::is_problem_line(line))
       return; // a tuning problem's, for `jitcache tune RECORD`
-    if (!record)
+    if (!record && warn)
       skip_record_line(file, number, record.error().message);
+    else if (!record)
+      return;
     else if (keys.insert(record->key).second) {
       records.push_back(std::move(*record));
       lines.push_back(number);
@@ -226,7 +230,7 @@ int warm_each(const std::set<std::string>& names, const WarmOptions& options, co
 
 int run_warm(const Config& environment, const WarmOptions& options, const Output& out) {
   std::vector<std::size_t> lines;
-  auto records = read_records(options.record, lines);
+  auto records = read_records(options.record, lines, !options.serve);
   if (!records)
     return fail(records.error());
 
@@ -282,27 +286,63 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
   const std::size_t jobs =
       std::max<std::size_t>(1, options.jobs > 0 ? static_cast<std::size_t>(options.jobs)
                                                 : std::thread::hardware_concurrency());
+  // What a request made again answers: its outcome, target, seconds and error.
+  const auto answer = [](const Done& done) {
+    return nlohmann::json{{"outcome", done.outcome},
+                          {"target", done.target},
+                          {"seconds", done.seconds},
+                          {"error", done.error}};
+  };
+  if (options.serve) { // a worker of the warm below: the items it is given, one at a time
+    const Scratch scratch;
+    Cache cache(config);
+    return serve_items(items.size(), [&](std::size_t i) {
+      return answer(replay(cache, items[i], options.device, scratch.path()));
+    });
+  }
   std::vector<Done> results(items.size());
   const Stopwatch clock;
   {
-    const Scratch scratch;
-    Cache cache(config);
     Progress progress(items.size(), out);
-    std::atomic<std::size_t> next{0};
-    const auto work = [&] {
-      for (std::size_t i; (i = next++) < items.size();) {
+    // Several jobs are worker processes running this command with --serve, given the targets
+    // kept here (their refusals are said once, above).
+    std::vector<std::string> argv{"/proc/self/exe",
+                                  "warm",
+                                  options.record,
+                                  "--backend",
+                                  (*backend)->name(),
+                                  "--device",
+                                  std::to_string(options.device),
+                                  "--serve"};
+    std::string kept;
+    for (const std::string& target : *targets)
+      kept += (kept.empty() ? "" : ",") + target;
+    if (!kept.empty())
+      argv.insert(argv.end(), {"--arch", kept});
+    if (!options.into.empty())
+      argv.insert(argv.end(), {"--into", options.into});
+    WorkerPoolCalls calls;
+    calls.done = [&](std::size_t i, const nlohmann::json& line) {
+      results[i] = Done{line.value("outcome", "failed"), line.value("target", items[i].target),
+                        line.value("seconds", 0.0), line.value("error", "")};
+      report(progress, items[i], results[i]);
+    };
+    calls.lost = [&](std::size_t i, const std::string& why) {
+      results[i] = Done{
+          "failed", items[i].target.empty() ? items[i].record->device : items[i].target, 0.0, why};
+      report(progress, items[i], results[i]);
+    };
+    std::cout << std::flush;
+    if (jobs < 2 || items.size() < 2 || run_in_workers(argv, jobs, items.size(), calls) == 0) {
+      const Scratch scratch;
+      Cache cache(config);
+      for (std::size_t i = 0; i < items.size(); ++i) {
         results[i] = replay(cache, items[i], options.device, scratch.path());
         report(progress, items[i], results[i]);
       }
-    };
-    std::vector<std::thread> workers;
-    for (std::size_t t = 1; t < std::min(jobs, items.size()); ++t)
-      workers.emplace_back(work);
-    work();
-    for (std::thread& worker : workers)
-      worker.join();
+      cache.flush(); // the OpenCL stores, before the scratch headers go
+    }
     progress.finish();
-    cache.flush(); // the OpenCL stores, before the scratch headers go
   }
 
   // The summary: one row per backend and target.

@@ -36,8 +36,9 @@ struct WarmOptions {
   std::string backend; ///< only this backend's requests; empty: all
   std::string arch;    ///< comma-separated targets (CUDA, HIP); empty: each request's own
   int device = 0;      ///< the OpenCL device
-  int jobs = 0;        ///< worker threads; 0: one per core
+  int jobs = 0;        ///< worker processes; 0: one per core
   std::string into;    ///< a cache directory to fill instead of the user tier (JITCACHE_DIR)
+  bool serve = false;  ///< be one of those workers (worker_pool: serve_items)
 };
 
 /// Options of `jitcache tune`.
@@ -84,10 +85,11 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 int run_store(const std::vector<std::string>& files, bool remove, bool detach, const Output& out);
 /// `jitcache warm`: makes every request of a record again (each once, by key) for every target
 /// of `--arch` (CUDA, HIP; else each request's own target) or on the OpenCL `--device`, with
-/// `jobs` threads sharing one Cache, into the user tier or `into`. Each replay first proves
-/// that it has the recorded key (Backend::replay). Prints a progress line on a terminal (else a
-/// line per request), then a summary row per backend and target. A record line that cannot be
-/// read is a warning naming FILE:LINE. Exit 1 when the record cannot be read, a target of
+/// `jobs` worker processes (worker_pool: this command with `serve`), into the user tier or
+/// `into`. Each replay first proves that it has the recorded key (Backend::replay); a request
+/// whose worker died on it fails, naming how. Prints a progress line on a terminal (else a line
+/// per request), then a summary row per backend and target. A record line that cannot be read
+/// is a warning naming FILE:LINE. Exit 1 when the record cannot be read, a target of
 /// `--arch` is unknown (the message lists the supported ones), or any request failed (each
 /// named on stderr with its target and the first line of its error).
 int run_warm(const Config& config, const WarmOptions& options, const Output& out);

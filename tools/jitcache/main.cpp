@@ -60,8 +60,9 @@ int main(int argc, char** argv) {
                        "gfx90a,gfx1030); default: each request's own");
   warm_cmd->add_option("--device", warm.device, "the OpenCL device index (default 0)")
       ->check(CLI::NonNegativeNumber);
-  warm_cmd->add_option("--jobs", warm.jobs, "worker threads (default: one per core)")
+  warm_cmd->add_option("--jobs", warm.jobs, "worker processes (default: one per core)")
       ->check(CLI::PositiveNumber);
+  warm_cmd->add_flag("--serve", warm.serve)->group(""); // a worker of another warm's
   warm_cmd->add_option("--into", warm.into,
                        "fill this cache directory instead of the user "
                        "tier (as JITCACHE_DIR)");
