@@ -11,4 +11,4 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DJITCACHE_WITH_HIP=OFF
 cmake --build build-fuzz --target fuzz_package_reader -j "$(nproc)"
 rm -rf build-fuzz/tests/fuzz/corpus
-(cd build-fuzz && ctest -L fuzz --output-on-failure)
+ci/ctest.sh build-fuzz -L fuzz --output-on-failure
