@@ -1,4 +1,4 @@
-# `cmake --install`: the public headers, libjitcache.so, the CLI, the CMake package (installed
+# `cmake --install`: the public headers, libjitcache.so (or libjitcache.a), the CLI, the CMake package (installed
 # and, for consumers of the build tree, exported into the build directory) and jitcache.pc.
 # Components: "runtime" (library and CLI) and "dev" (headers, CMake files, jitcache.pc, the
 # libjitcache.so link), which CPack turns into the packages jitcache and libjitcache-dev.
@@ -10,6 +10,7 @@ set_target_properties(jitcache_cli PROPERTIES EXPORT_NAME cli)
 
 install(TARGETS jitcache jitcache_cli EXPORT jitcacheTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(DIRECTORY include/jitcache DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 # Read-only kernel packages installed system-wide (issue 13) go here.
@@ -47,6 +48,12 @@ if(JITCACHE_HAVE_CUDA)
 endif()
 if(JITCACHE_HAVE_HIP)
   string(APPEND JITCACHE_PC_CFLAGS " -D__HIP_PLATFORM_AMD__")
+endif()
+# A static jitcache (BUILD_SHARED_LIBS=OFF): what `pkg-config --static --libs jitcache` adds.
+set(JITCACHE_PC_STATIC "")
+if(JITCACHE_STATIC)
+  set(JITCACHE_PC_STATIC
+      "Requires.private: lmdb libxxhash hiredis libcrypto\nLibs.private: -ldl -lpthread -lstdc++")
 endif()
 file(RELATIVE_PATH JITCACHE_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" JITCACHE_PC_TO_PREFIX "${JITCACHE_PC_TO_PREFIX}")

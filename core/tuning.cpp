@@ -398,9 +398,10 @@ Expected<Choice> tune_problem(Cache& cache, const Family& family, const Problem&
                     "no writable user tier for " + device.backend +
                         ": tuning results are measured but not kept");
   }
-  auto record = measure_all(family, problem, device, trials, options, leases);
-  if (!record)
-    return std::move(record).error();
+  auto measured = measure_all(family, problem, device, trials, options, leases);
+  if (!measured)
+    return std::move(measured).error();
+  std::optional<Record> record = as_stored(std::move(*measured));
   log::info(what(family, problem) + ": " + describe(record->parameters) + " " +
             std::to_string(record->best_ms) + " ms (default " + std::to_string(record->default_ms) +
             " ms)");

@@ -39,6 +39,10 @@ std::uint64_t to_ns(double ms) {
   return ms > 0 ? static_cast<std::uint64_t>(ms * 1e6) : 0;
 }
 
+double to_ms(std::uint64_t ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+
 Error corrupt(const std::string& why) {
   return Error(ErrorCode::corrupt, "stored tuning record " + why);
 }
@@ -79,6 +83,12 @@ Digest key_of(const Record& record) {
   family.name = record.family;
   family.version = record.family_version;
   return record_key(family, record.problem, record.device);
+}
+
+Record as_stored(Record record) {
+  record.best_ms = to_ms(to_ns(record.best_ms));
+  record.default_ms = to_ms(to_ns(record.default_ms));
+  return record;
 }
 
 std::string encode_record(const Record& record) {
@@ -135,8 +145,8 @@ Expected<Record> decode_record(const Digest& key, const EntryView& entry,
       !take_sized<std::uint32_t>(body, r.jitcache_version) || !take_le(body, r.candidates) ||
       !take_le(body, r.skipped) || !body.empty())
     return corrupt("has a malformed body");
-  r.best_ms = static_cast<double>(best_ns) / 1e6;
-  r.default_ms = static_cast<double>(default_ns) / 1e6;
+  r.best_ms = to_ms(best_ns);
+  r.default_ms = to_ms(default_ns);
   r.method = static_cast<Method>(method);
   return r;
 }

@@ -30,6 +30,10 @@ std::string identity_fields(const Family& family, const Problem& problem, const 
 /// any other entry, and decode_record() needs nothing but the bytes and the digest.
 std::string encode_record(const Record& record);
 
+/// `record` as it reads back once stored: its times in whole nanoseconds. What tune() answers
+/// is this, so that it equals what a later lookup() finds.
+Record as_stored(Record record);
+
 /// The device's part of identity_fields(): its backend and identity pairs, length-delimited.
 std::string device_fields(const Device& device);
 

@@ -159,6 +159,10 @@ TEST(TuningTest, LookupPrefersTheUserRecordThenTheHeuristicThenTheDefault) {
   EXPECT_EQ(c.parameters, (Parameters{{"TILE", "32"}, {"UNROLL", "1"}}));
   ASSERT_TRUE(c.record);
   EXPECT_LT(c.record->best_ms, c.record->default_ms);
+  // What tune() answered is what the record reads back, to the bit (times in whole ns).
+  ASSERT_TRUE(tuned->record);
+  EXPECT_EQ(tuned->record->best_ms, c.record->best_ms);
+  EXPECT_EQ(tuned->record->default_ms, c.record->default_ms);
   // Another device, or a new version of the kernel: the record does not apply.
   Device other = k_device;
   other.identity[0].second = "other";

@@ -3,7 +3,7 @@
 # embed (made at build time by the jitcache tool); the program built with pkg-config's flags,
 # which embeds none: a miss, then a hit.
 #
-#   cmake -DMODE=install|build-tree|deb|subdirectory|fetchcontent|missing-component
+#   cmake -DMODE=install|build-tree|deb|static|subdirectory|fetchcontent|missing-component
 #         -DBUILD_DIR=<jitcache build dir>
 #         -DSOURCE_DIR=<jitcache source dir> -DWORK_DIR=<scratch dir> -P run_downstream.cmake
 #
@@ -11,6 +11,9 @@
 #             builds the C program with pkg-config's flags for jitcache.pc
 # build-tree: jitcache_DIR is the build directory (export() of the build tree)
 # deb:        `cpack -G DEB`, the packages unpacked with `dpkg -x` into WORK_DIR/root
+# static:     jitcache configured again with BUILD_SHARED_LIBS=OFF (the OpenCL backend only), built
+#             (minutes), installed into WORK_DIR/prefix and found there; also builds the C program
+#             with `pkg-config --static`'s flags
 # subdirectory: add_subdirectory(<jitcache source>) with the OpenCL backend only; configure and
 #             generate only unless -DBUILD_EMBEDDED=ON (which compiles jitcache again: minutes)
 # fetchcontent: FetchContent of the source folder; likewise
@@ -37,6 +40,24 @@ set(downstream_build "${WORK_DIR}/downstream")
 
 if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
+  set(find_args "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
+  set(prefix "${WORK_DIR}/prefix")
+elseif(MODE STREQUAL "static")
+  set(static_build "${WORK_DIR}/jitcache-static")
+  set(static_args -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=Release -DJITCACHE_BUILD_TESTS=OFF
+                  -DJITCACHE_BUILD_BENCH=OFF -DJITCACHE_BUILD_PYTHON=OFF
+                  -DJITCACHE_WITH_CUDA=OFF -DJITCACHE_WITH_HIP=OFF)
+  if(LAUNCHER)
+    list(APPEND static_args "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
+  endif()
+  run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${static_build}" ${static_args})
+  run(${CMAKE_COMMAND} --build "${static_build}" --parallel 2)
+  run(${CMAKE_COMMAND} --install "${static_build}" --prefix "${WORK_DIR}/prefix")
+  file(GLOB archive "${WORK_DIR}/prefix/lib*/libjitcache.a")
+  file(GLOB shared "${WORK_DIR}/prefix/lib*/libjitcache.so*")
+  if(NOT archive OR shared)
+    message(FATAL_ERROR "BUILD_SHARED_LIBS=OFF installed '${archive}' and '${shared}'")
+  endif()
   set(find_args "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
   set(prefix "${WORK_DIR}/prefix")
 elseif(MODE STREQUAL "subdirectory" OR MODE STREQUAL "fetchcontent")
@@ -89,7 +110,10 @@ run(${CMAKE_COMMAND} --build "${downstream_build}" --parallel 2)
 # What embeds a package (jitcache_embed_packages) must keep a non-executable stack.
 find_program(readelf readelf)
 if(readelf)
-  foreach(file app_cpp libapp_kernels.so)
+  foreach(file app_cpp app_c libapp_kernels.so)
+    if(NOT EXISTS "${downstream_build}/${file}")
+      continue() # no library of packages beside a static jitcache (the project says why)
+    endif()
     run(${CMAKE_COMMAND} -DREADELF=${readelf} "-DFILE=${downstream_build}/${file}"
         -P "${SOURCE_DIR}/tests/embed/check_stack.cmake")
   endforeach()
@@ -108,11 +132,16 @@ if(DEFINED prefix)
 endif()
 
 set(programs app_cpp app_c)
-if(MODE STREQUAL "install")
-  # pkg-config: the C program built by hand from jitcache.pc's flags.
+if(MODE STREQUAL "install" OR MODE STREQUAL "static")
+  # pkg-config: the C program built by hand from jitcache.pc's flags (--static: with what the
+  # archive needs linked).
   file(GLOB pc_dir "${prefix}/lib*/pkgconfig")
   set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
-  run(pkg-config --cflags --libs jitcache)
+  set(pc_static "")
+  if(MODE STREQUAL "static")
+    set(pc_static --static)
+  endif()
+  run(pkg-config ${pc_static} --cflags --libs jitcache)
   string(STRIP "${run_output}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
   file(GLOB lib_dir "${prefix}/lib*")
