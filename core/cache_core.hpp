@@ -160,7 +160,7 @@ public:
   bool peek(const std::string& backend, const Digest& name,
             const std::function<void(const RecordView&)>& use);
   /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
-  /// and it is writable: written in the background (flush() waits for it). Best effort: a
+  /// and it is writable: written by flush(), with the others in one write. Best effort: a
   /// failed write is warned about (once per error) and forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);
 
@@ -174,7 +174,8 @@ public:
   void evict(const Key& key);
   /// Hands the requests whose entries are to be stored by a detached process over to one (see
   /// Compiled::handover; on failure, one warning, and they are stored here instead), waits for
-  /// deferred stores, refreshes, and writes the counters to the user tier.
+  /// deferred stores, refreshes, and writes the remembered records and the counters to the user
+  /// tier.
   void flush();
   Stats session_stats() const;
   std::vector<std::shared_ptr<Store>> tiers() const;
@@ -256,7 +257,8 @@ private:
   /// skipped for the rest of the process with the one warning of a Cache that cannot open it.
   bool make_user_tier();
   bool leases_apply(const std::string& backend) const;
-  void flush_counters();
+  /// Writes the remembered records and the counters not written yet to the user tier.
+  void flush_unsaved();
   void refresh();
 
   const Config m_config;
@@ -270,8 +272,9 @@ private:
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 
   mutable std::mutex m_stats_mutex;
-  Stats m_session; ///< since creation
-  Stats m_unsaved; ///< not yet written to the user tier
+  Stats m_session;           ///< since creation
+  Stats m_unsaved;           ///< not yet written to the user tier
+  Records m_unsaved_records; ///< remembered, not yet written to the user tier
 
   /// Entries whose producer runs again at flush; `stored` is the payload hash last written.
   struct Refresh {

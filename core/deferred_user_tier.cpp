@@ -136,8 +136,8 @@ Expected<void> DeferredUserTier::put(const Digest& key, const Entry& entry, cons
   return writing([&](UserTier& tier) { return tier.put(key, entry, counters); });
 }
 
-Expected<void> DeferredUserTier::put_record(const Digest& name, std::string_view bytes) {
-  return writing([&](UserTier& tier) { return tier.put_record(name, bytes); });
+Expected<void> DeferredUserTier::put_records(const Records& records) {
+  return writing([&](UserTier& tier) { return tier.put_records(records); });
 }
 
 Expected<void> DeferredUserTier::put_tuning(const Digest& name, std::string_view bytes) {

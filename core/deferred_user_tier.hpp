@@ -13,7 +13,7 @@ namespace jitcache {
 /// A user tier that does not exist yet, made on its first write. A new machine's first run
 /// whose requests a package serves then loads its first kernel without making an LMDB
 /// environment first (its synced writes cost more than a package hit); the tier is made by the
-/// first write (a compile's entry, a remembered record in the background, the counters at exit).
+/// first write (a compile's entry; the remembered records and the counters at exit).
 ///
 /// Reads before then find nothing, without making anything: each looks for the data file, and
 /// opens the tier when another process has made it meanwhile. The tier, once open, is the
@@ -39,7 +39,7 @@ public:
   Expected<void> for_each(const std::function<void(const Item&)>& fn) override;
   Expected<bool> visit_record(const Digest& name,
                               const std::function<void(std::string_view)>& use) override;
-  Expected<void> put_record(const Digest& name, std::string_view bytes) override;
+  Expected<void> put_records(const Records& records) override;
   Expected<bool> visit_tuning(const Digest& name,
                               const std::function<void(std::string_view)>& use) override;
   Expected<void> put_tuning(const Digest& name, std::string_view bytes) override;

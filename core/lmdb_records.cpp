@@ -38,22 +38,28 @@ Expected<bool> LmdbStore::visit_record(const Digest& name,
   return visit_value(*e, e->records, name, use);
 }
 
-Expected<void> LmdbStore::put_record(const Digest& name, std::string_view bytes) {
+Expected<void> LmdbStore::put_records(const Records& records) {
   auto e = env();
   if (!writes(*e) || !e->has_records)
     return read_only_error(e->dir);
+  std::size_t bytes = 0;
+  for (const auto& [name, value] : records)
+    bytes += value.size();
   const int rc = write_transaction(
       *e,
       [&](MDB_txn* txn) {
-        // Records only speed lookups up: when there are too many, all of them go.
+        // Records only speed lookups up: when there would be too many, all of them go.
         MDB_stat st{};
         int r = mdb_stat(txn, e->records, &st);
-        if (r == MDB_SUCCESS && st.ms_entries >= k_max_records)
+        if (r == MDB_SUCCESS && st.ms_entries + records.size() > k_max_records)
           r = mdb_drop(txn, e->records, 0);
-        MDB_val k = as_val(name), v{bytes.size(), const_cast<char*>(bytes.data())};
-        return r == MDB_SUCCESS ? mdb_put(txn, e->records, &k, &v, 0) : r;
+        for (auto it = records.begin(); r == MDB_SUCCESS && it != records.end(); ++it) {
+          MDB_val k = as_val(it->first), v{it->second.size(), const_cast<char*>(it->second.data())};
+          r = mdb_put(txn, e->records, &k, &v, 0);
+        }
+        return r;
       },
-      bytes.size());
+      bytes);
   if (rc != MDB_SUCCESS)
     return lmdb_error("write", rc, e->dir);
   return {};

@@ -91,15 +91,16 @@ public:
   Expected<Stats> counters() override;
   /// Records: small values kept beside the entries, by name, that speed up finding them
   /// (manifests of the files a key was built from, runtime identities). Not entries: not
-  /// listed, counted, verified or size-limited; all of them are dropped when there are
-  /// k_max_records, and by clear(). A miss is an empty optional; bytes are returned as stored.
+  /// listed, counted, verified or size-limited; all of them are dropped when there would
+  /// be more than k_max_records, and by clear(). A miss is an empty optional; bytes are returned as stored.
   Expected<std::optional<std::string>> get_record(const Digest& name);
   /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.
   Expected<bool> visit_record(const Digest& name,
                               const std::function<void(std::string_view)>& use) override;
-  /// Stores `bytes` as the record `name` (replacing it). Errors as put().
-  Expected<void> put_record(const Digest& name, std::string_view bytes) override;
+  /// Stores each record of `records` (replacing one of the same name) in one write transaction;
+  /// all records go first when there would be more than k_max_records. Errors as put().
+  Expected<void> put_records(const Records& records) override;
   static constexpr std::uint64_t k_max_records = 16384;
 
   /// Tuning records: see UserTier (core/lmdb_tuning.cpp). `use` and `fn` run inside the fault

@@ -7,9 +7,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <string_view>
 
 namespace jitcache {
+
+/// Records to store (see UserTier::put_records), by name.
+using Records = std::map<Digest, std::string>;
 
 /// Everything the core needs of the user tier, beyond a Store's entries: entries stored with
 /// the counters of the compile that made them, records (manifests, remembered identities),
@@ -28,8 +33,9 @@ public:
   /// listed, counted or size-limited). `use` must not call this tier.
   virtual Expected<bool> visit_record(const Digest& name,
                                       const std::function<void(std::string_view)>& use) = 0;
-  /// Stores `bytes` as the record `name`, replacing it. Errors as put().
-  virtual Expected<void> put_record(const Digest& name, std::string_view bytes) = 0;
+  /// Stores each (name, bytes) of `records` as the record `name`, replacing it, in one write:
+  /// all of them or none. Errors as put().
+  virtual Expected<void> put_records(const Records& records) = 0;
 
   /// Tuning records (core/tuning_record.hpp), in a database of their own: unlike records they
   /// are listed, never dropped to make room, and removed only by remove_tuning() and clearing.

@@ -40,7 +40,7 @@ void fill(const fs::path& dir, int count, unsigned seed) {
     }
     if (rng() % 8 == 0) {
       ASSERT_TRUE(
-          (*store)->put_record(Digest::of(std::to_string(i)), std::string(rng() % 3000, 'r')));
+          (*store)->put_records({{Digest::of(std::to_string(i)), std::string(rng() % 3000, 'r')}}));
     }
     if (rng() % 8 == 0) {
       Stats delta;

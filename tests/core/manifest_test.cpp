@@ -3,6 +3,8 @@
 #include "core/cache_core.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/manifest.hpp"
+#include "core/user_store.hpp"
+#include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -154,6 +156,34 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
   EXPECT_EQ(builds, 2);
 }
 
+// Remembering writes nothing while the process works (a synced write beside a request delays
+// it): the records are written when the Cache is flushed, all of them in one write.
+TEST_F(ManifestTest, RecordsAreWrittenAtFlushAllInOneWrite) {
+  write(dir.path() / "second/a.h", "int a;\n");
+  let_stamps_settle();
+  const std::vector<std::string> sources{"#include <a.h>\n", "#include <a.h>\nint x;\n",
+                                         "#include <a.h>\nint y;\n"};
+  auto user = open_user_store(config(), false);
+  ASSERT_TRUE(user);
+  auto counted = std::make_shared<test::FaultyUserTier>(*user);
+  {
+    Cache cache(config(), {counted});
+    detail::core_of(cache).set_stamp_clock(clock.clock());
+    for (const std::string& source : sources) {
+      auto made = detail::manifest_key(detail::core_of(cache), "opencl",
+                                       detail::record_name("test key", {source}), build(source));
+      ASSERT_TRUE(made);
+      EXPECT_FALSE(made->recalled);
+    }
+    EXPECT_EQ(counted->calls(test::FaultyUserTier::Op::put_records), 0);
+    cache.flush();
+    EXPECT_EQ(counted->calls(test::FaultyUserTier::Op::put_records), 1);
+  }
+  for (const std::string& source : sources)
+    EXPECT_TRUE(key(source).recalled) << source;
+  EXPECT_EQ(builds, 3);
+}
+
 TEST_F(ManifestTest, NothingIsRememberedWithoutAWritableUserTier) {
   write(dir.path() / "second/a.h", "int a;\n");
   let_stamps_settle();
@@ -178,7 +208,7 @@ TEST_F(ManifestTest, ADamagedRecordIsBuiltAgainAndReplaced) {
     auto store = LmdbStore::open(dir.path() / "cache" / "v1", false).value();
     std::string bytes = store->get_record(name).value().value();
     bytes[bytes.size() / 2] ^= 0x20;
-    ASSERT_TRUE(store->put_record(name, bytes));
+    ASSERT_TRUE(store->put_records({{name, bytes}}));
   }
   const auto again = key(source);
   EXPECT_FALSE(again.recalled) << "a record that fails its checksum is not used";

@@ -56,7 +56,7 @@ protected:
 TEST_F(UserTierGuard, AFaultInATransactionPoisonsTheEnvironmentAndTheNextOpenStartsFresh) {
   auto store = open();
   ASSERT_TRUE(store->put(key(1), entry_of(1)));
-  ASSERT_TRUE(store->put_record(key(2), "record"));
+  ASSERT_TRUE(store->put_records({{key(2), "record"}}));
   testing::internal::CaptureStderr();
   // A record is used in place, inside the read transaction: a fault there is the store's.
   auto seen = store->visit_record(key(2), [](std::string_view) { touch_forbidden_page(); });

@@ -130,7 +130,7 @@ void expect_faults_contained(const std::function<std::unique_ptr<BackendCase>()>
   using Op = FaultyUserTier::Op;
   constexpr int k_built = 0, k_not_reached = 3, k_failed = 2;
   for (const bool hit : {false, true}) {
-    for (const Op op : {Op::visit, Op::visit_record, Op::put, Op::put_counted, Op::put_record,
+    for (const Op op : {Op::visit, Op::visit_record, Op::put, Op::put_counted, Op::put_records,
                         Op::add_counters, Op::remove}) {
       TempDir dir;
       ChildProcess child([&] {

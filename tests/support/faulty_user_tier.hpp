@@ -26,7 +26,7 @@ public:
     remove,
     for_each,
     visit_record, ///< a record read
-    put_record,   ///< a record written
+    put_records,  ///< records written
     add_counters, ///< counters written
     counters,     ///< counters read
     visit_tuning, ///< a tuning record read
@@ -109,10 +109,10 @@ public:
       return *failed;
     return m_inner->visit_record(name, use);
   }
-  Expected<void> put_record(const Digest& name, std::string_view bytes) override {
-    if (auto failed = fault(Op::put_record))
+  Expected<void> put_records(const Records& records) override {
+    if (auto failed = fault(Op::put_records))
       return *failed;
-    return m_inner->put_record(name, bytes);
+    return m_inner->put_records(records);
   }
   Expected<bool> visit_tuning(const Digest& name,
                               const std::function<void(std::string_view)>& use) override {
@@ -170,7 +170,7 @@ private:
   }
   static constexpr const char* k_names[k_ops] = {
       "get",          "visit",        "put",           "put_counted",    "remove",
-      "for_each",     "visit_record", "put_record",    "add_counters",   "counters",
+      "for_each",     "visit_record", "put_records",   "add_counters",   "counters",
       "visit_tuning", "put_tuning",   "remove_tuning", "for_each_tuning"};
 
   std::shared_ptr<UserTier> m_inner;
