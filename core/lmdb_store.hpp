@@ -91,9 +91,9 @@ public:
   Expected<Stats> counters() override;
   /// Records: small values kept beside the entries, by name, that speed up finding them
   /// (manifests of the files a key was built from, runtime identities). Not entries: not
-  /// listed, counted, verified or size-limited; all of them are dropped when there would
-  /// be more than k_max_records, and by clear(). A miss is an empty optional; bytes are returned as
-  /// stored.
+  /// listed, counted, verified or size-limited; all of them are dropped when there would be
+  /// more than k_max_records, and by clear(). A miss is an empty optional; bytes are returned
+  /// as stored.
   Expected<std::optional<std::string>> get_record(const Digest& name);
   /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.
