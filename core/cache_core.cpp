@@ -469,8 +469,29 @@ void CacheCore::remember(const std::string& backend, const Digest& name, const R
   // Written at flush, all in one write: a synced write beside a request that a package serves
   // delays its first launch even from another thread (PoCL, a new machine's first run: 0.6 ms
   // of 11, most of it making the user tier), and one write for all costs less than one each.
-  std::lock_guard<std::mutex> lock(m_stats_mutex);
-  m_unsaved_records[name] = encode_record(record);
+  // A long-lived process that holds many (a CUB kernel's is 110 KB) writes them sooner, in the
+  // background, so that what it holds stays bounded.
+  Records full;
+  {
+    std::lock_guard<std::mutex> lock(m_stats_mutex);
+    std::string bytes = encode_record(record);
+    m_unsaved_record_bytes += bytes.size();
+    m_unsaved_records[name] = std::move(bytes);
+    if (m_unsaved_record_bytes < k_unsaved_record_bytes)
+      return;
+    std::swap(full, m_unsaved_records);
+    m_unsaved_record_bytes = 0;
+  }
+  m_queue.push([this, records = std::move(full)] { write_records(records); });
+}
+
+void CacheCore::write_records(const Records& records) {
+  if (records.empty() || !make_user_tier())
+    return;
+  // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
+  if (auto ok = m_user->put_records(records); !ok)
+    log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+                    "could not remember records: " + ok.error().message);
 }
 
 std::shared_ptr<UserTier> CacheCore::usable_user_tier(const std::string& backend) const {
@@ -733,18 +754,15 @@ void CacheCore::flush_unsaved() {
     std::lock_guard<std::mutex> lock(m_stats_mutex);
     std::swap(pending, m_unsaved);
     std::swap(records, m_unsaved_records);
+    m_unsaved_record_bytes = 0;
   }
   // Also writes the uses recorded on hits (nothing at all when there is nothing to write).
   if (!m_user || m_user_tier->dead || !m_user->writable() || m_config.read_only)
     return;
-  if (m_deferred && !m_deferred->opened() &&
-      ((pending.by_backend.empty() && records.empty()) || !make_user_tier()))
+  write_records(records);
+  if (m_deferred && !m_deferred->opened() && (pending.by_backend.empty() || !make_user_tier()))
     return; // a tier not made yet has no uses to write
   // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-  if (!records.empty())
-    if (auto ok = m_user->put_records(records); !ok)
-      log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
-                      "could not remember records: " + ok.error().message);
   if (auto ok = m_user->add_counters(pending); !ok)
     log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
                     "could not save counters: " + ok.error().message);

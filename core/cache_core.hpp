@@ -159,9 +159,13 @@ public:
   /// Cache.
   bool peek(const std::string& backend, const Digest& name,
             const std::function<void(const RecordView&)>& use);
+  /// Remembered records held unwritten are written in the background once they reach this
+  /// size.
+  static constexpr std::size_t k_unsaved_record_bytes = 4 << 20;
   /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
-  /// and it is writable: written by flush(), with the others in one write. Best effort: a
-  /// failed write is warned about (once per error) and forgotten.
+  /// and it is writable: written by flush(), with the others in one write (or in the
+  /// background, all held so far in one write, once they reach k_unsaved_record_bytes). Best
+  /// effort: a failed write is warned about (once per error) and forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);
 
   /// Writes `entry` to memory and to the writable persistent tiers of `key.backend`. Failures
@@ -259,6 +263,9 @@ private:
   bool leases_apply(const std::string& backend) const;
   /// Writes the remembered records and the counters not written yet to the user tier.
   void flush_unsaved();
+  /// Writes `records` to the user tier (made first when its making was deferred), in one write;
+  /// a failure is one warning per error.
+  void write_records(const Records& records);
   void refresh();
 
   const Config m_config;
@@ -272,9 +279,10 @@ private:
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 
   mutable std::mutex m_stats_mutex;
-  Stats m_session;           ///< since creation
-  Stats m_unsaved;           ///< not yet written to the user tier
-  Records m_unsaved_records; ///< remembered, not yet written to the user tier
+  Stats m_session;                        ///< since creation
+  Stats m_unsaved;                        ///< not yet written to the user tier
+  Records m_unsaved_records;              ///< remembered, not yet written to the user tier
+  std::size_t m_unsaved_record_bytes = 0; ///< the encoded size of those, about
 
   /// Entries whose producer runs again at flush; `stored` is the payload hash last written.
   struct Refresh {

@@ -184,6 +184,30 @@ TEST_F(ManifestTest, RecordsAreWrittenAtFlushAllInOneWrite) {
   EXPECT_EQ(builds, 3);
 }
 
+// What a long-lived process holds stays bounded: once the records held reach the bound, they are
+// written in the background (all of them in one write), and the rest at flush.
+TEST_F(ManifestTest, RecordsHeldPastTheBoundAreWrittenBeforeTheFlush) {
+  auto user = open_user_store(config(), false);
+  ASSERT_TRUE(user);
+  auto counted = std::make_shared<test::FaultyUserTier>(*user);
+  constexpr std::size_t k_quarter = detail::CacheCore::k_unsaved_record_bytes / 4;
+  Cache cache(config(), {counted});
+  auto& core = detail::core_of(cache);
+  const auto name = [](int i) { return Digest::of("record " + std::to_string(i)); };
+  for (int i = 0; i < 3; ++i)
+    core.remember("opencl", name(i), {std::string(k_quarter, 'g'), "key " + std::to_string(i)});
+  const auto held = [&](int i) {
+    return core.peek("opencl", name(i), [](const detail::RecordView&) {});
+  };
+  EXPECT_FALSE(held(0)) << "three quarters of the bound are held, not written";
+  core.remember("opencl", name(3), {std::string(k_quarter, 'g'), "key 3"});
+  core.remember("opencl", name(4), {"small", "key 4"});
+  cache.flush(); // waits for the background write, then writes what is left
+  EXPECT_EQ(counted->calls(test::FaultyUserTier::Op::put_records), 2);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(held(i)) << i;
+}
+
 TEST_F(ManifestTest, NothingIsRememberedWithoutAWritableUserTier) {
   write(dir.path() / "second/a.h", "int a;\n");
   let_stamps_settle();
