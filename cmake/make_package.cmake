@@ -30,11 +30,6 @@ unset(ENV{JITCACHE_SYSTEM_PATH})
 # and no device is visible to them.
 set(ENV{CUDA_VISIBLE_DEVICES} "")
 set(ENV{HIP_VISIBLE_DEVICES} "")
-# A build step, not a test: in an AddressSanitizer build (ci/sanitize.sh) the tool's leaks are
-# checked by the tests that run it (the rest of ASAN_OPTIONS still holds here), and
-# LeakSanitizer's exit-time tracer, which sometimes crashes by itself ("Tracer caught signal
-# 11"), failed a CI build in this step after the package was made.
-set(ENV{ASAN_OPTIONS} "$ENV{ASAN_OPTIONS}:detect_leaks=0")
 
 set(build_args --backend ${BACKEND})
 set(export_args --backend ${BACKEND})
