@@ -78,8 +78,11 @@ public:
       // The same directive from the same folder finds what it found before (a header scanned
       // already, or nothing): headers include each other thousands of times over (CUB's 622
       // headers hold 3,482 directives), and each search costs a failed open per folder tried.
+      // Keyed by the search itself: a quoted directive searched from a folder (even "", the
+      // folder of a header found through `-I.`) is never taken for an angled one.
       const bool relative = d.kind == Directive::quoted && current_dir;
-      if (!m_searched.insert((relative ? current_dir->native() : std::string()) + '\0' + d.name)
+      if (!m_searched
+               .insert((relative ? "q" + current_dir->native() : std::string("a")) + '\0' + d.name)
                .second)
         continue;
       std::vector<fs::path> candidates;

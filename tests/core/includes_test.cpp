@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,6 +56,25 @@ TEST(IncludesTest, ARemovedCurrentDirectoryIsLeftOutNotThrown) {
   std::filesystem::current_path(before);
   ASSERT_EQ(deps.read.size(), 1u) << "a.h, found through -I";
   EXPECT_EQ(deps.read[0].path, (dir.path() / "inc/a.h").string());
+}
+
+TEST(IncludesTest, AQuotedIncludeFromAHeaderFoundThroughDotIsSearchedThereFirst) {
+  // `-I.`: a.h is found as "a.h", whose folder is "", and its #include "b.h" must find ./b.h
+  // (its own folder first) even after <b.h> found sys/b.h: the two searches differ.
+  test::TempDir dir;
+  write(dir.path() / "sys/b.h", "int sys_b;\n");
+  write(dir.path() / "b.h", "int local_b;\n");
+  write(dir.path() / "a.h", "#include \"b.h\"\n");
+  const auto before = std::filesystem::current_path();
+  ASSERT_EQ(::chdir(dir.path().c_str()), 0);
+  const auto headers =
+      scan_includes("#include <b.h>\n#include <a.h>\n", {dir.path() / "sys", "."}, {}).headers;
+  std::filesystem::current_path(before);
+  std::vector<std::string> contents;
+  for (const auto& header : headers)
+    contents.push_back(header.content);
+  EXPECT_EQ(contents,
+            (std::vector<std::string>{"int sys_b;\n", "#include \"b.h\"\n", "int local_b;\n"}));
 }
 
 TEST(IncludesTest, AHeaderThatIsAFifoIsNotWaitedOn) {
