@@ -3,10 +3,18 @@
 // (named with how it died), and the others take the rest; none started means nothing done.
 #include "tools/jitcache/worker_pool.hpp"
 
+#include "tests/support/child_process.hpp"
+
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
 
 namespace jitcache::cli {
 namespace {
@@ -71,6 +79,50 @@ TEST(WorkerPoolTest, NoWorkerStartedIsZeroAndNothingDone) {
   EXPECT_EQ(run_in_workers({"/nonexistent/jitcache"}, 2, 5, out.calls()), 0u);
   EXPECT_TRUE(out.done.empty());
   EXPECT_TRUE(out.lost.empty()); // the caller does the work itself
+}
+
+// The worker's side: what else the work writes to standard output (a runtime's printf, a child
+// process's output; here without a newline, which used to run into the answer's line and leave
+// the parent waiting for ever) goes to standard error, and an answer that is not UTF-8 is
+// replaced, not a throw that kills the worker.
+TEST(WorkerPoolTest, AWorkersStrayOutputAndBytesThatAreNotUtf8NeverReachItsAnswers) {
+  int in[2], out[2];
+  ASSERT_EQ(::pipe(in), 0);
+  ASSERT_EQ(::pipe(out), 0);
+  test::ChildProcess child([&] {
+    ::dup2(in[0], STDIN_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    for (int fd : {in[0], in[1], out[0], out[1]})
+      ::close(fd);
+    return serve_items(3, [](std::size_t item) {
+      static_cast<void>(::write(STDOUT_FILENO, "stray-write", 11));
+      std::printf("stray-printf");
+      std::cout << "stray-cout";
+      return nlohmann::json{{"message", "caf\xe9 " + std::to_string(item)}};
+    });
+  });
+  ::close(in[0]);
+  ::close(out[1]);
+  const std::string items = "0\n1\n2\n";
+  ASSERT_EQ(::write(in[1], items.data(), items.size()), static_cast<ssize_t>(items.size()));
+  ::close(in[1]);
+  std::string answers;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;)
+    answers.append(buffer, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  EXPECT_EQ(child.wait(), 0) << child.err();
+  std::istringstream lines(answers);
+  std::size_t count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    const auto answer = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(answer.is_object()) << line;
+    EXPECT_EQ(answer["item"], count);
+    EXPECT_EQ(answer["message"], "caf\xef\xbf\xbd " + std::to_string(count)); // U+FFFD
+  }
+  EXPECT_EQ(count, 3u) << answers;
+  for (const char* stray : {"stray-write", "stray-printf", "stray-cout"})
+    EXPECT_NE(child.err().find(stray), std::string::npos) << stray << " in: " << child.err();
 }
 
 } // namespace

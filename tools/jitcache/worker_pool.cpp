@@ -1,7 +1,10 @@
 #include "tools/jitcache/worker_pool.hpp"
 
+#include "core/fd_write.hpp"
+
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -165,6 +168,17 @@ std::size_t run_in_workers(const std::vector<std::string>& argv, std::size_t wor
 }
 
 int serve_items(std::size_t count, const std::function<nlohmann::json(std::size_t)>& work) {
+  // The answers go to a private copy of the pipe, and standard output becomes standard error:
+  // whatever else writes to fd 1 (a runtime's printf, a linker process PoCL starts) would
+  // otherwise run into an answer's line, and the parent would wait for it for ever.
+  std::cout.flush();
+  std::fflush(stdout);
+  const int answers = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (answers < 0) {
+    std::cerr << "jitcache: error: --serve: " << std::strerror(errno) << "\n";
+    return 2;
+  }
+  static_cast<void>(::dup2(STDERR_FILENO, STDOUT_FILENO)); // no standard error: fd 1 as it was
   for (std::string line; std::getline(std::cin, line);) {
     std::size_t used = 0;
     std::size_t item = count;
@@ -179,8 +193,14 @@ int serve_items(std::size_t count, const std::function<nlohmann::json(std::size_
     }
     nlohmann::json answer = work(item);
     answer["item"] = item;
-    std::cout << answer.dump() << std::endl;
+    std::cout.flush(); // what the work printed comes before the answer that ends it
+    std::fflush(stdout);
+    // An error message that is not UTF-8 (a compiler's, a path's) is replaced, never a throw.
+    if (!detail::write_all(
+            answers, answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
+      return 2; // the parent is gone
   }
+  ::close(answers);
   return 0;
 }
 

@@ -31,8 +31,11 @@ std::size_t run_in_workers(const std::vector<std::string>& argv, std::size_t wor
                            std::size_t count, const WorkerPoolCalls& calls);
 
 /// The worker's side: reads item numbers from standard input until it ends, and writes
-/// `work(item)` with "item" added as one line each, flushed. Returns 0, or 2 (one line on
-/// stderr) for a line that is not an item number below `count`.
+/// `work(item)` with "item" added as one line each (text that is not UTF-8 replaced) to what
+/// standard output was; standard output itself is pointed at standard error first, so that
+/// nothing else written to it (by `work`, a runtime or its child processes) reaches the answers.
+/// Returns 0, or 2 (one line on stderr) for a line that is not an item number below `count`, or
+/// when the answers cannot be written.
 int serve_items(std::size_t count, const std::function<nlohmann::json(std::size_t)>& work);
 
 } // namespace jitcache::cli
