@@ -452,6 +452,18 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
   if (!user_usable(backend))
     return false;
   bool used = false;
+  std::optional<std::string> unsaved; // remembered by this process, not written yet
+  {
+    std::lock_guard<std::mutex> lock(m_stats_mutex);
+    if (auto it = m_unsaved_records.find(name); it != m_unsaved_records.end())
+      unsaved = it->second;
+  }
+  if (unsaved) {
+    if (auto record = view_record(*unsaved)) {
+      use(*record);
+      return true;
+    }
+  }
   auto seen = m_user->visit_record(name, [&](std::string_view bytes) {
     if (auto record = view_record(bytes)) {
       use(*record);
@@ -472,11 +484,12 @@ void CacheCore::remember(const std::string& backend, const Digest& name, const R
   // A long-lived process that holds many (a CUB kernel's is 110 KB) writes them sooner, in the
   // background, so that what it holds stays bounded.
   Records full;
+  std::string bytes = encode_record(record);
   {
     std::lock_guard<std::mutex> lock(m_stats_mutex);
-    std::string bytes = encode_record(record);
-    m_unsaved_record_bytes += bytes.size();
-    m_unsaved_records[name] = std::move(bytes);
+    std::string& held = m_unsaved_records[name];
+    m_unsaved_record_bytes = m_unsaved_record_bytes - held.size() + bytes.size();
+    held = std::move(bytes);
     if (m_unsaved_record_bytes < k_unsaved_record_bytes)
       return;
     std::swap(full, m_unsaved_records);

@@ -155,8 +155,8 @@ public:
   /// never an error: the caller computes what was remembered instead).
   std::optional<Record> recall(const std::string& backend, const Digest& name);
   /// Like recall(), without checking the stamps (the caller does: PendingKey) or copying: runs
-  /// `use` on the intact record in place, and says whether it did. `use` must not call the
-  /// Cache.
+  /// `use` on the intact record in place (one this process remembered and has not written yet
+  /// comes first, a copy of it), and says whether it did. `use` must not call the Cache.
   bool peek(const std::string& backend, const Digest& name,
             const std::function<void(const RecordView&)>& use);
   /// Remembered records held unwritten are written in the background once they reach this
@@ -282,7 +282,7 @@ private:
   Stats m_session;                        ///< since creation
   Stats m_unsaved;                        ///< not yet written to the user tier
   Records m_unsaved_records;              ///< remembered, not yet written to the user tier
-  std::size_t m_unsaved_record_bytes = 0; ///< the encoded size of those, about
+  std::size_t m_unsaved_record_bytes = 0; ///< the encoded size of those
 
   /// Entries whose producer runs again at flush; `stored` is the payload hash last written.
   struct Refresh {
