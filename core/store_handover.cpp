@@ -33,9 +33,11 @@ bool executable(const fs::path& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-// Request files of `pending` left for an hour: their process was killed before it finished
-// (one still at work holds its file's lock, and the new process skips it).
-std::vector<fs::path> stale_requests(const fs::path& pending) {
+// The request files of `pending` left for an hour. A FILE.jsonl is returned to be taken over:
+// no store process read it (the one started for it was killed first; one still at work holds
+// its file's lock, and the new process skips it). A FILE.taken is removed: a store process read
+// it and died before it was done, maybe of one of its requests, so each request is tried once.
+std::vector<fs::path> sweep_stale(const fs::path& pending) {
   constexpr auto k_stale = std::chrono::hours(1);
   std::vector<fs::path> stale;
   std::error_code ec;
@@ -43,8 +45,12 @@ std::vector<fs::path> stale_requests(const fs::path& pending) {
   for (const auto& item : fs::directory_iterator(pending, ec)) {
     std::error_code time_ec;
     const auto written = item.last_write_time(time_ec);
-    if (item.path().extension() == ".jsonl" && !time_ec && now - written > k_stale)
+    if (time_ec || now - written <= k_stale)
+      continue;
+    if (item.path().extension() == ".jsonl")
       stale.push_back(item.path());
+    else if (item.path().extension() == ".taken")
+      ::unlink(item.path().c_str());
   }
   return stale;
 }
@@ -97,7 +103,7 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
 
   std::string path = worker.string();
   std::vector<std::string> args{path, "store", "--detach", "--remove", file.string()};
-  for (const fs::path& stale : stale_requests(pending))
+  for (const fs::path& stale : sweep_stale(pending))
     args.push_back(stale.string());
   std::vector<char*> argv;
   for (std::string& arg : args)

@@ -18,9 +18,10 @@ namespace jitcache::detail {
 std::optional<std::filesystem::path> store_worker();
 
 /// Writes `requests` (JSON lines, mode 0600) to a new file in `pending` (created, mode 0700; a
-/// symlink is refused) and starts `worker store --detach --remove FILE...` (with the files of
-/// `pending` older than an hour: left by a store process that was killed) through posix_spawn
-/// (no copy-on-write of this process's memory): in its own session, with default signal
+/// symlink is refused) and starts `worker store --detach --remove FILE...` (with the request
+/// files of `pending` older than an hour that no store process read; those older than an hour
+/// that one read and did not finish, FILE.taken, are removed: each request is tried once) through
+/// posix_spawn (no copy-on-write of this process's memory): in its own session, with default signal
 /// handling, standard streams on /dev/null and no other descriptor. Waits only for that
 /// process, which forks the worker and exits at once: the worker is re-parented to init (never
 /// a zombie of the caller) and runs at idle CPU and I/O priority. The caller may exit at once.

@@ -3,6 +3,7 @@
 #include <jitcache/opencl.hpp>
 
 #include "core/request_record.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -255,6 +256,54 @@ TEST_F(StoreModeTest, KillingTheStoreProcessLeavesAHealthyCacheThatMissesWhatItD
     present += nlohmann::json::parse(line)["outcome"] == "present";
   EXPECT_EQ(present, std::size(k_kernels));
   EXPECT_FALSE(fs::exists(file));
+}
+
+// A store process that dies while making a request (here: killed by SIGXFSZ at its first
+// write, as a runtime's fault would kill it) has already marked its file taken, so no later
+// store process tries those requests again.
+TEST_F(StoreModeTest, AStoreProcessThatDiesMidWayLeavesItsFileTakenNotToBeTriedAgain) {
+  { Cache create(config("wait")); }
+  const fs::path file = write_requests(config("detach"), device, dir.path() / "requests.jsonl");
+  test::ChildProcess store([&] {
+    const rlimit no_writes{0, 0};
+    ::setrlimit(RLIMIT_FSIZE, &no_writes);
+    std::string cli = JITCACHE_CLI, command = "store", remove = "--remove", target = file.string();
+    char* argv[] = {cli.data(), command.data(), remove.data(), target.data(), nullptr};
+    ::execv(cli.c_str(), argv);
+    return 127;
+  });
+  EXPECT_EQ(store.wait(), 128 + SIGXFSZ) << store.err();
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_TRUE(fs::exists(fs::path(file).replace_extension(".taken")));
+  EXPECT_EQ(stored_counter(Counter::bytes_stored), 0u);
+}
+
+// What the next hand-over does with request files an hour old: one that no store process read
+// (FILE.jsonl) is taken over and stored; one that a store process read and did not finish
+// (FILE.taken: it died, maybe of one of its requests) is removed, never tried again.
+TEST_F(StoreModeTest, AnHourOldUnreadFileIsTakenOverAndAnUnfinishedTakenOneIsRemoved) {
+  { Cache create(config("wait")); } // the user tier and its folder
+  fs::create_directories(pending());
+  const fs::path unread = write_requests(config("detach"), device, pending() / "old.jsonl");
+  const fs::path taken = write_requests(config("detach"), device, pending() / "dead.taken");
+  const fs::path recent = write_requests(config("detach"), device, pending() / "recent.taken");
+  const auto two_hours_ago = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(unread, two_hours_ago);
+  fs::last_write_time(taken, two_hours_ago);
+  {
+    Cache cache(config("detach")); // a miss of its own, handed over with the stale file
+    auto built = opencl::build_program(
+        cache, context, device, read_file(fs::path(JITCACHE_KERNELS) / "nbody.cl"), k_options);
+    ASSERT_TRUE(built) << built.error().message;
+    clReleaseProgram(built->program);
+  }
+  EXPECT_FALSE(fs::exists(taken)) << "removed by the hand-over";
+  EXPECT_TRUE(fs::exists(recent)) << "a store process may still be at work on it: left alone";
+  fs::remove(recent);
+  wait_for_stores(pending());
+  EXPECT_FALSE(fs::exists(unread));
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit)) << "the unread file's requests were stored";
 }
 
 TEST_F(StoreModeTest, ARequestWhoseFilesChangedIsDroppedNotStored) {

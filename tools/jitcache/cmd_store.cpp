@@ -121,6 +121,18 @@ int run_store(const std::vector<std::string>& files, bool remove, bool detach_fi
         break;
       bytes.append(buffer, static_cast<std::size_t>(n));
     }
+    // Marked taken once read, still locked, before any request is made (FILE.jsonl becomes
+    // FILE.taken, kept until the requests are done): a request that crashes this process (a
+    // runtime's fault) is tried once, not again by every later store process, and never keeps
+    // the other requests of later runs from being stored. A taken file whose process died is
+    // removed by a later hand-over (store_handover); what it did not store is missed again, and
+    // handed over again, by the next run that asks for it.
+    std::string done_with = file;
+    if (remove) {
+      const std::string taken = std::filesystem::path(file).replace_extension(".taken").string();
+      if (::rename(file.c_str(), taken.c_str()) == 0)
+        done_with = taken;
+    }
     std::size_t at = 0;
     while (at < bytes.size()) {
       std::size_t end = bytes.find('\n', at);
@@ -143,7 +155,7 @@ int run_store(const std::vector<std::string>& files, bool remove, bool detach_fi
     }
     // Removed while still locked, so no other `jitcache store` starts on it.
     if (remove)
-      ::unlink(file.c_str());
+      ::unlink(done_with.c_str());
     ::close(fd);
   }
   return status;

@@ -79,9 +79,11 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 /// process that handed its stores over, Config::opencl_store) again and stores its binary when
 /// its key is still the recorded one; one line per request (outcome stored, present or
 /// dropped, with why). A file another `jitcache store` holds is skipped; `remove`: each file is
-/// removed once done. `detach`: forks first and returns 0 at once (1 when fork fails), the child
-/// (re-parented to init) doing the work at idle CPU and I/O priority; how a process that hands
-/// its stores over starts it (core/store_handover). Exit 1 when a file cannot be opened.
+/// renamed FILE.taken once read, before its requests are made (each is tried once: see
+/// core/store_handover), and removed once they are done. `detach`: forks first and
+/// returns 0 at once (1 when fork fails), the child (re-parented to init) doing the work at idle
+/// CPU and I/O priority; how a process that hands its stores over starts it (core/store_handover).
+/// Exit 1 when a file cannot be opened.
 int run_store(const std::vector<std::string>& files, bool remove, bool detach, const Output& out);
 /// `jitcache warm`: makes every request of a record again (each once, by key) for every target
 /// of `--arch` (CUDA, HIP; else each request's own target) or on the OpenCL `--device`, with

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   bool store_detach = false;
   CLI::App* store_cmd = add("store", "build and store the requests of request files that a "
                                      "process handed over (JITCACHE_OPENCL_STORE=detach)");
-  store_cmd->add_flag("--remove", store_remove, "remove each file once its requests are done");
+  store_cmd->add_flag("--remove", store_remove,
+                      "mark each file taken once read (FILE.taken), remove it once done");
   store_cmd->add_flag("--detach", store_detach,
                       "return at once; store from a child process at idle CPU and I/O priority");
   store_cmd->add_option("FILE", store_files, "request files (JSON lines)")->required();
