@@ -1,5 +1,7 @@
 #include "core/request_record.hpp"
 
+#include "core/json_line.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace jitcache::detail {
@@ -23,7 +25,7 @@ std::string encode_request(const RequestRecord& record) {
       {"key", record.key},
       {"variables", record.variables},
   };
-  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json_line(line);
 }
 
 Expected<RequestRecord> decode_request(std::string_view line) {

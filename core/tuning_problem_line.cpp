@@ -2,6 +2,8 @@
 // read_problem() and choice_line() of jitcache/tuning.hpp, which a tuning runner uses.
 #include "core/tuning_problem_line.hpp"
 
+#include "core/json_line.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace jitcache::tuning {
@@ -22,7 +24,7 @@ std::string encode_problem_line(const Family& family, const Problem& problem, co
       {"identity", identity},
       {"candidates", candidates},
   };
-  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return detail::json_line(line);
 }
 
 bool is_problem_line(std::string_view line) {
@@ -62,7 +64,7 @@ std::string choice_line(const Choice& choice) {
     line["candidates"] = choice.record->candidates;
     line["skipped"] = choice.record->skipped;
   }
-  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return detail::json_line(line);
 }
 
 } // namespace jitcache::tuning

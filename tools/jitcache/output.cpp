@@ -1,5 +1,6 @@
 #include "tools/jitcache/output.hpp"
 
+#include "core/json_line.hpp"
 #include "core/regular_file.hpp"
 
 #include <jitcache/config.hpp>
@@ -15,8 +16,7 @@ namespace jitcache::cli {
 
 void Output::emit(const nlohmann::json& object, const std::string& text) const {
   if (m_json)
-    // Text that is not UTF-8 (a runner's or a compiler's output) is replaced, never a throw.
-    std::cout << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    std::cout << detail::json_line(object) << '\n'; // a runner's or compiler's bytes replaced
   else
     std::cout << text << '\n';
 }

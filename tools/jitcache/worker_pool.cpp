@@ -1,6 +1,7 @@
 #include "tools/jitcache/worker_pool.hpp"
 
 #include "core/fd_write.hpp"
+#include "core/json_line.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -195,9 +196,7 @@ int serve_items(std::size_t count, const std::function<nlohmann::json(std::size_
     answer["item"] = item;
     std::cout.flush(); // what the work printed comes before the answer that ends it
     std::fflush(stdout);
-    // An error message that is not UTF-8 (a compiler's, a path's) is replaced, never a throw.
-    if (!detail::write_all(
-            answers, answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
+    if (!detail::write_all(answers, detail::json_line(answer) + "\n"))
       return 2; // the parent is gone
   }
   ::close(answers);
