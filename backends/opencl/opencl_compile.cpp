@@ -2,7 +2,33 @@
 
 #include "backends/opencl/opencl_error.hpp"
 
+#include <cctype>
+
 namespace jitcache::opencl {
+
+namespace {
+
+// Whether `options` can be handed to clBuildProgram: a `-D` or `-I` with nothing after it is
+// refused (PoCL reads past the end of its option list there and crashes the process; every
+// OpenCL runtime rejects it anyway). PoCL takes the token after a -D or -I as its argument, so
+// only the last whitespace-separated token matters.
+Expected<void> check_options(std::string_view options) {
+  std::size_t end = options.size();
+  while (end > 0 && std::isspace(static_cast<unsigned char>(options[end - 1])))
+    --end;
+  std::size_t begin = end;
+  while (begin > 0 && !std::isspace(static_cast<unsigned char>(options[begin - 1])))
+    --begin;
+  const std::string_view last = options.substr(begin, end - begin);
+  if (last == "-D" || last == "-I")
+    return Error(ErrorCode::invalid_argument, "the OpenCL build options end with " +
+                                                  std::string(last) + " and nothing after it (" +
+                                                  (last == "-D" ? "a macro name" : "a directory") +
+                                                  " is needed)");
+  return {};
+}
+
+} // namespace
 
 std::string build_log(cl_program program, cl_device_id device) {
   std::size_t size = 0;
@@ -17,6 +43,10 @@ std::string build_log(cl_program program, cl_device_id device) {
 
 Expected<cl_program> build(cl_program program, cl_device_id device, const std::string& options,
                            ErrorCode failure) {
+  if (auto checked = check_options(options); !checked) {
+    clReleaseProgram(program);
+    return std::move(checked).error();
+  }
   const cl_int rc = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
   if (rc == CL_SUCCESS)
     return program;

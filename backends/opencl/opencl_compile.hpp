@@ -16,7 +16,8 @@ std::string build_log(cl_program program, cl_device_id device);
 
 /// Builds `program` for `device` with `options`. On failure releases `program` and returns an
 /// error of code `failure` (compile_failed: the message ends with the build log; load_failed:
-/// a binary the runtime refused), carrying the log.
+/// a binary the runtime refused), carrying the log, or invalid_argument for options the runtime
+/// is known to crash on (a trailing `-D` or `-I`), which are never handed to it.
 Expected<cl_program> build(cl_program program, cl_device_id device, const std::string& options,
                            ErrorCode failure);
 

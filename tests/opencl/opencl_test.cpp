@@ -11,8 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -211,6 +213,71 @@ TEST_F(OpenclTest, EmptySourceAndNullHandlesAreClearErrors) {
   auto q = opencl::build_program(cache, nullptr, device, source, "");
   ASSERT_FALSE(q);
   EXPECT_EQ(q.error().code, ErrorCode::invalid_argument);
+}
+
+// PoCL's clBuildProgram crashes the process on a -D or -I with nothing after it (it reads past
+// its option list); such options are refused with a clear error and never reach the runtime.
+TEST_F(OpenclTest, ATrailingDefineOrIncludeOptionIsAClearErrorNotACrash) {
+  Cache cache(config());
+  for (const char* options : {"-D", "-I", "-DA -D", "-w  -I ", "-I. -D\t", "-cl-mad-enable -D"}) {
+    auto p = opencl::build_program(cache, pocl.context, device, source, options);
+    ASSERT_FALSE(p) << options;
+    EXPECT_EQ(p.error().code, ErrorCode::invalid_argument) << options;
+    EXPECT_NE(p.error().message.find("end with -"), std::string::npos) << p.error().message;
+  }
+  // A -D or -I followed by its argument is a request like any other.
+  auto ok = opencl::build_program(cache, pocl.context, device, source, "-D A " + k_options);
+  ASSERT_TRUE(ok) << ok.error().message;
+  clReleaseProgram(ok->program);
+  const std::string file = std::string(JITCACHE_KERNELS) + "/vector_ops.cl";
+  auto cli = test::run_cli({"build", "--backend", "opencl", "--options", "-w -I", file},
+                           {{"JITCACHE_DIR", dir.path().string()}});
+  EXPECT_EQ(cli.exit_code, 1) << cli.err;
+  EXPECT_NE(cli.err.find("end with -I and nothing after it"), std::string::npos) << cli.err;
+}
+
+// Random option strings made of the tokens that crashed PoCL and of ordinary ones: every build
+// either succeeds or is an error; none takes the process down.
+TEST_F(OpenclTest, RandomOptionStringsNeverCrashTheProcess) {
+  const char* tokens[] = {"-D",
+                          "-I",
+                          "-DA",
+                          "-DB=2",
+                          "-w",
+                          "-I.",
+                          "-cl-mad-enable",
+                          "-Werror",
+                          "-cl-fast-relaxed-math",
+                          "-cl-opt-disable",
+                          "-DX",
+                          "x"};
+  const char* separators[] = {" ", "  ", "\t"};
+  const unsigned seed = 20261126;
+  std::mt19937 random(seed);
+  Cache cache(config({{"JITCACHE_DISABLE", "1"}}));
+  const std::string tiny = "__kernel void k(__global int* a) { a[0] = 1; }";
+  int built = 0, refused = 0, failed = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string options;
+    const int n = 1 + static_cast<int>(random() % 4);
+    for (int i = 0; i < n; ++i)
+      options += (i ? separators[random() % 3] : "") + std::string(tokens[random() % 12]);
+    if (random() % 4 == 0)
+      options += separators[random() % 3];
+    auto p = opencl::build_program(cache, pocl.context, device, tiny, options);
+    if (p) {
+      ++built;
+      clReleaseProgram(p->program);
+    } else if (p.error().code == ErrorCode::invalid_argument) {
+      ++refused;
+    } else {
+      ++failed;
+    }
+  }
+  std::printf("seed %u: %d built, %d refused, %d failed in the runtime\n", seed, built, refused,
+              failed);
+  EXPECT_GT(built, 0);
+  EXPECT_GT(refused, 0);
 }
 
 TEST_F(OpenclTest, ARejectedStoredBinaryIsEvictedRebuiltAndCounted) {
