@@ -327,6 +327,15 @@ TEST_F(TuningOpenclTest, ARunnerThatHangsOrSaysNothingIsAFailureNamedByItsLine) 
   EXPECT_EQ(closed.exit_code, 1);
   EXPECT_NE(closed.err.find("the runner was killed after --timeout 0.3 s"), std::string::npos)
       << closed.err;
+  // One that leaves a process behind holding its output is done when it exits: its status and
+  // last line are reported, not a time-out at the limit (before, tune waited for the output to
+  // close, i.e. for the process left behind).
+  const auto left = test::run_cli({"tune", record.string(), "--runner",
+                                   "sleep 60 & echo the runner is done; exit 3", "--timeout", "50"},
+                                  env);
+  EXPECT_EQ(left.exit_code, 1);
+  EXPECT_NE(left.err.find("the runner exited with status 3: the runner is done"), std::string::npos)
+      << left.err;
   const auto bytes = test::run_cli(
       {"tune", record.string(), "--runner", "printf 'bad \\377 byte\\n'; exit 3", "--json"}, env);
   EXPECT_EQ(bytes.exit_code, 1) << bytes.err;

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,60 +82,80 @@ Expected<CommandResult> run_shell_command(const std::string& command, const std:
     ::close(to_child);
     to_child = -1;
   }
-  for (bool open = true; open;) {
-    pollfd fds[2] = {{out[0], POLLIN, 0}, {to_child, POLLOUT, 0}};
-    int wait_ms = -1;
+  // The command is done when its shell exits, not when its output closes: a process it leaves
+  // in the background may hold the output for as long as it lives. Its exit is watched through
+  // a pidfd; where the kernel has none, waitpid is asked every few milliseconds.
+  const int exited = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+  int from_child = out[0];
+  int status = 0;
+  bool reaped = false;
+  const auto reap = [&] {
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    reaped = done == child || (done < 0 && errno == ECHILD);
+  };
+  const auto read_output = [&](int flags) {
+    char buffer[4096];
+    const ssize_t n = ::recv(from_child, buffer, sizeof buffer, flags);
+    if (n > 0)
+      result.output.append(buffer, static_cast<std::size_t>(n));
+    else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+      from_child = -1; // every writer has closed (or the socket failed)
+    return n > 0;
+  };
+  while (!reaped) {
+    pollfd fds[3];
+    nfds_t n = 0;
+    const auto watch = [&](int fd, short events) {
+      if (fd >= 0)
+        fds[n++] = {fd, events, 0};
+    };
+    watch(exited, POLLIN);
+    watch(from_child, POLLIN);
+    watch(to_child, POLLOUT);
+    double wait_ms = exited >= 0 ? 1e9 : 5;
     if (limit) {
       const double left = static_cast<double>(limit->count()) - clock.ms();
-      if (left <= 0) {
+      if (left <= 0 && !result.timed_out) {
         ::kill(-child, SIGKILL);
         result.timed_out = true;
-        break;
       }
-      wait_ms = static_cast<int>(std::min(left, 1e9)) + 1;
+      if (!result.timed_out)
+        wait_ms = std::min(wait_ms, left + 1);
     }
-    if (::poll(fds, to_child >= 0 ? 2 : 1, wait_ms) < 0) {
-      if (errno == EINTR)
-        continue;
+    if (::poll(fds, n, result.timed_out && exited >= 0 ? -1 : static_cast<int>(wait_ms)) < 0 &&
+        errno != EINTR) {
       ::kill(-child, SIGKILL);
+      ::waitpid(child, &status, 0);
       break;
     }
-    if (to_child >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const ssize_t n =
-          ::send(to_child, input.data() + sent, input.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0)
-        sent += static_cast<std::size_t>(n);
-      if ((n < 0 && errno != EAGAIN && errno != EINTR) || sent == input.size()) {
-        ::close(to_child); // done, or the child does not read: end of file for it either way
-        to_child = -1;
+    for (nfds_t i = 0; i < n; ++i) {
+      if (!fds[i].revents)
+        continue;
+      if (fds[i].fd == to_child) {
+        const ssize_t m =
+            ::send(to_child, input.data() + sent, input.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (m > 0)
+          sent += static_cast<std::size_t>(m);
+        if ((m < 0 && errno != EAGAIN && errno != EINTR) || sent == input.size()) {
+          ::close(to_child); // done, or the child does not read: end of file for it either way
+          to_child = -1;
+        }
+      } else if (fds[i].fd == from_child) {
+        read_output(0);
       }
     }
-    if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
-      char buffer[4096];
-      const ssize_t n = ::read(out[0], buffer, sizeof buffer);
-      if (n > 0)
-        result.output.append(buffer, static_cast<std::size_t>(n));
-      else if (n == 0 || errno != EINTR)
-        open = false; // every writer has closed (or the socket failed)
-    }
+    if (exited < 0 || (n > 0 && fds[0].revents))
+      reap();
   }
+  // What the command wrote before it exited is all there: take it without waiting for writers
+  // it left behind (bounded: one of them may write for ever).
+  for (int reads = 0; reads < 1024 && from_child >= 0 && read_output(MSG_DONTWAIT); ++reads) {
+  }
+  if (exited >= 0)
+    ::close(exited);
   if (to_child >= 0)
     ::close(to_child);
   ::close(out[0]);
-  // The output may close before the command ends (it closed both, or a process it left holds
-  // them no more): the time limit still holds until it exits.
-  int status = 0;
-  for (;;) {
-    const pid_t done = ::waitpid(child, &status, limit && !result.timed_out ? WNOHANG : 0);
-    if (done == child || (done < 0 && errno != EINTR))
-      break;
-    if (done == 0 && static_cast<double>(limit->count()) <= clock.ms()) {
-      ::kill(-child, SIGKILL);
-      result.timed_out = true;
-    } else if (done == 0) {
-      ::usleep(2000);
-    }
-  }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 }
