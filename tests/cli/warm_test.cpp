@@ -297,9 +297,16 @@ TEST_F(WarmTest, ABadLineIsAWarningNamingFileAndLineAndTheRestIsWarmed) {
   auto lines = test::file_lines(record);
   lines.insert(lines.begin(), "{not json");
   lines.push_back(R"({"format": 1, "backend": "hip"})");
+  // A whole record of a backend jitcache does not know is a bad line like the others.
+  auto vulkan = nlohmann::json::parse(lines.at(1));
+  vulkan["backend"] = "vulkan";
+  vulkan["key"] = std::string(64, 'f');
+  lines.push_back(vulkan.dump());
   write_lines(record, lines);
   auto warmed = warm({"--into", into.path().string(), "--json"});
   EXPECT_EQ(warmed.exit_code, 0) << warmed.err;
+  EXPECT_NE(warmed.err.find(record.string() + ":4: unknown backend 'vulkan'"), std::string::npos)
+      << warmed.err;
   EXPECT_NE(warmed.err.find(record.string() + ":1: not a request record"), std::string::npos)
       << warmed.err;
   EXPECT_NE(warmed.err.find(record.string() + ":3: not a request record"), std::string::npos)

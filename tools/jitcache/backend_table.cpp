@@ -40,10 +40,9 @@ const Row* row(const std::string& name) {
 } // namespace
 
 Expected<std::unique_ptr<Backend>> find_backend(const std::string& name) {
+  if (auto known = known_backend(name); !known)
+    return std::move(known).error();
   const Row* r = row(name);
-  if (!r)
-    return Error(ErrorCode::invalid_argument,
-                 "unknown backend '" + name + "' (expected opencl, cuda or hip)");
   if (!r->make)
     return Error(ErrorCode::unsupported, "backend '" + name +
                                              "' is not built into this jitcache (its SDK was not "
@@ -54,6 +53,13 @@ Expected<std::unique_ptr<Backend>> find_backend(const std::string& name) {
 bool backend_built(const std::string& name) {
   const Row* r = row(name);
   return r && r->make;
+}
+
+Expected<void> known_backend(const std::string& name) {
+  if (!row(name))
+    return Error(ErrorCode::invalid_argument,
+                 "unknown backend '" + name + "' (expected opencl, cuda or hip)");
+  return {};
 }
 
 } // namespace jitcache::cli

@@ -75,6 +75,8 @@ read_records(const std::string& file, std::vector<std::size_t>& lines, bool warn
     auto record = detail::decode_request(line);
     if (!record && tuning::is_problem_line(line))
       return; // a tuning problem's, for `jitcache tune RECORD`
+    if (auto known = record ? known_backend(record->backend) : Expected<void>(); !known)
+      record = std::move(known).error();
     if (!record && warn)
       skip_record_line(file, number, record.error().message);
     else if (!record)
