@@ -733,9 +733,10 @@ void CacheCore::hand_over_pending() {
   if (!m_user || !make_user_tier()) {
     file = Error(ErrorCode::io_error, "the user tier is not usable");
   } else if (auto worker = store_worker()) {
-    // The user tier's own directory: the worker, given the same variables, opens the same one.
+    // The user tier's own folder: the worker stores into the cache that folder belongs to.
     if (auto leases = m_user->lease_dir())
-      file = hand_over(*worker, leases->path().parent_path() / "pending", records);
+      file =
+          hand_over(*worker, leases->path().parent_path() / "pending", records, m_config.variables);
     else
       file = std::move(leases).error();
   }

@@ -64,4 +64,36 @@ Expected<std::string> read_regular_file(const std::string& path, std::uint64_t m
   return out;
 }
 
+Expected<int> open_regular_file(const std::string& path, int flags, mode_t mode, struct stat* st,
+                                int dir_fd) {
+  const int fd =
+      ::openat(dir_fd, path.c_str(), flags | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
+  if (fd < 0) {
+    const int err = errno;
+    // What is there, when that is why: O_NOFOLLOW's ELOOP, a FIFO without a reader's ENXIO.
+    struct stat there {};
+    if ((err == ELOOP || err == ENXIO || err == EISDIR) &&
+        ::fstatat(dir_fd, path.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISREG(there.st_mode))
+      return Error(ErrorCode::io_error,
+                   S_ISLNK(there.st_mode)
+                       ? "a symbolic link, not followed"
+                       : std::string(kind_of(there.st_mode)) + ", not a regular file");
+    return Error(ErrorCode::io_error, std::strerror(err));
+  }
+  struct stat own {};
+  struct stat& info = st ? *st : own;
+  std::string why;
+  if (::fstat(fd, &info) != 0)
+    why = std::strerror(errno);
+  else if (!S_ISREG(info.st_mode))
+    why = std::string(kind_of(info.st_mode)) + ", not a regular file";
+  if (!why.empty()) {
+    ::close(fd);
+    return Error(ErrorCode::io_error, why);
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 } // namespace jitcache::detail

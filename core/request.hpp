@@ -39,11 +39,11 @@ template <typename Program> std::string flatten_request(const Program& program) 
 
 /// The request `program` makes for `target` under `config`, as a record carries it (the key's
 /// part is filled by record_request): the program's name, source, options and name expressions,
-/// the target, the current directory and the configuration's variables. `Program` as for
-/// flatten_request().
+/// the target and the current directory (the variables are the key's compile environment,
+/// which record_request fills). `Program` as for flatten_request().
 template <typename Program>
 RequestRecord describe_request(const Program& program, const std::string& target,
-                               const Config& config) {
+                               const Config& /*config*/) {
   RequestRecord record;
   std::error_code ec;
   record.device = target;
@@ -52,7 +52,6 @@ RequestRecord describe_request(const Program& program, const std::string& target
   record.name = program.name;
   record.source = program.source;
   record.name_expressions = program.name_expressions;
-  record.variables = config.variables;
   return record;
 }
 

@@ -2,11 +2,14 @@
 
 #include "core/fd_write.hpp"
 #include "core/log.hpp"
+#include "core/regular_file.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include <fcntl.h>
@@ -25,17 +28,29 @@ bool first_time(const std::string& file, const std::string& digest) {
   return recorded.emplace(file, digest).second;
 }
 
+// How long a line waits for another process's lock on the record: a writer holds it for one
+// line, and a party that holds it for ever (any reader of the file can) must not hang a build.
+constexpr auto k_lock_wait = std::chrono::seconds(2);
+
 Expected<void> append_line(const std::string& file, const std::string& line) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    return Error(ErrorCode::io_error, std::strerror(errno));
+  // A regular file only, opened without blocking: a FIFO (with or without a reader), a device
+  // or a symlink is refused, never waited on.
+  auto fd = open_regular_file(file, O_WRONLY | O_APPEND | O_CREAT);
+  if (!fd)
+    return std::move(fd).error();
   // O_APPEND alone keeps a small write whole; the lock keeps large lines (sources, headers) and
   // the retries of a short write from interleaving with another process's.
-  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  const auto deadline = std::chrono::steady_clock::now() + k_lock_wait;
+  while (::flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() > deadline) {
+      ::close(*fd);
+      return Error(ErrorCode::io_error, "another process holds its lock");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  auto written = write_all(fd, line);
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
+  auto written = write_all(*fd, line);
+  ::flock(*fd, LOCK_UN);
+  ::close(*fd);
   return written;
 }
 
@@ -60,6 +75,12 @@ void record_request(const Config& config, const Key& key,
   record_once(config, key.digest.hex(), [&] {
     RequestRecord record = describe();
     record.backend = key.backend;
+    // What changes the build and nothing else: the compile environment the key covers, never
+    // jitcache's own settings (the remote tier's password and signing key among them) nor
+    // locations of this machine.
+    record.variables.clear();
+    for (auto& [name, value] : config.compile_environment(key.backend))
+      record.variables.emplace(std::move(name), std::move(value));
     record.key = key.digest.hex();
     record.identity.clear();
     record.toolchain.clear();

@@ -12,11 +12,14 @@ namespace jitcache::detail {
 /// With Config::record set (JITCACHE_RECORD), appends the request `describe` gives to that file
 /// as one line (core/request_record), once per key and file in the process: the key's digest,
 /// device and toolchain fields and every header it covers (name, content, resolved path) are
-/// taken from `key`, the rest from `describe` (called only when the line is written). Safe with
-/// any number of threads and processes appending to the same file: the file is opened with
+/// taken from `key`, its variables are the compile environment the key covers
+/// (Config::compile_environment: never jitcache's own settings, secrets among them, nor
+/// locations), the rest from `describe` (called only when the line is written). Safe with any
+/// number of threads and processes appending to the same file: the file is opened with
 /// O_APPEND|O_NOFOLLOW (created mode 0600) and each line written whole under flock(LOCK_EX).
-/// Never fails: a line that cannot be written (a read-only directory, a full disk, a symlink)
-/// is one warning per file and process, and the build goes on.
+/// Never fails and never blocks: a line that cannot be written (a read-only directory, a full
+/// disk, a symlink, a FIFO or device, a lock held for over 2 s) is one warning per file and
+/// process, and the build goes on.
 void record_request(const Config& config, const Key& key,
                     const std::function<RequestRecord()>& describe);
 

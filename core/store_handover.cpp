@@ -1,15 +1,17 @@
 #include "core/store_handover.hpp"
 
+#include "core/config_table.hpp"
 #include "core/fd_write.hpp"
 #include "core/shared_library.hpp"
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fcntl.h>
@@ -17,6 +19,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -33,26 +37,25 @@ bool executable(const fs::path& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-// The request files of `pending` left for an hour. A FILE.jsonl is returned to be taken over:
-// no store process read it (the one started for it was killed first; one still at work holds
-// its file's lock, and the new process skips it). A FILE.taken is removed: a store process read
-// it and died before it was done, maybe of one of its requests, so each request is tried once.
-std::vector<fs::path> sweep_stale(const fs::path& pending) {
-  constexpr auto k_stale = std::chrono::hours(1);
-  std::vector<fs::path> stale;
-  std::error_code ec;
-  const auto now = fs::file_time_type::clock::now();
-  for (const auto& item : fs::directory_iterator(pending, ec)) {
-    std::error_code time_ec;
-    const auto written = item.last_write_time(time_ec);
-    if (time_ec || now - written <= k_stale)
-      continue;
-    if (item.path().extension() == ".jsonl")
-      stale.push_back(item.path());
-    else if (item.path().extension() == ".taken")
-      ::unlink(item.path().c_str());
+// The environment of the store process: this process's, with the requesting cache's
+// variables in place of jitcache's own settings and the compile environment (the key's
+// inputs). The settings the store needs that are secrets (the remote tier's password and key)
+// travel here, readable by this user only, never in the request file. A runtime's location or
+// cache variable the configuration does not name is this process's, as the runtime saw it.
+std::vector<std::string> store_environment(const std::map<std::string, std::string>& variables) {
+  std::set<std::string> replaced;
+  for (const EnvVariable& v : env_table())
+    if (v.role == EnvRole::setting || v.role == EnvRole::compile || variables.count(v.name))
+      replaced.insert(v.name);
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string_view text(*entry);
+    if (!replaced.count(std::string(text.substr(0, text.find('=')))))
+      out.emplace_back(text);
   }
-  return stale;
+  for (const auto& [name, value] : variables)
+    out.push_back(name + "=" + value);
+  return out;
 }
 
 } // namespace
@@ -71,7 +74,8 @@ std::optional<fs::path> store_worker() {
 }
 
 Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
-                             const std::vector<RequestRecord>& requests) {
+                             const std::vector<RequestRecord>& requests,
+                             const std::map<std::string, std::string>& variables) {
   if (::mkdir(pending.c_str(), 0700) != 0 && errno != EEXIST)
     return io_error("cannot create", pending, errno);
   struct stat st {};
@@ -101,14 +105,20 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
     return io_error("cannot write", file, err);
   }
 
+  // The pending folder, not its files: the store process lists it and takes a bounded batch
+  // (its own file among them, the newest), so no number of files left behind can make the
+  // command line too long.
   std::string path = worker.string();
-  std::vector<std::string> args{path, "store", "--detach", "--remove", file.string()};
-  for (const fs::path& stale : sweep_stale(pending))
-    args.push_back(stale.string());
+  std::vector<std::string> args{path, "store", "--detach", "--pending", pending.string()};
   std::vector<char*> argv;
   for (std::string& arg : args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
+  std::vector<std::string> environment = store_environment(variables);
+  std::vector<char*> envp;
+  for (std::string& entry : environment)
+    envp.push_back(entry.data());
+  envp.push_back(nullptr);
   // posix_spawn, not fork(): glibc starts the child with vfork semantics, sharing this process's
   // memory until it executes the worker. A fork() would mark every page of an application that
   // holds PoCL's LLVM copy-on-write, and the application's own exit (LLVM freeing its modules)
@@ -133,7 +143,7 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   pid_t child = -1;
   const int spawned =
-      ::posix_spawn(&child, path.c_str(), &actions, &attributes, argv.data(), environ);
+      ::posix_spawn(&child, path.c_str(), &actions, &attributes, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (spawned != 0) {
@@ -146,7 +156,7 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
   while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {
   }
   // ECHILD: the application ignores SIGCHLD, so its children are reaped unseen; the process was
-  // started, and a request file it could not take is taken over by a later one within the hour.
+  // started, and a request file it could not take is taken by a later one.
   if (waited == child && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     ::unlink(file.c_str());
     return Error(

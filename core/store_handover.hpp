@@ -5,7 +5,9 @@
 #include <jitcache/expected.hpp>
 
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace jitcache::detail {
@@ -17,18 +19,23 @@ namespace jitcache::detail {
 /// every request: it never stores a wrong binary.)
 std::optional<std::filesystem::path> store_worker();
 
-/// Writes `requests` (JSON lines, mode 0600) to a new file in `pending` (created, mode 0700; a
-/// symlink is refused) and starts `worker store --detach --remove FILE...` (with the request
-/// files of `pending` older than an hour that no store process read; those older than an hour
-/// that one read and did not finish, FILE.taken, are removed: each request is tried once) through
-/// posix_spawn (no copy-on-write of this process's memory): in its own session, with default signal
-/// handling, standard streams on /dev/null and no other descriptor. Waits only for that
-/// process, which forks the worker and exits at once: the worker is re-parented to init (never
-/// a zombie of the caller) and runs at idle CPU and I/O priority. The caller may exit at once.
-/// Returns the file. Errors: io_error (the folder or file), runtime_error (the process could
-/// not be started or failed to detach; the file is removed). Safe in a threaded process.
+/// Writes `requests` (JSON lines, mode 0600; what to build, never where: no variable) to a new
+/// file in `pending` (created, mode 0700; a symlink is refused) and starts `worker store
+/// --detach --pending PENDING` through posix_spawn (no copy-on-write of this process's memory):
+/// in its own session, with default signal handling, standard streams on /dev/null, no other
+/// descriptor, and this process's environment with `variables` (the requesting Config's) in
+/// place of jitcache's own settings and the compile environment, so it stores with the
+/// requester's settings, secrets included, without any being written to a file. That process
+/// stores into the cache `pending` belongs to (its parent), a bounded batch of its request
+/// files, newest first, and cleans the folder (`jitcache store --pending`). Waits
+/// only for the process started, which forks the worker and exits at once: the worker is
+/// re-parented to init (never a zombie of the caller) and runs at idle CPU and I/O priority.
+/// The caller may exit at once. Returns the file. Errors: io_error (the folder or file),
+/// runtime_error (the process could not be started or failed to detach; the file is removed).
+/// Safe in a threaded process.
 Expected<std::filesystem::path> hand_over(const std::filesystem::path& worker,
                                           const std::filesystem::path& pending,
-                                          const std::vector<RequestRecord>& requests);
+                                          const std::vector<RequestRecord>& requests,
+                                          const std::map<std::string, std::string>& variables);
 
 } // namespace jitcache::detail

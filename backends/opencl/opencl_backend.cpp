@@ -31,8 +31,10 @@ bool pocl_cache_on(const Identity& id, const Config& config) {
   return pocl(id) && (it == config.variables.end() || it->second != "0");
 }
 
-// The request as a record carries it (the key's part is filled by record_request).
-detail::RequestRecord describe(const Identity& id, const Config& config, std::string_view source,
+// The request as a record carries it (the key's part and the compile environment are filled
+// by record_request). No variable of the configuration: a request file names what to build,
+// and the store process runs with the requesting process's settings from its environment.
+detail::RequestRecord describe(const Identity& id, std::string_view source,
                                const std::string& options) {
   std::error_code ec;
   detail::RequestRecord record;
@@ -41,16 +43,14 @@ detail::RequestRecord describe(const Identity& id, const Config& config, std::st
   record.options = {options};
   record.directory = std::filesystem::current_path(ec).string();
   record.source = std::string(source);
-  record.variables = config.variables;
   return record;
 }
 
 // The request as a detached `jitcache store` makes it again (StoreMode::detach). nullopt when
 // the current directory is gone: relative paths could not be resolved again.
-std::optional<detail::RequestRecord> handover(const Identity& id, const Config& config,
-                                              const Key& key, std::string_view source,
-                                              const std::string& options) {
-  detail::RequestRecord record = describe(id, config, source, options);
+std::optional<detail::RequestRecord> handover(const Identity& id, const Key& key,
+                                              std::string_view source, const std::string& options) {
+  detail::RequestRecord record = describe(id, source, options);
   if (record.directory.empty())
     return std::nullopt;
   record.key = key.digest.hex();
@@ -181,7 +181,7 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
             // Reading a PoCL binary is the expensive part of a first run: it can happen in
             // another process, after this one has exited.
             if (pocl(*id) && config.opencl_store == StoreMode::detach)
-              compiled.handover = handover(*id, config, key, source, options);
+              compiled.handover = handover(*id, key, source, options);
           }
           return compiled;
         };
@@ -192,8 +192,7 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
       ran);
   if (!loaded)
     return std::move(loaded).error();
-  detail::record_request(cache.config(), key,
-                         [&] { return describe(*id, cache.config(), source, options); });
+  detail::record_request(cache.config(), key, [&] { return describe(*id, source, options); });
   handles.alias(request, *loaded, keyed.guards);
   if (!ran)
     return memory_hit(*loaded);

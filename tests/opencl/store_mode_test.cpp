@@ -14,12 +14,17 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <sched.h>
 #include <spawn.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,12 +70,12 @@ std::vector<pid_t> store_processes(const fs::path& pending) {
   return pids;
 }
 
-// Waits until every request file in `pending` is done. The detached process runs at idle
-// priority, which on a busy machine means never: it is moved to the normal class (its nice
-// value stays 19), which any process of the same user may do.
-void wait_for_stores(const fs::path& pending) {
+// Waits until `done()`. The detached store processes of `pending` run at idle priority, which
+// on a busy machine means never: they are moved to the normal class (their nice value stays
+// 19), which any process of the same user may do.
+void wait_for_stores(const fs::path& pending, const std::function<bool()>& done) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
-  while (!request_files(pending).empty()) {
+  while (!done()) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the store process never finished";
     for (pid_t pid : store_processes(pending)) {
       sched_param param{};
@@ -78,6 +83,11 @@ void wait_for_stores(const fs::path& pending) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+// Waits until every request file in `pending` is done.
+void wait_for_stores(const fs::path& pending) {
+  wait_for_stores(pending, [&] { return request_files(pending).empty(); });
 }
 
 class StoreModeTest : public ::testing::Test {
@@ -278,9 +288,10 @@ TEST_F(StoreModeTest, AStoreProcessThatDiesMidWayLeavesItsFileTakenNotToBeTriedA
   EXPECT_EQ(stored_counter(Counter::bytes_stored), 0u);
 }
 
-// What the next hand-over does with request files an hour old: one that no store process read
-// (FILE.jsonl) is taken over and stored; one that a store process read and did not finish
-// (FILE.taken: it died, maybe of one of its requests) is removed, never tried again.
+// What the store process of the next hand-over does with request files an hour old: one that
+// no store process read (FILE.jsonl) is taken over and stored; one that a store process read
+// and did not finish (FILE.taken: it died, maybe of one of its requests) is removed, never
+// tried again.
 TEST_F(StoreModeTest, AnHourOldUnreadFileIsTakenOverAndAnUnfinishedTakenOneIsRemoved) {
   { Cache create(config("wait")); } // the user tier and its folder
   fs::create_directories(pending());
@@ -297,10 +308,10 @@ TEST_F(StoreModeTest, AnHourOldUnreadFileIsTakenOverAndAnUnfinishedTakenOneIsRem
     ASSERT_TRUE(built) << built.error().message;
     clReleaseProgram(built->program);
   }
-  EXPECT_FALSE(fs::exists(taken)) << "removed by the hand-over";
-  EXPECT_TRUE(fs::exists(recent)) << "a store process may still be at work on it: left alone";
-  fs::remove(recent);
-  wait_for_stores(pending());
+  // Until only the recent FILE.taken is left: a store process may still be at work on it.
+  wait_for_stores(pending(),
+                  [&] { return request_files(pending()) == std::vector<fs::path>{recent}; });
+  EXPECT_FALSE(fs::exists(taken));
   EXPECT_FALSE(fs::exists(unread));
   Cache again(config("detach"));
   EXPECT_EQ(build_all(again), all(Outcome::hit)) << "the unread file's requests were stored";
@@ -349,6 +360,268 @@ TEST_F(StoreModeTest, CliBuildReportsUnknownBytesUntilStoredAndWaitsWithWait) {
                     variables("detach"));
   ASSERT_EQ(hit.exit_code, 0) << hit.err;
   EXPECT_EQ(nlohmann::json::parse(hit.out)["outcome"], "hit");
+}
+
+// Every file under `root` that holds `secret`, by name (every byte of each regular file read).
+std::vector<std::string> files_holding(const fs::path& root, const std::string& secret) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::end(it); it.increment(ec))
+    if (it->is_regular_file(ec) && !it->is_symlink(ec) &&
+        read_file(it->path()).find(secret) != std::string::npos)
+      found.push_back(it->path().string());
+  return found;
+}
+
+// Keeps, under `keep`, a hard link to every request file `pending` gets while it watches (the
+// detached store removes its file once done): links its .part as it is created, else the
+// .jsonl it was renamed to, else the .taken a store process renamed it to.
+class RequestFileCatcher {
+public:
+  RequestFileCatcher(const fs::path& pending, const fs::path& keep) : m_keep(keep) {
+    fs::create_directories(pending);
+    fs::create_directories(keep);
+    m_fd = inotify_init1(IN_CLOEXEC);
+    m_watch = inotify_add_watch(m_fd, pending.c_str(), IN_CREATE | IN_MOVED_TO);
+    m_thread = std::thread([this, pending] {
+      alignas(inotify_event) char buffer[4096];
+      for (ssize_t n; (n = read(m_fd, buffer, sizeof buffer)) > 0;) {
+        for (char* at = buffer; at < buffer + n;) {
+          const auto* event = reinterpret_cast<const inotify_event*>(at);
+          at += sizeof(inotify_event) + event->len;
+          if (event->mask & IN_IGNORED)
+            return;
+          const fs::path stem = pending / fs::path(event->name).stem();
+          for (const char* extension : {".part", ".jsonl", ".taken"})
+            if (link((stem.string() + extension).c_str(),
+                     (m_keep / fs::path(event->name).stem()).c_str()) == 0 ||
+                errno == EEXIST)
+              break;
+        }
+      }
+    });
+  }
+  ~RequestFileCatcher() {
+    inotify_rm_watch(m_fd, m_watch); // IN_IGNORED ends the thread
+    m_thread.join();
+    close(m_fd);
+  }
+
+private:
+  fs::path m_keep;
+  int m_fd = -1;
+  int m_watch = -1;
+  std::thread m_thread;
+};
+
+// Issue 27, item 1: the remote tier's password and signing key are in no record line and in no
+// request file handed over, nor in any other file of the cache.
+TEST_F(StoreModeTest, NoSecretIsWrittenToARecordOrARequestFile) {
+  const fs::path record = dir.path() / "record.jsonl";
+  auto vars = variables("detach");
+  vars["JITCACHE_RECORD"] = record.string();
+  vars["JITCACHE_REMOTE"] = "redis://u:S3cretPassw0rd@127.0.0.1:1";
+  vars["JITCACHE_REMOTE_KEY"] = "TOP-SECRET";
+  vars["POCL_WORK_GROUP_METHOD"] = "loopvec"; // what changes the build is recorded
+  {
+    RequestFileCatcher catcher(pending(), dir.path() / "caught");
+    {
+      Cache cache(Config::from_variables(vars));
+      EXPECT_EQ(build_all(cache), all(Outcome::miss));
+      cache.flush();
+      EXPECT_EQ(cache.session_stats().get("opencl", Counter::handed_over), std::size(k_kernels));
+    }
+    wait_for_stores(pending());
+  }
+  ASSERT_FALSE(request_files(dir.path() / "caught").empty()) << "no request file was caught";
+  std::ifstream in(record);
+  std::size_t lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    auto decoded = detail::decode_request(line);
+    ASSERT_TRUE(decoded) << decoded.error().message;
+    const std::map<std::string, std::string> compile{{"POCL_WORK_GROUP_METHOD", "loopvec"}};
+    EXPECT_EQ(decoded->variables, compile) << line;
+  }
+  EXPECT_EQ(lines, std::size(k_kernels));
+  for (const char* secret : {"S3cretPassw0rd", "TOP-SECRET"})
+    EXPECT_EQ(files_holding(dir.path(), secret), std::vector<std::string>{}) << secret;
+}
+
+// A request handed over as an older jitcache wrote it, naming a cache directory in its
+// variables.
+fs::path write_hostile_requests(const Config& config, cl_device_id device, const fs::path& file,
+                                const fs::path& elsewhere) {
+  auto variables = config.variables;
+  variables["JITCACHE_DIR"] = elsewhere.string();
+  std::ofstream out(file);
+  for (const char* name : k_kernels) {
+    const std::string source = read_file(fs::path(JITCACHE_KERNELS) / name);
+    auto key = opencl::make_key(config, device, source, k_options);
+    EXPECT_TRUE(key) << key.error().message;
+    out << detail::encode_request(handed_over(k_options, fs::current_path().string(), source,
+                                              key->digest.hex(), variables))
+        << "\n";
+  }
+  return file;
+}
+
+// Issue 27, item 4: a request names what to build, never where to write: `jitcache store`
+// stores into the cache it runs for, whatever a request file's variables say.
+TEST_F(StoreModeTest, ARequestFileNamesWhatToBuildNeverWhereToWrite) {
+  const fs::path elsewhere = dir.path() / "elsewhere";
+  const fs::path file =
+      write_hostile_requests(config("wait"), device, dir.path() / "requests.jsonl", elsewhere);
+  auto stored = test::run_cli({"store", "--json", file.string()}, variables("wait"));
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  EXPECT_FALSE(fs::exists(elsewhere)) << stored.out;
+  EXPECT_GT(stored_counter(Counter::bytes_stored), 0u) << stored.out;
+}
+
+// The same through a hand-over: a request file planted in the pending folder is stored into
+// that folder's own cache.
+TEST_F(StoreModeTest, APlantedRequestFileIsStoredIntoThePendingFoldersOwnCache) {
+  { Cache create(config("wait")); }
+  fs::create_directories(pending());
+  const fs::path elsewhere = dir.path() / "elsewhere";
+  write_hostile_requests(config("wait"), device, pending() / "planted.jsonl", elsewhere);
+  {
+    Cache cache(config("detach"));
+    auto built = opencl::build_program(
+        cache, context, device, read_file(fs::path(JITCACHE_KERNELS) / "nbody.cl"), k_options);
+    ASSERT_TRUE(built) << built.error().message;
+    clReleaseProgram(built->program);
+  }
+  wait_for_stores(pending());
+  EXPECT_FALSE(fs::exists(elsewhere));
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+}
+
+// Issue 27, item 8: a relative JITCACHE_DIR is resolved once, where the application started;
+// the store process fills that cache, not one under the directory the application moved to.
+TEST_F(StoreModeTest, ARelativeCacheDirIsTheOneTheApplicationStartedIn) {
+  const fs::path start = fs::current_path();
+  fs::current_path(dir.path());
+  const Config relative =
+      Config::from_variables({{"JITCACHE_DIR", "relcache"}, {"JITCACHE_OPENCL_STORE", "detach"}});
+  fs::create_directories(dir.path() / "A");
+  fs::current_path(dir.path() / "A");
+  {
+    Cache cache(relative);
+    EXPECT_EQ(build_all(cache), all(Outcome::miss));
+  }
+  wait_for_stores(dir.path() / "relcache" / "v1" / "pending");
+  fs::current_path(start);
+  EXPECT_FALSE(fs::exists(dir.path() / "A" / "relcache"));
+  Cache again(Config::from_variables({{"JITCACHE_DIR", (dir.path() / "relcache").string()}}));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+}
+
+// Runs the CLI with `args` and `env` in a child killed by SIGALRM after `seconds`: a hang is
+// an exit status of 128 + SIGALRM, not a test that never ends.
+int run_cli_bounded(const std::vector<std::string>& args,
+                    const std::map<std::string, std::string>& env, unsigned seconds,
+                    std::string* err = nullptr) {
+  test::ChildProcess child([&] {
+    for (const auto& [name, value] : env)
+      setenv(name.c_str(), value.c_str(), 1);
+    std::vector<std::string> all{JITCACHE_CLI};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : all)
+      argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    alarm(seconds);
+    execv(argv[0], argv.data());
+    return 127;
+  });
+  const int status = child.wait();
+  if (err)
+    *err = child.err();
+  return status;
+}
+
+// Issue 27, item 6: a FIFO named like a request file blocks no store process.
+TEST_F(StoreModeTest, AFifoInThePendingFolderBlocksNoStoreProcess) {
+  { Cache create(config("wait")); }
+  fs::create_directories(pending());
+  ASSERT_EQ(mkfifo((pending() / "fifo.jsonl").c_str(), 0600), 0);
+  std::string err;
+  EXPECT_EQ(run_cli_bounded({"store", "--remove", (pending() / "fifo.jsonl").string()},
+                            variables("wait"), 60, &err),
+            1)
+      << err;
+  EXPECT_NE(err.find("FIFO"), std::string::npos) << err;
+  {
+    Cache cache(config("detach")); // a hand-over: its store process drains the folder
+    EXPECT_EQ(build_all(cache), all(Outcome::miss));
+  }
+  wait_for_stores(pending());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(pending() / "fifo.jsonl"))) << "removed";
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+}
+
+// Issue 27, item 6: JITCACHE_RECORD naming a FIFO (with no reader, or one that never reads) is
+// a warning, and the build goes on.
+TEST_F(StoreModeTest, ARecordThatIsAFifoIsAWarningNotAHang) {
+  const fs::path fifo = dir.path() / "record.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string kernel = std::string(JITCACHE_KERNELS) + "/nbody.cl";
+  auto vars = variables("wait");
+  vars["JITCACHE_RECORD"] = fifo.string();
+  std::string err;
+  EXPECT_EQ(run_cli_bounded({"build", "--backend", "opencl", "--options", k_options, kernel}, vars,
+                            60, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("FIFO"), std::string::npos) << err;
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK); // a reader that never reads
+  ASSERT_GE(reader, 0);
+  vars["JITCACHE_DIR"] = (dir.path() / "other").string();
+  EXPECT_EQ(run_cli_bounded({"build", "--backend", "opencl", "--options", k_options, kernel}, vars,
+                            60, &err),
+            0)
+      << err;
+  char byte;
+  EXPECT_EQ(read(reader, &byte, 1), -1) << "nothing was written to the FIFO";
+  close(reader);
+}
+
+// Issue 27, item 7: thirty thousand stale request files and a stale symlink do not keep a
+// hand-over from starting its store process, and each run removes or takes a bounded share.
+TEST_F(StoreModeTest, ThirtyThousandStaleRequestFilesDoNotStopTheHandOver) {
+  { Cache create(config("wait")); }
+  fs::create_directories(pending());
+  constexpr int k_stale = 30000;
+  const timeval two_hours_ago[2] = {{time(nullptr) - 7200, 0}, {time(nullptr) - 7200, 0}};
+  const timeval two_days_ago[2] = {{time(nullptr) - 2 * 86400, 0}, {time(nullptr) - 2 * 86400, 0}};
+  for (int i = 0; i < k_stale; ++i) {
+    const std::string file = (pending() / ("stale-" + std::to_string(i) + ".jsonl")).string();
+    const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0) << file;
+    ASSERT_EQ(write(fd, "not a request\n", 14), 14);
+    close(fd);
+    ASSERT_EQ(utimes(file.c_str(), i % 2 ? two_hours_ago : two_days_ago), 0);
+  }
+  ASSERT_EQ(symlink("/dev/zero", (pending() / "link.jsonl").c_str()), 0);
+  {
+    Cache cache(config("detach"));
+    EXPECT_EQ(build_all(cache), all(Outcome::miss));
+    cache.flush();
+    const Stats stats = cache.session_stats();
+    EXPECT_EQ(stats.get("opencl", Counter::handed_over), std::size(k_kernels));
+    EXPECT_EQ(stats.get("opencl", Counter::bytes_stored), 0u) << "this process stores nothing";
+  }
+  wait_for_stores(pending(), [&] { return store_processes(pending()).empty(); });
+  EXPECT_FALSE(fs::exists(fs::symlink_status(pending() / "link.jsonl")));
+  const std::size_t left = request_files(pending()).size();
+  EXPECT_LT(left, static_cast<std::size_t>(k_stale / 2)) << "the two days old ones are removed";
+  EXPECT_GT(left, 0u) << "one run takes a bounded share of the others";
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
 }
 
 } // namespace

@@ -1,18 +1,27 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 
+#include "core/regular_file.hpp"
 #include "core/request_record.hpp"
 
 #include <jitcache/cache.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,8 +43,8 @@ std::optional<std::pair<int, Key>> device_with_key(Backend& backend, const Confi
   }
 }
 
-// Stores one handed-over request; the JSON line that says what happened.
-nlohmann::json store_one(const detail::RequestRecord& record) {
+// Stores one handed-over request under `config`; the JSON line that says what happened.
+nlohmann::json store_one(const Config& config, const detail::RequestRecord& record) {
   nlohmann::json line = {{"key", record.key}, {"backend", record.backend}};
   const auto dropped = [&](const std::string& why) {
     line["outcome"] = "dropped";
@@ -45,9 +54,6 @@ nlohmann::json store_one(const detail::RequestRecord& record) {
   auto backend = find_backend(record.backend);
   if (!backend)
     return dropped(backend.error().message);
-  auto variables = record.variables;
-  variables["JITCACHE_OPENCL_STORE"] = "wait";
-  const Config config = Config::from_variables(variables);
   if (::chdir(record.directory.c_str()) != 0)
     return dropped("cannot enter " + record.directory + ": " + std::strerror(errno));
   if (record.options.size() != 1)
@@ -89,51 +95,161 @@ bool detach() {
   return true;
 }
 
+constexpr std::size_t k_batch = 64; // request files one run takes
+constexpr std::uint64_t k_max_request_file = 64ull << 20;
+constexpr auto k_unfinished = std::chrono::hours(1); // a FILE.taken or FILE.part left behind
+constexpr auto k_expired = std::chrono::hours(24);   // a FILE.jsonl no process took
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() > suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The request files of the pending folder `dir_fd` this run takes: at most k_batch `*.jsonl`,
+// newest first (the file of the hand-over that started this process is among the newest).
+// Cleans the folder on the way: removes what has one of its names and is not a regular file
+// (a symlink, a FIFO, a device; a directory if empty), a `*.taken` or `*.part` left for an hour
+// (a store process that died, maybe of one of its requests: each request is tried once; a
+// hand-over that died mid-write), and a `*.jsonl` left for a day (a backlog no run took: its
+// requests are missed and handed over again by the next run that asks for them).
+std::vector<std::string> take_from(int dir_fd, const std::string& folder) {
+  std::vector<std::pair<std::int64_t, std::string>> found; // (age in ns, name)
+  const int list_fd = ::dup(dir_fd);
+  DIR* dir = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
+  if (!dir) {
+    if (list_fd >= 0)
+      ::close(list_fd);
+    std::cerr << "jitcache: warning: cannot list " << folder << ": " << std::strerror(errno)
+              << "\n";
+    return {};
+  }
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const auto age_of = [&](const struct stat& st) {
+    return std::chrono::seconds(now.tv_sec - st.st_mtim.tv_sec) +
+           std::chrono::nanoseconds(now.tv_nsec - st.st_mtim.tv_nsec);
+  };
+  while (const dirent* item = ::readdir(dir)) {
+    const std::string name = item->d_name;
+    const bool request = ends_with(name, ".jsonl");
+    if (!request && !ends_with(name, ".taken") && !ends_with(name, ".part"))
+      continue;
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (!S_ISREG(st.st_mode))
+      ::unlinkat(dir_fd, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+    else if (age_of(st) > (request ? k_expired : k_unfinished))
+      ::unlinkat(dir_fd, name.c_str(), 0);
+    else if (request)
+      found.emplace_back(std::chrono::nanoseconds(age_of(st)).count(), name);
+  }
+  ::closedir(dir);
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < found.size() && i < k_batch; ++i)
+    names.push_back(found[i].second);
+  return names;
+}
+
+// A request file read and held: `fd` locked (empty when another store process has it),
+// `bytes` its content, `done_with` its name once marked taken.
+struct Taken {
+  std::optional<int> fd;
+  std::string bytes;
+  std::string done_with;
+};
+
+// Takes the request file `name` (relative to `dir_fd`): a regular file only, opened without
+// blocking or following a symlink, of at most k_max_request_file bytes, locked (one process a
+// file: another `jitcache store` that has it is doing the same work) and still the file of
+// that name once locked (one that another process took and removed while this one waited is
+// left). Once read it is marked taken with `remove` (FILE.jsonl becomes FILE.taken, kept until
+// its requests are done), before any request is made: a request that crashes this process (a
+// runtime's fault) is tried once, not again by every later store process, and never keeps the
+// other requests of later runs from being stored. Errors: io_error, the reason only.
+Expected<Taken> take(int dir_fd, const std::string& name, bool remove) {
+  struct stat st {};
+  auto fd = detail::open_regular_file(name, O_RDONLY, 0, &st, dir_fd);
+  if (!fd)
+    return std::move(fd).error();
+  Taken taken;
+  struct stat now {};
+  if (::flock(*fd, LOCK_EX | LOCK_NB) != 0 ||
+      ::fstatat(dir_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_ino != st.st_ino ||
+      now.st_dev != st.st_dev) {
+    ::close(*fd);
+    return taken;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > k_max_request_file) {
+    ::unlinkat(dir_fd, name.c_str(), 0);
+    ::close(*fd);
+    return Error(ErrorCode::io_error, std::to_string(st.st_size) + " bytes, over the limit of " +
+                                          format_size(k_max_request_file) + "; removed");
+  }
+  taken.fd = *fd;
+  char buffer[1 << 16];
+  while (taken.bytes.size() < k_max_request_file) {
+    const ssize_t n = ::read(*fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    taken.bytes.append(buffer, static_cast<std::size_t>(n));
+  }
+  taken.done_with = name;
+  if (remove) {
+    const std::string marked =
+        name.substr(0, name.size() - (ends_with(name, ".jsonl") ? 6 : 0)) + ".taken";
+    if (::renameat(dir_fd, name.c_str(), dir_fd, marked.c_str()) == 0)
+      taken.done_with = marked;
+  }
+  return taken;
+}
+
 } // namespace
 
-int run_store(const std::vector<std::string>& files, bool remove, bool detach_first,
-              const Output& out) {
+int run_store(const Config& environment, const std::vector<std::string>& files,
+              const std::string& pending, bool remove, bool detach_first, const Output& out) {
+  if (files.empty() && pending.empty())
+    return fail(Error(ErrorCode::invalid_argument, "store: no FILE and no --pending folder"));
   if (detach_first && !detach())
     return fail(Error(ErrorCode::runtime_error,
                       std::string("cannot detach: fork: ") + std::strerror(errno)));
+  // The settings are this process's (a hand-over passes the requester's in the environment),
+  // never a request's; the cache is the pending folder's own.
+  std::map<std::string, std::string> variables = environment.variables;
+  variables.erase("JITCACHE_RECORD"); // the stores are not requests of an application
+  variables["JITCACHE_OPENCL_STORE"] = "wait";
+  Config config = Config::from_variables(variables);
   int status = 0;
-  std::vector<std::string> paths; // each request enters its own directory
+  // Each request enters its own directory: the folder and the files are held by descriptor.
+  int dir_fd = AT_FDCWD;
+  std::vector<std::string> names;
+  if (!pending.empty()) {
+    const std::filesystem::path folder = std::filesystem::absolute(pending);
+    config.cache_dir = folder.parent_path();
+    dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0)
+      return fail(Error(ErrorCode::io_error,
+                        "cannot open " + folder.string() + ": " + std::strerror(errno)));
+    names = take_from(dir_fd, folder.string());
+    remove = true;
+  }
   for (const std::string& file : files)
-    paths.push_back(std::filesystem::absolute(file).string());
-  for (const std::string& file : paths) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    names.push_back(std::filesystem::absolute(file).string());
+  for (const std::string& name : names) {
+    const std::string file = dir_fd == AT_FDCWD ? name : pending + "/" + name;
+    auto taken = take(dir_fd, name, remove);
+    if (!taken) {
       status =
-          fail(Error(ErrorCode::io_error, "cannot open " + file + ": " + std::strerror(errno)));
+          fail(Error(ErrorCode::io_error, "cannot read " + file + ": " + taken.error().message));
       continue;
     }
-    // One process per file: another `jitcache store` that has it is doing the same work.
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd);
-      continue;
-    }
-    std::string bytes;
-    char buffer[1 << 16];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        break;
-      bytes.append(buffer, static_cast<std::size_t>(n));
-    }
-    // Marked taken once read, still locked, before any request is made (FILE.jsonl becomes
-    // FILE.taken, kept until the requests are done): a request that crashes this process (a
-    // runtime's fault) is tried once, not again by every later store process, and never keeps
-    // the other requests of later runs from being stored. A taken file whose process died is
-    // removed by a later hand-over (store_handover); what it did not store is missed again, and
-    // handed over again, by the next run that asks for it.
-    std::string done_with = file;
-    if (remove) {
-      const std::string taken = std::filesystem::path(file).replace_extension(".taken").string();
-      if (::rename(file.c_str(), taken.c_str()) == 0)
-        done_with = taken;
-    }
+    if (!taken->fd)
+      continue; // another `jitcache store` has it, or had it
     std::size_t at = 0;
+    const std::string& bytes = taken->bytes;
     while (at < bytes.size()) {
       std::size_t end = bytes.find('\n', at);
       if (end == std::string::npos)
@@ -144,7 +260,7 @@ int run_store(const std::vector<std::string>& files, bool remove, bool detach_fi
         continue;
       auto record = detail::decode_request(text);
       nlohmann::json line =
-          record ? store_one(*record)
+          record ? store_one(config, *record)
                  : nlohmann::json{{"outcome", "dropped"}, {"why", record.error().message}};
       line["file"] = file;
       std::string summary = line.value("key", std::string("?")).substr(0, 16) + ": " +
@@ -155,9 +271,11 @@ int run_store(const std::vector<std::string>& files, bool remove, bool detach_fi
     }
     // Removed while still locked, so no other `jitcache store` starts on it.
     if (remove)
-      ::unlink(done_with.c_str());
-    ::close(fd);
+      ::unlinkat(dir_fd, taken->done_with.c_str(), 0);
+    ::close(*taken->fd);
   }
+  if (dir_fd != AT_FDCWD)
+    ::close(dir_fd);
   return status;
 }
 

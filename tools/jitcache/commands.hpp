@@ -76,15 +76,23 @@ int run_clear_runtime_caches(const Config& config, bool dry_run, const Output& o
 /// file when no other process has it open.
 int run_prune(const Config& config, const std::string& max_size, const Output& out);
 /// `jitcache store`: makes each request of each request file (core/request_record, written by a
-/// process that handed its stores over, Config::opencl_store) again and stores its binary when
-/// its key is still the recorded one; one line per request (outcome stored, present or
-/// dropped, with why). A file another `jitcache store` holds is skipped; `remove`: each file is
-/// renamed FILE.taken once read, before its requests are made (each is tried once: see
-/// core/store_handover), and removed once they are done. `detach`: forks first and
-/// returns 0 at once (1 when fork fails), the child (re-parented to init) doing the work at idle
-/// CPU and I/O priority; how a process that hands its stores over starts it (core/store_handover).
-/// Exit 1 when a file cannot be opened.
-int run_store(const std::vector<std::string>& files, bool remove, bool detach, const Output& out);
+/// process that handed its stores over, Config::opencl_store) again and stores its binary, into
+/// the user tier of `config` (a request names what to build, never where: its variables are not
+/// read), when its key is still the recorded one; one line per request (outcome stored, present
+/// or dropped, with why). Only regular files are read (a FIFO, device or symlink is refused,
+/// never waited on), of at most 64 MiB. A file another `jitcache store` holds is skipped;
+/// `remove`: each file is renamed FILE.taken once read, before its requests are made (each is
+/// tried once), and removed once they are done. `pending` (a cache's `pending` folder, as a
+/// hand-over names it): the files are that folder's, it stores into the cache the folder belongs
+/// to (its parent), and it cleans the folder: at most 64 `*.jsonl` files a run, newest first
+/// (each removed once done); one older than a day is removed unread (what it held is missed and
+/// handed over again), as are a `*.taken` or `*.part` older than an hour (a store process or a
+/// hand-over that died) and anything of those names that is not a regular file. `detach`:
+/// forks first and returns 0 at once (1 when fork fails), the child (re-parented to init) doing
+/// the work at idle CPU and I/O priority; how a process that hands its stores over starts it
+/// (core/store_handover). Exit 1 when a file cannot be opened or the folder cannot be listed.
+int run_store(const Config& config, const std::vector<std::string>& files,
+              const std::string& pending, bool remove, bool detach, const Output& out);
 /// `jitcache warm`: makes every request of a record again (each once, by key) for every target
 /// of `--arch` (CUDA, HIP; else each request's own target) or on the OpenCL `--device`, with
 /// `jobs` worker processes (worker_pool: this command with `serve`), into the user tier or

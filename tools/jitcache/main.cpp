@@ -75,7 +75,11 @@ int main(int argc, char** argv) {
                       "mark each file taken once read (FILE.taken), remove it once done");
   store_cmd->add_flag("--detach", store_detach,
                       "return at once; store from a child process at idle CPU and I/O priority");
-  store_cmd->add_option("FILE", store_files, "request files (JSON lines)")->required();
+  std::string store_pending;
+  store_cmd->add_option("--pending", store_pending,
+                        "store a bounded batch of the request files of this pending folder "
+                        "into the cache it belongs to, removing each once done, and clean it");
+  store_cmd->add_option("FILE", store_files, "request files (JSON lines)");
   CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
   CLI::App* list_cmd = add("list", "every entry of the user tier");
   CLI::App* info_cmd = add("info", "the resolved configuration and the runtimes' own caches");
@@ -183,7 +187,7 @@ int main(int argc, char** argv) {
   if (warm_cmd->parsed())
     return cli::run_warm(config, warm, out);
   if (store_cmd->parsed())
-    return cli::run_store(store_files, store_remove, store_detach, out);
+    return cli::run_store(config, store_files, store_pending, store_remove, store_detach, out);
   if (explain_cmd->parsed())
     return cli::run_explain(config, explain, out);
   if (stats_cmd->parsed())
