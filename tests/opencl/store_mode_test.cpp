@@ -234,8 +234,17 @@ TEST_F(StoreModeTest, KillingTheStoreProcessLeavesAHealthyCacheThatMissesWhatItD
   posix_spawn_file_actions_addclose(&actions, out[0]);
   std::string cli = JITCACHE_CLI, command = "store", json = "--json", target = file.string();
   char* argv[] = {cli.data(), command.data(), json.data(), target.data(), nullptr};
+  std::vector<std::string> environment; // the store's settings come from its environment
+  for (char** entry = environ; *entry; ++entry)
+    environment.emplace_back(*entry);
+  for (const auto& [name, value] : variables("wait"))
+    environment.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& entry : environment)
+    envp.push_back(entry.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  ASSERT_EQ(posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv, environ), 0);
+  ASSERT_EQ(posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv, envp.data()), 0);
   posix_spawn_file_actions_destroy(&actions);
   close(out[1]);
   std::string first;
@@ -258,7 +267,7 @@ TEST_F(StoreModeTest, KillingTheStoreProcessLeavesAHealthyCacheThatMissesWhatItD
     EXPECT_EQ(outcomes[0], Outcome::hit);
   }
   // The file is still there; storing it again finds everything present, and removes it.
-  auto again = test::run_cli({"store", "--json", "--remove", file.string()}, {});
+  auto again = test::run_cli({"store", "--json", "--remove", file.string()}, variables("wait"));
   ASSERT_EQ(again.exit_code, 0) << again.err;
   std::istringstream lines(again.out);
   std::size_t present = 0;
@@ -277,6 +286,8 @@ TEST_F(StoreModeTest, AStoreProcessThatDiesMidWayLeavesItsFileTakenNotToBeTriedA
   test::ChildProcess store([&] {
     const rlimit no_writes{0, 0};
     ::setrlimit(RLIMIT_FSIZE, &no_writes);
+    for (const auto& [name, value] : variables("wait"))
+      ::setenv(name.c_str(), value.c_str(), 1);
     std::string cli = JITCACHE_CLI, command = "store", remove = "--remove", target = file.string();
     char* argv[] = {cli.data(), command.data(), remove.data(), target.data(), nullptr};
     ::execv(cli.c_str(), argv);
@@ -331,7 +342,7 @@ TEST_F(StoreModeTest, ARequestWhoseFilesChangedIsDroppedNotStored) {
                              handed_over(options, "/", source, key->digest.hex(), cfg.variables))
                       << "\n";
   std::ofstream(kernels.path() / "common.h", std::ios::app) << "// edited\n";
-  auto stored = test::run_cli({"store", "--json", file.string()}, {});
+  auto stored = test::run_cli({"store", "--json", file.string()}, variables("wait"));
   ASSERT_EQ(stored.exit_code, 0) << stored.err;
   EXPECT_EQ(nlohmann::json::parse(stored.out)["outcome"], "dropped") << stored.out;
   EXPECT_EQ(stored_counter(Counter::bytes_stored), 0u);
@@ -586,7 +597,7 @@ TEST_F(StoreModeTest, ARecordThatIsAFifoIsAWarningNotAHang) {
             0)
       << err;
   char byte;
-  EXPECT_EQ(read(reader, &byte, 1), -1) << "nothing was written to the FIFO";
+  EXPECT_LE(read(reader, &byte, 1), 0) << "nothing was written to the FIFO";
   close(reader);
 }
 
