@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <sstream>
+
+extern char** environ;
 
 #ifndef JITCACHE_DEFAULT_DIR
 #define JITCACHE_DEFAULT_DIR "<xdg>"
@@ -462,6 +465,22 @@ Config Config::from_environment() {
   for (const std::string& warning : config.warnings)
     log::write_once(LogLevel::warn, "config:" + warning, warning);
   return config;
+}
+
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& variables) {
+  std::set<std::string> replaced;
+  for (const EnvVariable& v : k_env_variables)
+    if (v.role == EnvRole::setting || v.role == EnvRole::compile || variables.count(v.name))
+      replaced.insert(v.name);
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string_view text(*entry);
+    if (!replaced.count(std::string(text.substr(0, text.find('=')))))
+      out.emplace_back(text);
+  }
+  for (const auto& [name, value] : variables)
+    out.push_back(name + "=" + value);
+  return out;
 }
 
 std::vector<std::string> Config::known_variables() {

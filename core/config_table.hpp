@@ -3,6 +3,7 @@
 #include <jitcache/config.hpp>
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,5 +51,13 @@ std::string shown_value(std::string_view name, const std::string& value);
 /// Every environment variable jitcache reads (core/config.cpp); Config::from_variables reads
 /// them all. Static storage: valid for the life of the process.
 EnvTable env_table();
+
+/// The environment ("NAME=VALUE" each) of a jitcache process this one starts to act for a
+/// Config whose variables are `variables`: this process's environment, with `variables` in
+/// place of every jitcache setting and compile variable (those `variables` lacks are left
+/// out). A runtime's location or cache variable `variables` does not name is this process's,
+/// as the runtime saw it. The settings that are secrets (the remote tier's password and key)
+/// travel this way, readable by this user only, never in a file.
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& variables);
 
 } // namespace jitcache

@@ -3,8 +3,6 @@
 #include "core/byte_io.hpp"
 #include "core/request_record.hpp"
 
-#include <jitcache/config.hpp>
-
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -37,13 +35,12 @@ template <typename Program> std::string flatten_request(const Program& program) 
   return out;
 }
 
-/// The request `program` makes for `target` under `config`, as a record carries it (the key's
+/// The request `program` makes for `target`, as a record carries it (the key's
 /// part is filled by record_request): the program's name, source, options and name expressions,
 /// the target and the current directory (the variables are the key's compile environment,
 /// which record_request fills). `Program` as for flatten_request().
 template <typename Program>
-RequestRecord describe_request(const Program& program, const std::string& target,
-                               const Config& /*config*/) {
+RequestRecord describe_request(const Program& program, const std::string& target) {
   RequestRecord record;
   std::error_code ec;
   record.device = target;

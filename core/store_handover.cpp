@@ -9,9 +9,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
-#include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <fcntl.h>
@@ -19,8 +17,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -35,27 +31,6 @@ Error io_error(const std::string& what, const fs::path& path, int err) {
 bool executable(const fs::path& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-// The environment of the store process: this process's, with the requesting cache's
-// variables in place of jitcache's own settings and the compile environment (the key's
-// inputs). The settings the store needs that are secrets (the remote tier's password and key)
-// travel here, readable by this user only, never in the request file. A runtime's location or
-// cache variable the configuration does not name is this process's, as the runtime saw it.
-std::vector<std::string> store_environment(const std::map<std::string, std::string>& variables) {
-  std::set<std::string> replaced;
-  for (const EnvVariable& v : env_table())
-    if (v.role == EnvRole::setting || v.role == EnvRole::compile || variables.count(v.name))
-      replaced.insert(v.name);
-  std::vector<std::string> out;
-  for (char** entry = environ; *entry; ++entry) {
-    const std::string_view text(*entry);
-    if (!replaced.count(std::string(text.substr(0, text.find('=')))))
-      out.emplace_back(text);
-  }
-  for (const auto& [name, value] : variables)
-    out.push_back(name + "=" + value);
-  return out;
 }
 
 } // namespace
@@ -114,7 +89,7 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
   for (std::string& arg : args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
-  std::vector<std::string> environment = store_environment(variables);
+  std::vector<std::string> environment = child_environment(variables);
   std::vector<char*> envp;
   for (std::string& entry : environment)
     envp.push_back(entry.data());

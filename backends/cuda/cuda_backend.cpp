@@ -274,9 +274,8 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
   }
   if (!loaded)
     return std::move(loaded).error();
-  detail::record_request(cache.config(), keyed.key, [&] {
-    return detail::describe_request(program, loaded->info.device, cache.config());
-  });
+  detail::record_request(cache.config(), keyed.key,
+                         [&] { return detail::describe_request(program, loaded->info.device); });
   handles.alias(request, *loaded, std::move(keyed.guards));
   if (!ran)
     return module_of(*loaded, memory_hit(core, *loaded, total));
@@ -303,9 +302,8 @@ Expected<Binary> compile(Cache& cache, std::string_view arch, const Program& pro
     return {};
   };
   const auto served = [&](const Key& key, const Target& target) {
-    detail::record_request(cache.config(), key, [&] {
-      return detail::describe_request(program, target.arch, cache.config());
-    });
+    detail::record_request(cache.config(), key,
+                           [&] { return detail::describe_request(program, target.arch); });
     info.total_ms = total.ms();
     binary->info = std::move(info);
     return std::move(*binary);

@@ -238,9 +238,8 @@ Expected<CodeObject> compile(Cache& cache, std::string_view target, const Progra
             info);
         if (!got)
           return std::move(got).error();
-        detail::record_request(cache.config(), key, [&] {
-          return detail::describe_request(program, *canonical, cache.config());
-        });
+        detail::record_request(cache.config(), key,
+                               [&] { return detail::describe_request(program, *canonical); });
         info.total_ms = total.ms();
         code->info = std::move(info);
         return std::move(*code);
@@ -323,9 +322,8 @@ Expected<Module> load_module(Cache& cache, const Program& program) {
             ran);
         if (!loaded)
           return loaded.error();
-        detail::record_request(cache.config(), key, [&] {
-          return detail::describe_request(program, *target, cache.config());
-        });
+        detail::record_request(cache.config(), key,
+                               [&] { return detail::describe_request(program, *target); });
         handles.alias(request, *loaded, std::move(keyed.guards));
         if (!ran)
           return hand_out(*loaded, core.memory_hit(k_backend, loaded->info));
