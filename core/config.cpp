@@ -121,6 +121,11 @@ void set_remote_key(const std::string& value, Config& config, Complaints&) {
   config.remote_key_source = "JITCACHE_REMOTE_KEY";
 }
 
+// What a key that was asked for and cannot be used does: the remote tiers are not read trusting
+// the server instead (settle_remote_key).
+constexpr char k_remote_off[] = "the remote tiers are off (a key that was asked for and cannot "
+                                "be used is never replaced by reading unsigned entries)";
+
 // A key file is a secret: refused unless only its owner, this user, can read or change it.
 void set_remote_key_file(const std::string& value, Config& config, Complaints& complaints) {
   if (!config.remote_key.empty()) {
@@ -130,24 +135,60 @@ void set_remote_key_file(const std::string& value, Config& config, Complaints& c
   struct stat st {};
   auto key = detail::read_regular_file(value, 64 * 1024, &st);
   if (!key) {
-    complaints.push_back(key.error().message + "; no remote key");
+    complaints.push_back(key.error().message + "; " + k_remote_off);
     return;
   }
   if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     complaints.push_back("the key file must belong to this user and have mode 0600 (it has uid " +
-                         std::to_string(st.st_uid) + ", mode " + mode + "); no remote key");
+                         std::to_string(st.st_uid) + ", mode " + mode + "); " + k_remote_off);
     return;
   }
   while (!key->empty() && (key->back() == '\n' || key->back() == '\r'))
     key->pop_back();
   if (key->empty()) {
-    complaints.push_back("the key file is empty; no remote key");
+    complaints.push_back(std::string("the key file is empty; ") + k_remote_off);
     return;
   }
   config.remote_key = std::move(*key);
   config.remote_key_source = "JITCACHE_REMOTE_KEY_FILE=" + value;
+}
+
+// Which remote tiers are used, once every variable is read. A key that was asked for (either
+// variable set, even to an empty value) and gave none: no remote tier, rather than one read
+// trusting the server. No key asked for: only the URLs that say unsigned=1 (an unsigned shared
+// cache lets whoever can write to it run code on every GPU that reads it).
+void settle_remote_key(Config& config) {
+  if (config.remote.empty() || !config.remote_key.empty())
+    return;
+  const auto variable = [&](const char* name) -> const std::string* {
+    auto it = config.variables.find(name);
+    return it == config.variables.end() ? nullptr : &it->second;
+  };
+  const std::string* key = variable("JITCACHE_REMOTE_KEY");
+  const std::string* file = variable("JITCACHE_REMOTE_KEY_FILE");
+  if (key || file) {
+    const char* name = key ? "JITCACHE_REMOTE_KEY" : "JITCACHE_REMOTE_KEY_FILE";
+    const std::string why = std::string(name) + " is set and gives no key; " + k_remote_off;
+    // A key file that was refused was warned about already, with its reason.
+    if ((!key || key->empty()) && (!file || file->empty()))
+      config.warnings.push_back(std::string(name) + "=" + shown_value(name, "") + ": " + why);
+    config.remote.clear();
+    return;
+  }
+  std::vector<std::string> complaints; // config.remote holds only URLs that parsed
+  std::string kept;
+  for (const RedisUrl& url : parse_redis_urls(config.remote, complaints)) {
+    if (url.allow_unsigned)
+      kept += (kept.empty() ? "" : ",") + url.text;
+    else
+      config.warnings.push_back(
+          "JITCACHE_REMOTE=" + hide_passwords(url.text) +
+          ": not used: there is no JITCACHE_REMOTE_KEY to check its entries with (set one, or "
+          "add unsigned=1 to the URL to trust whoever can write to the server)");
+  }
+  config.remote = kept;
 }
 
 void set_record(const std::string& value, Config& config, Complaints&) {
@@ -246,11 +287,13 @@ constexpr EnvVariable k_env_variables[] = {
      "with a warning"},
     {"JITCACHE_REMOTE_KEY", R::setting, set_remote_key, nullptr, nullptr,
      "the secret that signs (HMAC-SHA256) every entry written to the remote tiers; entries read "
-     "that it did not sign for the key asked for are refused. Without a key the remote tiers are "
-     "read-only unless a URL says `unsigned=1`. Never printed"},
+     "that it did not sign for the key asked for are refused. Without a key only the URLs that "
+     "say `unsigned=1` are used (read trusting the server, and written unsigned). Set but empty: "
+     "the remote tiers are off. Never printed"},
     {"JITCACHE_REMOTE_KEY_FILE", R::setting, set_remote_key_file, nullptr, nullptr,
      "a file holding that secret (a trailing newline is dropped); refused, with a warning, "
-     "unless it is a regular file of this user with mode 0600 (or stricter)"},
+     "unless it is a regular file of this user with mode 0600 (or stricter). A key that is asked "
+     "for and cannot be used (a refused, missing or empty file) turns the remote tiers off"},
     {"JITCACHE_RECORD", R::setting, set_record, nullptr, nullptr,
      "append every distinct request of each process (its source, options and every header by "
      "content, the target or device identity, the key) to this JSON-lines file, once per key, for "
@@ -443,6 +486,7 @@ Config Config::from_variables(const std::map<std::string, std::string>& vars) {
       config.warnings.push_back(std::string(v.name) + "=" + shown_value(v.name, value) + ": " +
                                 why);
   }
+  settle_remote_key(config);
   if (config.cache_dir.empty())
     config.cache_dir = default_cache_dir(config.variables);
   const auto system_path = config.variables.find("JITCACHE_SYSTEM_PATH");

@@ -68,7 +68,7 @@ RedisReply convert(const redisReply& reply) {
 } // namespace
 
 RedisConnection::RedisConnection(redisContext* context, const RedisUrl& url)
-    : m_context(context), m_name(url.display()), m_timeout(url.timeout),
+    : m_context(context), m_name(url.display()), m_password(url.password), m_timeout(url.timeout),
       m_reply_limit(reply_limit(url)) {}
 
 RedisConnection::~RedisConnection() {
@@ -76,7 +76,18 @@ RedisConnection::~RedisConnection() {
 }
 
 std::uint64_t RedisConnection::reply_limit(const RedisUrl& url) {
-  return std::max<std::uint64_t>(url.max_bytes, 1u << 20) + (64u << 10);
+  const std::uint64_t value = std::max<std::uint64_t>(url.max_bytes, 1u << 20);
+  constexpr std::uint64_t room = 64u << 10;
+  return value > UINT64_MAX - room ? UINT64_MAX : value + room;
+}
+
+std::string RedisConnection::hidden(std::string text) const {
+  // The server was sent the password (AUTH) and may say it back in an error reply.
+  if (!m_password.empty())
+    for (auto at = text.find(m_password); at != std::string::npos;
+         at = text.find(m_password, at + 3))
+      text.replace(at, m_password.size(), "***");
+  return text;
 }
 
 Expected<std::unique_ptr<RedisConnection>> RedisConnection::open(const RedisUrl& url) {
@@ -164,7 +175,7 @@ Expected<RedisReply> RedisConnection::run(const std::vector<std::string_view>& a
   char buffer[64 << 10];
   for (;;) {
     if (redisReaderGetReply(m_context->reader, &answer) != REDIS_OK)
-      return failed(std::string("not the Redis protocol: ") + m_context->reader->errstr);
+      return failed(std::string("not the Redis protocol: ") + hidden(m_context->reader->errstr));
     if (answer)
       break;
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
@@ -189,7 +200,7 @@ Expected<RedisReply> RedisConnection::run(const std::vector<std::string_view>& a
                                                            freeReplyObject);
   if (reply->type == REDIS_REPLY_ERROR)
     return Error(ErrorCode::runtime_error, m_name + " answered " + std::string(args[0]) + ": " +
-                                               std::string(reply->str, reply->len));
+                                               hidden(std::string(reply->str, reply->len)));
   return convert(*reply);
 }
 

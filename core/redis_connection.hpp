@@ -57,8 +57,11 @@ private:
   /// run() with the timeout counted from `start`.
   Expected<RedisReply> run(const std::vector<std::string_view>& args, Clock::time_point start);
   Error failed(const std::string& what);
+  /// `text` (from the server) with the password replaced by `***`.
+  std::string hidden(std::string text) const;
   redisContext* m_context;
-  std::string m_name; ///< the URL's display(), for messages
+  std::string m_name;     ///< the URL's display(), for messages
+  std::string m_password; ///< never in a message: see hidden()
   std::chrono::milliseconds m_timeout;
   std::uint64_t m_reply_limit;
   bool m_broken = false;

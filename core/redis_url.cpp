@@ -52,10 +52,10 @@ std::optional<Error> set_parameter(RedisUrl& url, std::string_view name, std::st
     return std::nullopt;
   };
   const auto millis = [&](std::chrono::milliseconds& field, long low) -> std::optional<Error> {
-    auto n = number<long>(value, low, 3600000);
+    auto n = number<long>(value, low, k_remote_max_lease.count());
     if (!n)
       return bad(std::string(name) + " must be a number of milliseconds from " +
-                 std::to_string(low) + " to 3600000");
+                 std::to_string(low) + " to " + std::to_string(k_remote_max_lease.count()));
     field = std::chrono::milliseconds(*n);
     return std::nullopt;
   };
@@ -70,9 +70,10 @@ std::optional<Error> set_parameter(RedisUrl& url, std::string_view name, std::st
   if (name == "unsigned")
     return flag(url.allow_unsigned);
   if (name == "max_bytes") {
-    auto n = number<std::uint64_t>(value, 1, UINT64_MAX);
+    auto n = number<std::uint64_t>(value, 1, k_remote_max_bytes_limit);
     if (!n)
-      return bad("max_bytes must be a positive number of bytes");
+      return bad("max_bytes must be a number of bytes from 1 to " +
+                 std::to_string(k_remote_max_bytes_limit));
     url.max_bytes = *n;
     return std::nullopt;
   }

@@ -22,9 +22,15 @@ inline constexpr std::chrono::milliseconds k_remote_back_off{30000};
 /// How long a fleet-wide compile lease lasts unless its holder renews it (it renews a third of
 /// the way through): a holder that dies is taken over within this.
 inline constexpr std::chrono::milliseconds k_remote_lease{10000};
+/// The longest lease_ms (and timeout_ms, backoff_ms) a URL may say: a lease found on the server
+/// that expires later than this was not set by a holder (RemoteLease).
+inline constexpr std::chrono::milliseconds k_remote_max_lease{3600000};
 /// Entries larger than this are not sent to a remote (a fleet's network is better spent on
 /// many kernels than on one huge binary; each host compiles it itself).
 inline constexpr std::uint64_t k_remote_max_bytes = 16ull << 20;
+/// The largest max_bytes a URL may say (Redis itself keeps at most 512 MiB in a value by
+/// default): larger is a mistake, refused rather than left to wrap the arithmetic around it.
+inline constexpr std::uint64_t k_remote_max_bytes_limit = 4ull << 30;
 
 /// One remote tier, as JITCACHE_REMOTE names it:
 /// `redis://[user:password@]host[:port][/db][?timeout_ms=N&backoff_ms=N&lease_ms=N&prefix=P&

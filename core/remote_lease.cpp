@@ -75,12 +75,24 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
                                                             const Digest& key,
                                                             const std::function<bool()>& ready,
                                                             const Options& options) {
+  using Clock = std::chrono::steady_clock;
   const std::string name = remote->redis_key("lease:" + key.hex());
   const std::string owner = owner_name();
-  const std::string ms = std::to_string(remote->url().lease.count());
-  const auto deadline = std::chrono::steady_clock::now() + options.max_wait;
+  const auto lease_ms = remote->url().lease;
+  const std::string ms = std::to_string(lease_ms.count());
+  const auto max_wait = options.max_wait.value_or(k_lease_waits * lease_ms);
+  const auto start = Clock::now();
+  const auto not_waited = [&](const std::string& why) {
+    return Error(ErrorCode::unsupported,
+                 "the lease on " + key.hex() + " at " + remote->url().display() + " " + why);
+  };
   auto pause = std::chrono::milliseconds(2);
   bool waited = false;
+  // The holder's lease as last seen, and when it last showed a renewal (a new value, or a later
+  // expiry): a lease nobody renews is not a holder's, whatever its expiry says.
+  std::string seen_value;
+  long long seen_ttl = -3;
+  Clock::time_point renewed_at = start;
   for (;;) {
     if (ready())
       return std::shared_ptr<RemoteLease>();
@@ -93,10 +105,34 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
         return std::shared_ptr<RemoteLease>();
       return lease;
     }
-    if (std::chrono::steady_clock::now() >= deadline)
-      return Error(ErrorCode::unsupported, "waited " +
-                                               std::to_string(options.max_wait.count() / 1000) +
-                                               " s for another machine's compile of " + key.hex());
+    auto value = remote->run({"GET", name});
+    if (!value)
+      return std::move(value).error();
+    auto ttl = remote->run({"PTTL", name});
+    if (!ttl)
+      return std::move(ttl).error();
+    const auto now = Clock::now();
+    const bool gone = value->kind == RedisReply::Kind::nil ||
+                      (ttl->kind == RedisReply::Kind::integer && ttl->integer == -2);
+    if (!gone) { // not let go of (or expired) since the SET
+      if (value->kind != RedisReply::Kind::string || ttl->kind != RedisReply::Kind::integer ||
+          ttl->integer < 0)
+        return not_waited("has no expiry: not a lease (a holder's always expires); not waited "
+                          "for");
+      if (ttl->integer > k_remote_max_lease.count())
+        return not_waited("expires in " + std::to_string(ttl->integer / 1000) +
+                          " s, later than any lease: not waited for");
+      if (value->text != seen_value || ttl->integer > seen_ttl)
+        renewed_at = now;
+      seen_value = std::move(value->text);
+      seen_ttl = ttl->integer;
+      if (now - renewed_at >= lease_ms)
+        return not_waited("was not renewed for " + std::to_string(lease_ms.count()) +
+                          " ms: its holder is gone; compiling here too");
+    }
+    if (now - start >= max_wait)
+      return not_waited("is still held after " + std::to_string(max_wait.count()) +
+                        " ms of waiting for another machine's compile; compiling here too");
     waited = true;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, options.max_poll);

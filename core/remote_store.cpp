@@ -5,12 +5,41 @@
 #include "core/log.hpp"
 #include "core/remote_seal.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace jitcache {
 
 namespace {
 
 // Idle connections kept per remote: as many as threads that commonly read at once.
 constexpr std::size_t k_max_idle = 8;
+
+// Keys asked for per SCAN page, and how many pages a listing may take for each key DBSIZE
+// counts: Redis visits at least COUNT buckets per page (or ten times as many empty ones), and a
+// table has at most a few buckets per key, so a real server ends well within this; a server
+// whose cursor never comes back to 0 is stopped by it.
+constexpr long long k_scan_count = 1000;
+constexpr unsigned long long k_scan_pages_per_key = 32;
+constexpr unsigned long long k_scan_min_pages = 64;
+// Whatever DBSIZE says: a billion keys are 10^6 pages.
+constexpr unsigned long long k_scan_max_pages = 1ull << 20;
+
+// `text` as a SCAN MATCH pattern that matches only itself (a prefix is a name, not a glob).
+std::string glob_escaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// a + b, or the largest value when that does not fit.
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 
 } // namespace
 
@@ -19,7 +48,11 @@ RemoteStore::RemoteStore(RedisUrl url, std::string hmac_key)
 }
 
 bool RemoteStore::writable() const {
-  return !m_url.read_only && (!m_hmac_key.empty() || m_url.allow_unsigned);
+  return !m_url.read_only && readable();
+}
+
+bool RemoteStore::readable() const {
+  return !m_hmac_key.empty() || m_url.allow_unsigned;
 }
 
 std::string RemoteStore::signing() const {
@@ -29,8 +62,8 @@ std::string RemoteStore::signing() const {
   else if (m_url.allow_unsigned)
     mode = "unsigned (unsigned=1): whoever can write to the server can plant binaries";
   else
-    mode = "unsigned: reads trust the server; not written to (set JITCACHE_REMOTE_KEY to sign, "
-           "or unsigned=1)";
+    mode = "no key: neither read nor written to (set JITCACHE_REMOTE_KEY to sign and check, or "
+           "unsigned=1 to trust the server)";
   return m_url.read_only ? mode + "; readonly=1" : mode;
 }
 
@@ -91,14 +124,15 @@ Expected<std::optional<Entry>> RemoteStore::get(const Digest& key) {
 Expected<std::optional<std::string>> RemoteStore::value(const Digest& key) {
   // GETRANGE, not GET: the server sends at most one byte more than a value this store would
   // accept, whatever another host with a larger max_bytes stored there.
-  const std::string last = std::to_string(m_url.max_bytes + k_seal_overhead);
+  const std::uint64_t largest = saturating_add(m_url.max_bytes, k_seal_overhead);
+  const std::string last = std::to_string(std::min<std::uint64_t>(largest, INT64_MAX));
   auto reply = run({"GETRANGE", redis_key(key.hex()), "0", last});
   if (!reply)
     return std::move(reply).error();
   // GETRANGE answers an absent key with an empty string; no sealed value is empty.
   if (reply->kind != RedisReply::Kind::string || reply->text.empty())
     return std::optional<std::string>();
-  if (reply->text.size() > m_url.max_bytes + k_seal_overhead) {
+  if (reply->text.size() > largest) {
     log::write_once(LogLevel::warn, "remote-large:" + key.hex(),
                     "remote entry " + key.hex() + " on " + m_url.display() +
                         " is larger than max_bytes (" + std::to_string(m_url.max_bytes) +
@@ -110,6 +144,8 @@ Expected<std::optional<std::string>> RemoteStore::value(const Digest& key) {
 
 Expected<bool> RemoteStore::visit(const Digest& key,
                                   const std::function<void(const EntryView&)>& use) {
+  if (!readable())
+    return false; // nothing read could be checked: not asked at all
   auto value = this->value(key);
   if (!value)
     return std::move(value).error();
@@ -155,16 +191,45 @@ Expected<void> RemoteStore::ping() {
 }
 
 Expected<void> RemoteStore::for_each(const std::function<void(const Item&)>& fn) {
-  const std::string pattern = redis_key("*");
+  if (!readable())
+    return Error(ErrorCode::unsupported, m_url.display() + " is not read (" + signing() + ")");
+  const auto other = [&](const char* command) {
+    return Error(ErrorCode::io_error,
+                 m_url.display() + " answered " + command + " with something else");
+  };
+  auto size = run({"DBSIZE"});
+  if (!size)
+    return std::move(size).error();
+  if (size->kind != RedisReply::Kind::integer || size->integer < 0)
+    return other("DBSIZE");
+  const unsigned long long keys = static_cast<unsigned long long>(size->integer);
+  const unsigned long long max_pages = std::min(
+      k_scan_max_pages, k_scan_min_pages + k_scan_pages_per_key *
+                                               std::min(keys, k_scan_max_pages * k_scan_count) /
+                                               k_scan_count);
+  const std::string pattern = glob_escaped(m_url.prefix) + "*";
+  const std::string count = std::to_string(k_scan_count);
   std::string cursor = "0";
-  do {
-    auto page = run({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+  for (unsigned long long pages = 0;; ++pages) {
+    if (pages == max_pages)
+      return Error(ErrorCode::io_error, m_url.display() + ": SCAN did not end after " +
+                                            std::to_string(pages) + " pages (DBSIZE says " +
+                                            std::to_string(keys) + " keys); stopped");
+    auto page = run({"SCAN", cursor, "MATCH", pattern, "COUNT", count});
     if (!page)
       return std::move(page).error();
-    if (page->kind != RedisReply::Kind::array || page->items.size() != 2)
-      return Error(ErrorCode::io_error, m_url.display() + " answered SCAN with something else");
+    if (page->kind != RedisReply::Kind::array || page->items.size() != 2 ||
+        page->items[0].kind != RedisReply::Kind::string ||
+        page->items[1].kind != RedisReply::Kind::array)
+      return other("SCAN");
     cursor = page->items[0].text;
+    if (cursor.empty() || cursor.find_first_not_of("0123456789") != std::string::npos)
+      return other("SCAN");
     for (const RedisReply& name : page->items[1].items) {
+      // Only names that start with the prefix: whatever the server says matched.
+      if (name.kind != RedisReply::Kind::string ||
+          name.text.compare(0, m_url.prefix.size(), m_url.prefix) != 0)
+        continue;
       auto digest = Digest::from_hex(std::string_view(name.text).substr(m_url.prefix.size()));
       if (!digest)
         continue; // a lease
@@ -185,8 +250,9 @@ Expected<void> RemoteStore::for_each(const std::function<void(const Item&)>& fn)
         item.backend = *backend;
       fn(item);
     }
-  } while (cursor != "0");
-  return {};
+    if (cursor == "0")
+      return {};
+  }
 }
 
 } // namespace jitcache

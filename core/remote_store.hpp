@@ -35,6 +35,10 @@ public:
   /// not say unsigned=1 (an unsigned shared cache lets anyone who reaches it run code on every
   /// GPU that reads it).
   bool writable() const override;
+  /// Whether entries are read at all: with a key to check them, or when the URL says unsigned=1
+  /// (trusting the server). Without either, visit() and get() are misses that ask nothing and
+  /// for_each() is an unsupported error.
+  bool readable() const;
   Expected<std::optional<Entry>> get(const Digest& key) override;
   Expected<bool> visit(const Digest& key,
                        const std::function<void(const EntryView&)>& use) override;
@@ -42,9 +46,12 @@ public:
   /// URL's max_bytes: not sent), io_error and runtime_error (the server failed).
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<bool> remove(const Digest& key) override;
-  /// Every value under the prefix (SCAN, then each read as visit() reads it); `valid` says
-  /// whether it is one this store would hand out. Other keys under the prefix (leases) and
-  /// values larger than max_bytes are skipped.
+  /// Every value under the prefix (SCAN matching the prefix as a name, not a pattern; then each
+  /// read as visit() reads it); `valid` says whether it is one this store would hand out. Other
+  /// keys (leases, names that do not start with the prefix, whatever the server says) and values
+  /// larger than max_bytes are skipped. The listing takes at most a number of SCAN pages
+  /// proportional to what DBSIZE counts: a server whose cursor never returns to 0 is an
+  /// io_error, as is a reply of the wrong shape.
   Expected<void> for_each(const std::function<void(const Item&)>& fn) override;
 
   /// Sends PING. Errors as put().

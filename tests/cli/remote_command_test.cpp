@@ -3,10 +3,13 @@
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/scripted_redis.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <chrono>
 
 namespace jitcache {
 namespace {
@@ -83,10 +86,18 @@ TEST_F(RemoteCommandTest, InfoShowsEachRemoteAndHidesSecrets) {
   EXPECT_EQ(info["remotes"][1]["reachable"], false);
   EXPECT_EQ(info["remote_key"], "JITCACHE_REMOTE_KEY");
 
+  // Without a key, a remote is used only when its URL says unsigned=1.
   r = run_cli({"info"}, env(a, true, false));
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("remote: (none)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unsigned=1"), std::string::npos) << r.out;
+  auto opted_in = env(a, false, false);
+  opted_in["JITCACHE_REMOTE"] = server.url("?unsigned=1");
+  r = run_cli({"info"}, opted_in);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("reachable"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("not written to"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("whoever can write to the server can plant binaries"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(RemoteCommandTest, PingPushAndPull) {
@@ -100,6 +111,9 @@ TEST_F(RemoteCommandTest, PingPushAndPull) {
   EXPECT_EQ(json_lines(push.out).at(0)["copied"], 1);
   auto unsigned_push = run_cli({"remote", "push"}, env(a, true, false));
   EXPECT_EQ(unsigned_push.exit_code, 1) << unsigned_push.out;
+  auto read_only = env(a, false);
+  read_only["JITCACHE_REMOTE"] = server.url("?readonly=1");
+  EXPECT_EQ(run_cli({"remote", "push"}, read_only).exit_code, 1);
 
   auto pull = run_cli({"remote", "pull", "--json"}, env(b));
   ASSERT_EQ(pull.exit_code, 0) << pull.err;
@@ -118,6 +132,60 @@ TEST_F(RemoteCommandTest, PingPushAndPull) {
   EXPECT_EQ(ping.exit_code, 1);
   EXPECT_EQ(json_lines(ping.out).at(0)["reachable"], false);
   EXPECT_EQ(run_cli({"remote", "ping"}, env(a, false)).exit_code, 1); // no remote at all
+}
+
+// A key asked for that cannot be used: ping, push and pull each fail with one clear error and
+// never talk to the remote trusting it.
+TEST_F(RemoteCommandTest, AnUnusableKeyFailsClosed) {
+  auto empty_key = env(a);
+  empty_key["JITCACHE_REMOTE_KEY"] = "";
+  auto missing_file = env(a, true, false);
+  missing_file["JITCACHE_REMOTE_KEY_FILE"] = (a.path() / "no such key").string();
+  for (const auto& variables : {empty_key, missing_file})
+    for (const char* action : {"ping", "push", "pull"}) {
+      auto r = run_cli({"remote", action}, variables);
+      EXPECT_EQ(r.exit_code, 1) << action << ": " << r.out << r.err;
+      EXPECT_NE(r.err.find("remote tiers are off"), std::string::npos) << action << ": " << r.err;
+      EXPECT_EQ(r.err.find("fleet secret"), std::string::npos) << r.err;
+    }
+}
+
+// `prefix=x*y:` is a name, not a glob: a real server holding `xy:` (shorter than the prefix)
+// is listed without it (before: the listing threw and the tool died of SIGABRT).
+TEST_F(RemoteCommandTest, PullWithAGlobPrefixTakesOnlyItsOwnKeys) {
+  auto globbed = env(a, false);
+  globbed["JITCACHE_REMOTE"] = server.url("?prefix=x*y:");
+  build(globbed); // only in a's user tier
+  ASSERT_EQ(run_cli({"remote", "push"}, globbed).exit_code, 0);
+  RemoteStore raw(*parse_redis_url(server.url("?unsigned=1")), "");
+  ASSERT_TRUE(raw.run({"SET", "xy:", "short"}));
+  ASSERT_TRUE(raw.run({"SET", "xAy:" + std::string(64, '0'), "not ours"}));
+  auto into_b = env(b, false);
+  into_b["JITCACHE_REMOTE"] = globbed["JITCACHE_REMOTE"];
+  auto pull = run_cli({"remote", "pull", "--json"}, into_b);
+  ASSERT_EQ(pull.exit_code, 0) << pull.out << pull.err;
+  EXPECT_EQ(json_lines(pull.out).at(0)["copied"], 1) << pull.out;
+  EXPECT_EQ(json_lines(pull.out).at(0)["skipped"], 0) << pull.out;
+}
+
+// A server whose SCAN cursor never returns to 0: pull stops with an error (before: for ever).
+TEST(RemotePullTest, AnEndlessScanEndsWithAnError) {
+  test::ScriptedRedis server([](const std::vector<std::string>& command) {
+    using S = test::ScriptedRedis;
+    if (command[0] == "DBSIZE")
+      return S::Reply{S::integer(3)};
+    if (command[0] == "SCAN")
+      return S::Reply{S::array({S::bulk("7"), S::array({})})};
+    return S::Reply{S::status("OK")};
+  });
+  test::TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  auto pull = run_cli({"remote", "pull", "--json"}, {{"JITCACHE_DIR", dir.path().string()},
+                                                     {"JITCACHE_REMOTE", server.url()},
+                                                     {"JITCACHE_REMOTE_KEY", "k"}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(pull.exit_code, 1) << pull.out << pull.err;
+  EXPECT_NE(pull.out.find("SCAN"), std::string::npos) << pull.out;
 }
 
 } // namespace

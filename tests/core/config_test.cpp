@@ -34,7 +34,7 @@ TEST(ConfigTest, GoodValues) {
                                    {"JITCACHE_MAX_SIZE", "10G"},
                                    {"JITCACHE_READONLY", "true"},
                                    {"JITCACHE_SYSTEM_PATH", "/a:/b::/c"},
-                                   {"JITCACHE_REMOTE", "redis://127.0.0.1:6379"},
+                                   {"JITCACHE_REMOTE", "redis://127.0.0.1:6379?unsigned=1"},
                                    {"JITCACHE_LOG", "debug"},
                                    {"JITCACHE_DISABLE", "cuda,hip"}});
   EXPECT_TRUE(c.warnings.empty());
@@ -42,7 +42,7 @@ TEST(ConfigTest, GoodValues) {
   EXPECT_TRUE(c.read_only);
   ASSERT_EQ(c.system_path.size(), 3u);
   EXPECT_EQ(c.system_path[1], "/b");
-  EXPECT_EQ(c.remote, "redis://127.0.0.1:6379");
+  EXPECT_EQ(c.remote, "redis://127.0.0.1:6379?unsigned=1");
   EXPECT_EQ(c.log_level, LogLevel::debug);
   EXPECT_TRUE(c.persistence("opencl").enabled);
   EXPECT_FALSE(c.persistence("cuda").enabled);
@@ -177,8 +177,8 @@ const std::map<std::string, SettingCase>& setting_cases() {
         },
         {}}},
       {"JITCACHE_REMOTE",
-       {"redis://cache.example:6379",
-        [](const Config& c) { EXPECT_EQ(c.remote, "redis://cache.example:6379"); },
+       {"redis://cache.example:6379?unsigned=1",
+        [](const Config& c) { EXPECT_EQ(c.remote, "redis://cache.example:6379?unsigned=1"); },
         {"http://x", "redis://h:99999", "redis://:6379", "redis://h:", "redis://",
          "redis://h?readonly=2"}}},
       {"JITCACHE_RECORD",

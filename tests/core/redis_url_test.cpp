@@ -68,5 +68,17 @@ TEST(RedisUrlTest, PasswordsAreHidden) {
   EXPECT_EQ(hide_passwords("redis://[::1]:6379/0?prefix=x"), "redis://[::1]:6379/0?prefix=x");
 }
 
+TEST(RedisUrlTest, AnAbsurdMaxBytesIsRefused) {
+  // Near 2^64, the value plus the seal's bytes wrapped and every entry was "too large".
+  for (const char* value : {"18446744073709551615", "18446744073709551600", "4294967297"}) {
+    auto url = parse_redis_url(std::string("redis://h?max_bytes=") + value);
+    ASSERT_FALSE(url) << value;
+    EXPECT_NE(url.error().message.find("max_bytes"), std::string::npos) << url.error().message;
+  }
+  auto largest = parse_redis_url("redis://h?max_bytes=4294967296");
+  ASSERT_TRUE(largest) << largest.error().message;
+  EXPECT_EQ(largest->max_bytes, 4294967296u);
+}
+
 } // namespace
 } // namespace jitcache

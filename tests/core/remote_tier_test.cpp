@@ -5,22 +5,26 @@
 #include <jitcache/cache.hpp>
 
 #include "core/entry_codec.hpp"
+#include "core/remote_lease.hpp"
 #include "core/remote_seal.hpp"
 #include "core/remote_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/scripted_redis.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <functional>
 #include <stdexcept>
 #include <thread>
@@ -32,6 +36,14 @@ constexpr char k_secret[] = "fleet secret";
 
 Key key_for(const std::string& source) {
   return KeyBuilder("opencl").device("device_name", "test").source(source).finish();
+}
+
+// What someone who can write to the server but does not hold the fleet's key plants: an entry
+// for `key` (the same request, another binary) sealed unsigned.
+std::string forged(const Key& key, const std::string& binary = "EVIL") {
+  Entry entry{"opencl", binary, {}, 0};
+  entry.key_fields = key.stored_fields;
+  return seal(key.digest, encode_entry(key.digest, entry), "");
 }
 
 // A server on a loopback port that accepts one connection, reads the first command and answers
@@ -128,7 +140,10 @@ protected:
     if (secret)
       variables.emplace("JITCACHE_REMOTE_KEY", secret);
     Config config = Config::from_variables(variables);
-    EXPECT_TRUE(config.warnings.empty());
+    // Without a key, a URL that does not say unsigned=1 is not used, with a warning.
+    if (secret || query.find("unsigned=1") != std::string::npos) {
+      EXPECT_TRUE(config.warnings.empty());
+    }
     return config;
   }
 
@@ -246,9 +261,17 @@ TEST_F(RemoteTierTest, WithoutAKeyTheRemoteIsReadOnlyUnlessTheUrlSaysUnsigned) {
 
   Built opted_in = build(host(c, "?unsigned=1", nullptr), key);
   EXPECT_EQ(opted_in.stats.get("opencl", Counter::remote_writes), 1u);
-  Built reader = build(host(d, "", nullptr), key); // no key: the server is trusted
-  EXPECT_EQ(reader.info.tier, "remote");
-  EXPECT_EQ(compiles, 3);
+  // No key, and no unsigned=1: the server is not trusted, so the remote is not read at all.
+  const Config untrusting = host(d, "", nullptr);
+  EXPECT_TRUE(untrusting.remote.empty());
+  ASSERT_EQ(untrusting.warnings.size(), 1u);
+  EXPECT_NE(untrusting.warnings[0].find("unsigned=1"), std::string::npos) << untrusting.warnings[0];
+  Built reader = build(untrusting, key);
+  EXPECT_EQ(reader.info.tier, "compile");
+  test::TempDir e;
+  Built trusting = build(host(e, "?unsigned=1", nullptr), key); // opted in: the server is trusted
+  EXPECT_EQ(trusting.info.tier, "remote");
+  EXPECT_EQ(compiles, 4);
 }
 
 TEST_F(RemoteTierTest, EntriesOverTheLimitAreNotSent) {
@@ -309,7 +332,7 @@ TEST_F(RemoteTierTest, GarbageIsCountedCorruptLikeADamagedLocalEntry) {
   const Key key = key_for("garbage");
   set_value(key, "not an entry at all");
   test::TempDir reader;
-  Built built = build(host(reader, "", nullptr), key);
+  Built built = build(host(reader, "?unsigned=1", nullptr), key);
   EXPECT_EQ(built.info.tier, "compile");
   EXPECT_EQ(built.stats.get("opencl", Counter::corrupt), 1u);
   EXPECT_EQ(built.stats.get("opencl", Counter::remote_refused), 0u);
@@ -318,7 +341,7 @@ TEST_F(RemoteTierTest, GarbageIsCountedCorruptLikeADamagedLocalEntry) {
   const Key other = key_for("other");
   set_value(key, seal(key.digest, encode_entry(other.digest, Entry{"opencl", "X", {}, 0}), ""));
   test::TempDir reader2;
-  built = build(host(reader2, "", nullptr), key);
+  built = build(host(reader2, "?unsigned=1", nullptr), key);
   EXPECT_EQ(built.info.tier, "compile");
   EXPECT_EQ(built.stats.get("opencl", Counter::corrupt), 1u);
 }
@@ -517,6 +540,175 @@ TEST_F(RemoteTierTest, AWaiterTakesOverFromAHolderThatWasKilled) {
   EXPECT_EQ(compiles, 1);
   EXPECT_TRUE(compiled_after_kill); // it waited for the holder, then took over
   EXPECT_EQ(info.outcome, Outcome::miss);
+}
+
+// A key that was asked for and cannot be used fails closed: the remote tiers are off (one
+// warning), never read trusting the server. A forged unsigned entry planted on the server is
+// neither served nor copied into the user tier, with or without unsigned=1 in the URL.
+TEST_F(RemoteTierTest, AKeyAskedForThatCannotBeUsedTurnsTheRemoteTiersOff) {
+  const Key key = key_for("forged");
+  set_value(key, forged(key));
+  test::TempDir keys;
+  const auto key_file = [&](const std::string& name, mode_t mode, uid_t owner) {
+    const std::filesystem::path path = keys.path() / name;
+    std::ofstream(path) << "fleet secret\n";
+    ::chmod(path.c_str(), mode);
+    EXPECT_EQ(::chown(path.c_str(), owner, static_cast<gid_t>(-1)), 0);
+    return path.string();
+  };
+  const std::string fifo = (keys.path() / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string empty_file = key_file("empty", 0600, ::geteuid());
+  std::ofstream(empty_file, std::ios::trunc).flush();
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"JITCACHE_REMOTE_KEY", ""},
+      {"JITCACHE_REMOTE_KEY_FILE", ""},
+      {"JITCACHE_REMOTE_KEY_FILE", key_file("readable", 0644, ::geteuid())},
+      {"JITCACHE_REMOTE_KEY_FILE", fifo},
+      {"JITCACHE_REMOTE_KEY_FILE", (keys.path() / "missing").string()},
+      {"JITCACHE_REMOTE_KEY_FILE", empty_file},
+  };
+  if (::geteuid() == 0) // only root can give a file to another user
+    cases.emplace_back("JITCACHE_REMOTE_KEY_FILE", key_file("theirs", 0600, 65534));
+  for (const auto& [name, value] : cases) {
+    for (const std::string query : {"", "?unsigned=1"}) {
+      const std::string what = name + "='" + value + "' " + query;
+      test::TempDir dir;
+      const Config config = Config::from_variables({{"JITCACHE_DIR", dir.path().string()},
+                                                    {"JITCACHE_REMOTE", server.url(query)},
+                                                    {name, value}});
+      EXPECT_TRUE(config.remote.empty()) << what;
+      EXPECT_TRUE(config.remote_key.empty()) << what;
+      ASSERT_EQ(config.warnings.size(), 1u) << what;
+      EXPECT_NE(config.warnings[0].find(name), std::string::npos) << config.warnings[0];
+      EXPECT_NE(config.warnings[0].find("remote tiers are off"), std::string::npos)
+          << config.warnings[0];
+      const int before = compiles;
+      Built first = build(config, key, "OWN");
+      EXPECT_EQ(first.payload, "OWN") << what;
+      EXPECT_EQ(first.info.tier, "compile") << what;
+      Built second = build(config, key, "OWN"); // the user tier holds what was compiled
+      EXPECT_EQ(second.payload, "OWN") << what;
+      EXPECT_EQ(second.info.tier, "user") << what;
+      EXPECT_EQ(compiles, before + 1) << what;
+    }
+  }
+  EXPECT_EQ(value_of(key), forged(key)); // nothing was written over it either
+}
+
+// Someone who can write to the server plants a lease for a key: without expiry, with one far
+// longer than any lease, or with a long one that is never renewed. None of them is waited for
+// past a bound (before: each stalled the miss for two minutes).
+TEST_F(RemoteTierTest, APlantedLeaseThatIsNotRenewedIsNotWaitedFor) {
+  const Key key = key_for("planted lease");
+  RemoteStore store = raw();
+  const std::string lease = store.redis_key("lease:" + key.digest.hex());
+  const std::vector<std::vector<std::string>> plants = {
+      {"SET", lease, "planted"},                       // no expiry: not a lease
+      {"SET", lease, "planted", "PX", "900000000000"}, // longer than any lease
+      {"SET", lease, "planted", "PX", "3600000"},      // a lease, never renewed
+  };
+  for (const auto& plant : plants) {
+    const std::string what = plant.size() > 3 ? "PX " + plant[4] : "no expiry";
+    ASSERT_TRUE(store.run({plant.begin(), plant.end()}));
+    auto remote =
+        std::make_shared<RemoteStore>(*parse_redis_url(server.url("?lease_ms=300")), k_secret);
+    RemoteLease::Options options;
+    options.max_wait = std::chrono::seconds(30); // what the bug waits (120 s by default)
+    const auto start = std::chrono::steady_clock::now();
+    auto acquired = RemoteLease::acquire(
+        remote, key.digest, [] { return false; }, options);
+    const auto took = std::chrono::steady_clock::now() - start;
+    ASSERT_FALSE(acquired) << what;
+    EXPECT_EQ(acquired.error().code, ErrorCode::unsupported) << what;
+    // A bound that cannot flake: the fix waits at most one lease (0.3 s), the bug 30 s.
+    EXPECT_LT(took, std::chrono::seconds(20)) << what;
+  }
+  // Through a build with every default (a lease of 10 s, the default wait): a lease without
+  // expiry is a miss and a compile, not a stall.
+  ASSERT_TRUE(store.run({"SET", lease, "planted"}));
+  test::TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  Built built = build(host(dir), key, "OWN");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(built.info.tier, "compile");
+  EXPECT_EQ(built.payload, "OWN");
+}
+
+// A holder that keeps renewing is waited for, but not for ever: three lease periods at most.
+TEST_F(RemoteTierTest, AHolderThatKeepsRenewingIsWaitedForAtMostThreeLeases) {
+  const Key key = key_for("slow holder");
+  auto holder_store =
+      std::make_shared<RemoteStore>(*parse_redis_url(server.url("?lease_ms=200")), k_secret);
+  auto held = RemoteLease::acquire(holder_store, key.digest, [] { return false; }, {});
+  ASSERT_TRUE(held && *held);
+  auto waiter_store =
+      std::make_shared<RemoteStore>(*parse_redis_url(server.url("?lease_ms=200")), k_secret);
+  const auto start = std::chrono::steady_clock::now();
+  auto waited = RemoteLease::acquire(waiter_store, key.digest, [] { return false; }, {});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error().code, ErrorCode::unsupported);
+  EXPECT_GE(took, std::chrono::milliseconds(600)); // it did wait for a live holder
+  EXPECT_LT(took, std::chrono::seconds(20));
+}
+
+// A prefix is a name, not a pattern: `x*y:` lists only keys that start with it (before: `xy:`
+// matched the glob, was shorter than the prefix, and the listing threw).
+TEST_F(RemoteTierTest, APrefixWithGlobCharactersListsOnlyItsOwnKeys) {
+  const Key key = key_for("globbed");
+  test::TempDir writer;
+  build(host(writer, "?prefix=x*y%5B%5D%3F%5C:"), key); // x*y[]?\:
+  RemoteStore store = raw();
+  for (const char* other : {"xy:", "x", "xAy[]?\\:",
+                            "xAy[]?\\:"
+                            "0123",
+                            "x*y[]?\\"})
+    ASSERT_TRUE(store.run({"SET", other, "not ours"}));
+  RemoteStore reader(*parse_redis_url(server.url("?prefix=x*y%5B%5D%3F%5C:")), k_secret);
+  std::vector<Store::Item> items;
+  auto listed = reader.for_each([&](const Store::Item& item) { items.push_back(item); });
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].key, key.digest);
+  EXPECT_TRUE(items[0].valid);
+}
+
+// A server whose SCAN cursor never comes back to 0: the listing ends with an error, bounded by
+// what DBSIZE says the database holds (before: it went on for ever).
+TEST(RemoteScanTest, ACursorThatNeverEndsIsCutOff) {
+  std::atomic<int> scans{0};
+  test::ScriptedRedis server([&](const std::vector<std::string>& command) {
+    using S = test::ScriptedRedis;
+    if (command[0] == "DBSIZE")
+      return S::Reply{S::integer(5)};
+    if (command[0] == "SCAN") {
+      ++scans;
+      return S::Reply{S::array({S::bulk(std::to_string(scans + 1)), S::array({})})};
+    }
+    return S::Reply{S::error("ERR unknown command")};
+  });
+  RemoteStore store(*parse_redis_url(server.url()), k_secret);
+  auto listed = store.for_each([](const Store::Item&) {});
+  ASSERT_FALSE(listed);
+  EXPECT_EQ(listed.error().code, ErrorCode::io_error);
+  EXPECT_NE(listed.error().message.find("SCAN"), std::string::npos) << listed.error().message;
+  EXPECT_LE(scans, 1000);
+}
+
+// max_bytes near 2^64 must not wrap: every entry would be "larger than max_bytes".
+TEST_F(RemoteTierTest, AMaxBytesNearTheTopOfItsRangeDoesNotWrap) {
+  const Key key = key_for("wide limit");
+  test::TempDir writer;
+  build(host(writer), key);
+  RedisUrl url = *parse_redis_url(server.url());
+  url.max_bytes = UINT64_MAX - 10;
+  RemoteStore reader(url, k_secret);
+  auto entry = reader.get(key.digest);
+  ASSERT_TRUE(entry) << entry.error().message;
+  ASSERT_TRUE(*entry);
+  EXPECT_EQ((*entry)->payload, "BINARY");
+  EXPECT_TRUE(reader.fits(1000));
 }
 
 } // namespace

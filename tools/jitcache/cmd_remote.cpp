@@ -151,8 +151,19 @@ int run_remote(const Config& config, RemoteAction action, const std::string& bac
     return fail(Error(ErrorCode::invalid_argument,
                       "unknown backend '" + backend + "' (expected opencl, cuda or hip)"));
   const auto remotes = remotes_of(config);
-  if (remotes.empty())
+  if (remotes.empty()) {
+    // JITCACHE_REMOTE set, and every remote in it off (a key asked for that cannot be used, or
+    // no key and no unsigned=1): the configuration's warning says why, in this one error.
+    auto set = config.variables.find("JITCACHE_REMOTE");
+    if (set != config.variables.end() && !set->second.empty()) {
+      std::string why;
+      for (const std::string& warning : config.warnings)
+        if (warning.rfind("JITCACHE_REMOTE", 0) == 0)
+          why += (why.empty() ? "" : "; ") + warning;
+      return fail(Error(ErrorCode::invalid_argument, "no remote tier is used: " + why));
+    }
     return fail(Error(ErrorCode::invalid_argument, "no remote tier: set JITCACHE_REMOTE"));
+  }
   if (action == RemoteAction::ping) {
     std::string text;
     const nlohmann::json lines = describe_remotes(config, text);
