@@ -39,6 +39,37 @@ bool wait_for(int fd, short events, std::chrono::steady_clock::time_point deadli
   }
 }
 
+// The most elements one reply's array may have: a SCAN page of COUNT 1000 holds a few thousand.
+// hiredis allocates an array's element table when it reads its header, so a header saying two
+// billion (which a server that is not Redis may send) would cost 16 GiB before any element
+// arrives; such a reply is refused instead (hiredis reports it as out of memory).
+constexpr long long k_max_elements = 1 << 20;
+
+// hiredis's createArray (its count is an int in 0.14, a size_t later), bounded.
+template <typename F> struct CountOf;
+template <typename R, typename Task, typename Count> struct CountOf<R (*)(Task, Count)> {
+  using type = Count;
+};
+using ArrayCount = CountOf<decltype(redisReplyObjectFunctions::createArray)>::type;
+decltype(redisReplyObjectFunctions::createArray) g_create_array = nullptr;
+void* bounded_array(const redisReadTask* task, ArrayCount elements) {
+  const long long count = static_cast<long long>(elements);
+  if (count < 0 || count > k_max_elements)
+    return nullptr;
+  return g_create_array(task, elements);
+}
+
+// hiredis's reply functions with createArray bounded; the same for every connection.
+redisReplyObjectFunctions* bounded_functions(const redisReplyObjectFunctions* defaults) {
+  static redisReplyObjectFunctions functions = [&] {
+    redisReplyObjectFunctions copy = *defaults;
+    g_create_array = copy.createArray;
+    copy.createArray = bounded_array;
+    return copy;
+  }();
+  return &functions;
+}
+
 RedisReply convert(const redisReply& reply) {
   RedisReply out;
   switch (reply.type) {
@@ -101,6 +132,8 @@ Expected<std::unique_ptr<RedisConnection>> RedisConnection::open(const RedisUrl&
     redisFree(context);
     return error;
   }
+  if (context->reader->fn && context->reader->fn->createArray)
+    context->reader->fn = bounded_functions(context->reader->fn);
   std::unique_ptr<RedisConnection> connection(new RedisConnection(context, url));
   const int flags = ::fcntl(context->fd, F_GETFL);
   if (flags < 0 || ::fcntl(context->fd, F_SETFL, flags | O_NONBLOCK) < 0)
