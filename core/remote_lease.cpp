@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -135,7 +136,10 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
                         " ms of waiting for another machine's compile; compiling here too");
     waited = true;
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, options.max_poll);
+    // At least four looks per lease period: a holder renews every third of it, so a renewal
+    // shows between two looks well within one period.
+    pause = std::min(
+        {pause * 2, options.max_poll, std::max(std::chrono::milliseconds(1), lease_ms / 4)});
   }
 }
 
