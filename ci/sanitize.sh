@@ -40,6 +40,9 @@ supp="$PWD/ci/sanitizers"
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1:protect_shadow_gap=0:use_sigaltstack=0:handle_segv=0:handle_sigbus=0"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+# The randomized hostile-input tests run 200 trials per kind in the normal run; a sanitized
+# process is several times slower, and a quarter of the trials still tries every kind.
+export JITCACHE_HOSTILE_TRIALS=50
 # die_after_fork=0: the tests fork children of a process that has threads (the background store,
 # the file watcher), and the children start threads of their own, as an application's would.
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$supp/tsan.supp:print_suppressions=0"

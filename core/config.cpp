@@ -283,8 +283,8 @@ constexpr EnvVariable k_env_variables[] = {
     {"JITCACHE_REMOTE", R::setting, set_remote, nullptr, nullptr,
      "remote tiers after the user tier, comma-separated, read in order and written to all: "
      "`redis://[user:password@]host[:port][/db][?timeout_ms=100&backoff_ms=30000&prefix=P&"
-     "readonly=1&unsigned=1&max_bytes=16777216]` (see \"Remote tier\"); a bad URL is skipped "
-     "with a warning"},
+     "readonly=1&unsigned=1&max_bytes=16777216&lease_ms=10000]` (see \"Remote tier\" in "
+     "`docs/OPERATIONS.md`); a bad URL is skipped with a warning"},
     {"JITCACHE_REMOTE_KEY", R::setting, set_remote_key, nullptr, nullptr,
      "the secret that signs (HMAC-SHA256) every entry written to the remote tiers; entries read "
      "that it did not sign for the key asked for are refused. Without a key only the URLs that "
