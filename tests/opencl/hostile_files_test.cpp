@@ -166,29 +166,6 @@ std::vector<std::string> secrets_in(const fs::path& root) {
   return out;
 }
 
-// Runs the CLI with `args` and `env` in a child (stdout to /dev/null) killed by SIGALRM after
-// `seconds`; its exit status (128 + signal when killed).
-int run_cli_bounded(const std::vector<std::string>& args,
-                    const std::map<std::string, std::string>& env, unsigned seconds) {
-  test::ChildProcess child([&] {
-    for (const auto& [name, value] : env)
-      setenv(name.c_str(), value.c_str(), 1);
-    std::vector<std::string> all{JITCACHE_CLI};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& arg : all)
-      argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    alarm(seconds);
-    execv(argv[0], argv.data());
-    return 127;
-  });
-  return child.wait();
-}
-
 class HostileFilesTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -268,7 +245,7 @@ TEST_F(HostileFilesTest, DamagedRequestFilesInThePendingFolder) {
     for (int round = 0; round < trials() / 32 + 4; ++round) {
       if (left() == 0)
         break;
-      const int status = run_cli_bounded({"store", "--pending", pending.string()}, env, 120);
+      const int status = test::run_cli_bounded({"store", "--pending", pending.string()}, env, 120);
       ++runs;
       crashes += status > 128 && status != 128 + SIGALRM;
       hangs += status == 128 + SIGALRM;
@@ -328,7 +305,7 @@ TEST_F(HostileFilesTest, DamagedRecordsReadByWarm) {
           continue;
         std::ofstream(file, std::ios::binary) << many;
         many.clear();
-        const int status = run_cli_bounded({"warm", file.string(), "--jobs", "1"}, env, 300);
+        const int status = test::run_cli_bounded({"warm", file.string(), "--jobs", "1"}, env, 300);
         ++runs;
         crashes += status > 128 && status != 128 + SIGALRM;
         hangs += status == 128 + SIGALRM;
@@ -337,7 +314,7 @@ TEST_F(HostileFilesTest, DamagedRecordsReadByWarm) {
         continue;
       }
       plant(file, base, kind, rng, victim);
-      const int status = run_cli_bounded({"warm", file.string(), "--jobs", "1"}, env, 120);
+      const int status = test::run_cli_bounded({"warm", file.string(), "--jobs", "1"}, env, 120);
       ++runs;
       crashes += status > 128 && status != 128 + SIGALRM;
       hangs += status == 128 + SIGALRM;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -209,15 +210,17 @@ detail::RequestRecord handed_over(const std::string& options, const std::string&
   return record;
 }
 
-// A request file as a process hands it over, written here (no process started for it).
-fs::path write_requests(const Config& config, cl_device_id device, const fs::path& file) {
+// A request file as a process hands it over, written here (no process started for it), its
+// requests carrying `variables` (a hand-over writes none; an older jitcache wrote its own).
+fs::path write_requests(const Config& config, cl_device_id device, const fs::path& file,
+                        const std::map<std::string, std::string>& variables = {}) {
   std::ofstream out(file);
   for (const char* name : k_kernels) {
     const std::string source = read_file(fs::path(JITCACHE_KERNELS) / name);
     auto key = opencl::make_key(config, device, source, k_options);
     EXPECT_TRUE(key) << key.error().message;
     out << detail::encode_request(handed_over(k_options, fs::current_path().string(), source,
-                                              key->digest.hex(), config.variables))
+                                              key->digest.hex(), variables))
         << "\n";
   }
   return file;
@@ -464,16 +467,7 @@ fs::path write_hostile_requests(const Config& config, cl_device_id device, const
                                 const fs::path& elsewhere) {
   auto variables = config.variables;
   variables["JITCACHE_DIR"] = elsewhere.string();
-  std::ofstream out(file);
-  for (const char* name : k_kernels) {
-    const std::string source = read_file(fs::path(JITCACHE_KERNELS) / name);
-    auto key = opencl::make_key(config, device, source, k_options);
-    EXPECT_TRUE(key) << key.error().message;
-    out << detail::encode_request(handed_over(k_options, fs::current_path().string(), source,
-                                              key->digest.hex(), variables))
-        << "\n";
-  }
-  return file;
+  return write_requests(config, device, file, variables);
 }
 
 // Issue 27, item 4: a request names what to build, never where to write: `jitcache store`
@@ -528,40 +522,14 @@ TEST_F(StoreModeTest, ARelativeCacheDirIsTheOneTheApplicationStartedIn) {
   EXPECT_EQ(build_all(again), all(Outcome::hit));
 }
 
-// Runs the CLI with `args` and `env` in a child killed by SIGALRM after `seconds`: a hang is
-// an exit status of 128 + SIGALRM, not a test that never ends.
-int run_cli_bounded(const std::vector<std::string>& args,
-                    const std::map<std::string, std::string>& env, unsigned seconds,
-                    std::string* err = nullptr) {
-  test::ChildProcess child([&] {
-    for (const auto& [name, value] : env)
-      setenv(name.c_str(), value.c_str(), 1);
-    std::vector<std::string> all{JITCACHE_CLI};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& arg : all)
-      argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    alarm(seconds);
-    execv(argv[0], argv.data());
-    return 127;
-  });
-  const int status = child.wait();
-  if (err)
-    *err = child.err();
-  return status;
-}
-
 // Issue 27, item 6: a FIFO named like a request file blocks no store process.
 TEST_F(StoreModeTest, AFifoInThePendingFolderBlocksNoStoreProcess) {
   { Cache create(config("wait")); }
   fs::create_directories(pending());
   ASSERT_EQ(mkfifo((pending() / "fifo.jsonl").c_str(), 0600), 0);
   std::string err;
-  EXPECT_EQ(run_cli_bounded({"store", "--remove", (pending() / "fifo.jsonl").string()},
-                            variables("wait"), 60, &err),
+  EXPECT_EQ(test::run_cli_bounded({"store", "--remove", (pending() / "fifo.jsonl").string()},
+                                  variables("wait"), 60, &err),
             1)
       << err;
   EXPECT_NE(err.find("FIFO"), std::string::npos) << err;
@@ -584,16 +552,16 @@ TEST_F(StoreModeTest, ARecordThatIsAFifoIsAWarningNotAHang) {
   auto vars = variables("wait");
   vars["JITCACHE_RECORD"] = fifo.string();
   std::string err;
-  EXPECT_EQ(run_cli_bounded({"build", "--backend", "opencl", "--options", k_options, kernel}, vars,
-                            60, &err),
+  EXPECT_EQ(test::run_cli_bounded({"build", "--backend", "opencl", "--options", k_options, kernel},
+                                  vars, 60, &err),
             0)
       << err;
   EXPECT_NE(err.find("FIFO"), std::string::npos) << err;
   const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK); // a reader that never reads
   ASSERT_GE(reader, 0);
   vars["JITCACHE_DIR"] = (dir.path() / "other").string();
-  EXPECT_EQ(run_cli_bounded({"build", "--backend", "opencl", "--options", k_options, kernel}, vars,
-                            60, &err),
+  EXPECT_EQ(test::run_cli_bounded({"build", "--backend", "opencl", "--options", k_options, kernel},
+                                  vars, 60, &err),
             0)
       << err;
   char byte;

@@ -97,6 +97,30 @@ int ChildProcess::wait() {
   return *m_status;
 }
 
+int run_cli_bounded(const std::vector<std::string>& args,
+                    const std::map<std::string, std::string>& env, unsigned seconds,
+                    std::string* err) {
+  ChildProcess child([&] {
+    for (const auto& [name, value] : env)
+      ::setenv(name.c_str(), value.c_str(), 1);
+    std::vector<std::string> all{JITCACHE_CLI};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : all)
+      argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::alarm(seconds);
+    ::execv(argv[0], argv.data());
+    return 127;
+  });
+  const int status = child.wait();
+  if (err)
+    *err = child.err();
+  return status;
+}
+
 std::unique_ptr<ChildProcess> process_holding_user_tier(const std::filesystem::path& dir) {
   auto child = std::make_unique<ChildProcess>([dir] {
     auto store = LmdbStore::open(dir, false);

@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace jitcache::test {
 
@@ -51,6 +53,14 @@ private:
 /// In a child: gives it a mount namespace of its own (unshare, mounts made private), so that
 /// what it mounts vanishes with it. False when that is not permitted (needs CAP_SYS_ADMIN).
 bool private_mounts();
+
+/// Runs the jitcache CLI with `args`, and `env` added to the environment, in a child whose
+/// standard output goes to /dev/null and that SIGALRM ends after `seconds`: a hang is an exit
+/// status of 128 + SIGALRM, not a test that never ends. Returns the exit status (128 + signal
+/// when killed); `*err`, when given, receives what it wrote to standard error.
+int run_cli_bounded(const std::vector<std::string>& args,
+                    const std::map<std::string, std::string>& env, unsigned seconds,
+                    std::string* err = nullptr);
 
 /// A child process that opens the user tier in `dir` for writing and keeps it open until it is
 /// killed (by the destructor at the latest); returns once it is open.
