@@ -69,8 +69,9 @@ std::map<std::string, std::string> to_variables(const jitcache_settings& s) {
     vars["JITCACHE_READONLY"] = "1";
   if (s.max_size)
     vars["JITCACHE_MAX_SIZE"] = std::to_string(s.max_size);
-  if (s.system_path && *s.system_path)
-    vars["JITCACHE_SYSTEM_PATH"] = s.system_path;
+  // NULL or "": no packages at all, as the header says; an unset JITCACHE_SYSTEM_PATH would mean
+  // the build's default folder, ":" means none.
+  vars["JITCACHE_SYSTEM_PATH"] = s.system_path && *s.system_path ? s.system_path : ":";
   vars["JITCACHE_LOG"] = k_levels[s.log_level];
   vars["JITCACHE_OPENCL_STORE"] = s.opencl_store == JITCACHE_STORE_WAIT ? "wait" : "detach";
   return vars;

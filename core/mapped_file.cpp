@@ -1,5 +1,7 @@
 #include "core/mapped_file.hpp"
 
+#include "core/fault_guard.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -29,6 +31,9 @@ Expected<std::shared_ptr<const MappedFile>> MappedFile::open(const std::filesyst
                   : S_ISREG(st.st_mode) ? "is empty"
                                         : "is not a regular file");
   }
+  // Its bytes are read under the fault guard (another process can truncate the file under the
+  // map: SIGBUS), which needs the handler in place.
+  fault::install();
   const auto size = static_cast<std::size_t>(st.st_size);
   void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_errno = errno;

@@ -21,7 +21,10 @@ public:
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
 
-  /// The file's bytes, valid while this object lives.
+  /// The file's bytes, valid while this object lives. Another process can change or truncate
+  /// the file meanwhile (a page past its new end raises SIGBUS): read them only inside
+  /// fault::guarded() (open() installs its handler), and copy what must not change before it is
+  /// checked (as PackageReader does).
   std::string_view bytes() const { return m_bytes; }
 
 private:

@@ -2,6 +2,7 @@
 
 #include "core/byte_io.hpp"
 #include "core/entry_codec.hpp"
+#include "core/fault_guard.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -15,6 +16,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <random>
 
 namespace jitcache::detail {
@@ -26,6 +29,12 @@ constexpr std::size_t k_checked_offset = 16; // the checksum covers from here to
 
 Error damaged(const std::string& why) {
   return Error(ErrorCode::corrupt, "package " + why);
+}
+
+// A read of the package's bytes that faulted: a mapped file truncated or rewritten in place.
+Error faulted() {
+  return Error(ErrorCode::corrupt,
+               "reading it faulted (" + fault::last_fault() + "): the file changed under its map");
 }
 
 std::uint64_t checksum(std::string_view bytes, std::size_t end) {
@@ -96,9 +105,16 @@ bool write_all(int fd, std::string_view bytes) {
 Expected<PackageReader> PackageReader::open(std::string_view bytes) {
   if (bytes.size() < k_package_header_size)
     return damaged("is truncated (" + std::to_string(bytes.size()) + " bytes)");
-  if (std::memcmp(bytes.data(), k_magic, sizeof k_magic) != 0)
+  // The header is copied under the guard and checked in the copy: what is checked is what is
+  // used, however the file changes meanwhile.
+  char at[k_package_header_size];
+  if (fault::guarded([&] {
+        std::memcpy(at, bytes.data(), sizeof at);
+        return 0;
+      }) == fault::k_fault)
+    return faulted();
+  if (std::memcmp(at, k_magic, sizeof k_magic) != 0)
     return damaged("has a bad magic number (not a jitcache package)");
-  const char* at = bytes.data();
   const auto version = load_le<std::uint32_t>(at + 4);
   if (version != k_package_version)
     return damaged("has format version " + std::to_string(version) + "; this jitcache reads " +
@@ -110,33 +126,72 @@ Expected<PackageReader> PackageReader::open(std::string_view bytes) {
   if (total != bytes.size())
     return damaged("is " + std::to_string(bytes.size()) + " bytes, its header says " +
                    std::to_string(total) + " (truncated or extended)");
+  // Bounds on what the header can make every reader read and hash (the index, the provenance)
+  // before its checksum is known, whatever size the file has (a sparse one costs no disk).
+  if (count > k_package_max_entries)
+    return damaged("header claims " + std::to_string(count) + " entries; a package holds at most " +
+                   std::to_string(k_package_max_entries));
+  if (provenance_len > k_package_max_provenance)
+    return damaged("header claims " + std::to_string(provenance_len) +
+                   " bytes of provenance; a package has at most " +
+                   std::to_string(k_package_max_provenance));
   const std::uint64_t room = bytes.size() - k_package_header_size;
-  if (provenance_len > room || count > (room - provenance_len) / k_package_index_record ||
-      data != k_package_header_size + provenance_len + count * k_package_index_record)
+  // Each entry takes an index record and at least an entry header.
+  if (provenance_len > room ||
+      count > (room - provenance_len) / (k_package_index_record + k_entry_header_size))
+    return damaged("is too small for the " + std::to_string(count) + " entries its header claims");
+  if (data != k_package_header_size + provenance_len + count * k_package_index_record)
     return damaged("has inconsistent lengths in its header");
-  if (load_le<std::uint64_t>(at + 8) != checksum(bytes, static_cast<std::size_t>(data)))
+  const std::size_t index = k_package_header_size + provenance_len;
+
+  // The provenance is copied (it is parsed, and what is parsed must be what was checksummed);
+  // the index is hashed and checked where it lies. Nothing is allocated inside the guard: a
+  // fault skips the destructors of what the body made.
+  std::string provenance_copy(provenance_len, '\0');
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                 &XXH3_freeState);
+  if (!state)
+    throw std::bad_alloc();
+  XXH3_64bits_reset(state.get());
+  XXH3_64bits_update(state.get(), at + k_checked_offset, k_package_header_size - k_checked_offset);
+  std::uint64_t out_of_order = count, outside = count; // the first record found so, if any
+  const char* map = bytes.data();
+  const int status = fault::guarded([&] {
+    std::memcpy(provenance_copy.data(), map + k_package_header_size, provenance_len);
+    XXH3_64bits_update(state.get(), provenance_copy.data(), provenance_len);
+    XXH3_64bits_update(state.get(), map + index, count * k_package_index_record);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const char* record = map + index + i * k_package_index_record;
+      if (i > 0 && out_of_order == count &&
+          std::memcmp(record - k_package_index_record, record, 32) >= 0)
+        out_of_order = i;
+      const auto offset = load_le<std::uint64_t>(record + 32);
+      const auto length = load_le<std::uint64_t>(record + 40);
+      if (outside == count && (offset < data || offset > total || length > total - offset ||
+                               length < k_entry_header_size))
+        outside = i;
+    }
+    return 0;
+  });
+  if (status == fault::k_fault)
+    return faulted();
+  if (load_le<std::uint64_t>(at + 8) != XXH3_64bits_digest(state.get()))
     return damaged("fails its checksum (header, provenance or index damaged)");
   const auto entry_version = load_le<std::uint32_t>(at + 16);
   if (entry_version != static_cast<std::uint32_t>(k_format_version))
     return damaged("holds entries of format version " + std::to_string(entry_version) +
                    "; this jitcache reads " + std::to_string(k_format_version));
-  auto provenance = parse_provenance(bytes.substr(k_package_header_size, provenance_len));
+  auto provenance = parse_provenance(provenance_copy);
   if (!provenance)
     return damaged("has malformed provenance");
+  if (out_of_order < count && out_of_order <= outside)
+    return damaged("index is out of order at record " + std::to_string(out_of_order));
+  if (outside < count)
+    return damaged("index record " + std::to_string(outside) + " points outside the package");
   provenance->entry_format_version = entry_version;
   provenance->entries = count;
   provenance->bytes = total;
-  const std::size_t index = k_package_header_size + provenance_len;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const char* record = at + index + i * k_package_index_record;
-    if (i > 0 && std::memcmp(record - k_package_index_record, record, 32) >= 0)
-      return damaged("index is out of order at record " + std::to_string(i));
-    const auto offset = load_le<std::uint64_t>(record + 32);
-    const auto length = load_le<std::uint64_t>(record + 40);
-    if (offset < data || offset > total || length > total - offset)
-      return damaged("index record " + std::to_string(i) + " points outside the package");
-  }
-  return PackageReader(bytes, index, std::move(*provenance));
+  return PackageReader(bytes, index, static_cast<std::size_t>(data), std::move(*provenance));
 }
 
 Digest PackageReader::key_at(std::size_t i) const {
@@ -146,28 +201,95 @@ Digest PackageReader::key_at(std::size_t i) const {
   return key;
 }
 
-std::pair<Digest, std::string_view> PackageReader::at(std::size_t i) const {
-  const char* record = m_bytes.data() + m_index + i * k_package_index_record;
-  const auto offset = load_le<std::uint64_t>(record + 32);
-  const auto length = load_le<std::uint64_t>(record + 40);
-  return {key_at(i),
-          m_bytes.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(length))};
-}
-
-std::optional<std::string_view> PackageReader::find(const Digest& key) const {
+std::size_t PackageReader::search(const Digest& key) const {
   std::size_t low = 0, high = size();
   while (low < high) {
     const std::size_t mid = low + (high - low) / 2;
     const int order = std::memcmp(m_bytes.data() + m_index + mid * k_package_index_record,
                                   key.bytes.data(), key.bytes.size());
     if (order == 0)
-      return at(mid).second;
+      return mid;
     if (order < 0)
       low = mid + 1;
     else
       high = mid;
   }
-  return std::nullopt;
+  return size();
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> PackageReader::entry_at(std::size_t i) const {
+  const char* record = m_bytes.data() + m_index + i * k_package_index_record;
+  const auto offset = load_le<std::uint64_t>(record + 32);
+  const auto length = load_le<std::uint64_t>(record + 40);
+  // Checked by open(), and again here: a mapped file's index can change after open().
+  if (offset < m_data || offset > m_bytes.size() || length > m_bytes.size() - offset)
+    return std::nullopt;
+  return std::pair<std::size_t, std::size_t>(static_cast<std::size_t>(offset),
+                                             static_cast<std::size_t>(length));
+}
+
+std::pair<Digest, std::string_view> PackageReader::at(std::size_t i) const {
+  const auto entry = entry_at(i);
+  return {key_at(i), entry ? m_bytes.substr(entry->first, entry->second) : std::string_view()};
+}
+
+std::optional<std::string_view> PackageReader::find(const Digest& key) const {
+  const std::size_t i = search(key);
+  if (i == size())
+    return std::nullopt;
+  return at(i).second;
+}
+
+Expected<std::string> PackageReader::copy(std::size_t offset, std::size_t length) const {
+  std::string out(length, '\0'); // allocated outside the guard (see open())
+  const char* from = m_bytes.data() + offset;
+  if (fault::guarded([&] {
+        std::memcpy(out.data(), from, length);
+        return 0;
+      }) == fault::k_fault)
+    return faulted();
+  return out;
+}
+
+Expected<std::optional<std::string>> PackageReader::read(const Digest& key) const {
+  std::size_t i = 0;
+  std::optional<std::pair<std::size_t, std::size_t>> entry;
+  if (fault::guarded([&] {
+        i = search(key);
+        if (i < size())
+          entry = entry_at(i);
+        return 0;
+      }) == fault::k_fault)
+    return faulted();
+  if (i == size())
+    return std::optional<std::string>();
+  if (!entry)
+    return damaged("index record " + std::to_string(i) +
+                   " points outside the package (the file "
+                   "changed under its map)");
+  auto bytes = copy(entry->first, entry->second);
+  if (!bytes)
+    return std::move(bytes).error();
+  return std::optional<std::string>(std::move(*bytes));
+}
+
+Expected<std::pair<Digest, std::string>> PackageReader::read_at(std::size_t i) const {
+  Digest key;
+  std::optional<std::pair<std::size_t, std::size_t>> entry;
+  if (fault::guarded([&] {
+        key = key_at(i);
+        entry = entry_at(i);
+        return 0;
+      }) == fault::k_fault)
+    return faulted();
+  if (!entry)
+    return damaged("index record " + std::to_string(i) +
+                   " points outside the package (the file "
+                   "changed under its map)");
+  auto bytes = copy(entry->first, entry->second);
+  if (!bytes)
+    return std::move(bytes).error();
+  return std::pair<Digest, std::string>(key, std::move(*bytes));
 }
 
 Expected<Provenance> write_package(const std::filesystem::path& file, const PackageTarget& target,
@@ -178,6 +300,16 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
     if (entries[i - 1].key == entries[i].key)
       return Error(ErrorCode::invalid_argument,
                    "key " + entries[i].key.hex() + " given twice for one package");
+  if (entries.size() > k_package_max_entries)
+    return Error(ErrorCode::invalid_argument,
+                 std::to_string(entries.size()) +
+                     " entries for one package; a package holds at most " +
+                     std::to_string(k_package_max_entries));
+  for (const PackageEntry& entry : entries)
+    if (entry.bytes.size() < k_entry_header_size)
+      return Error(ErrorCode::invalid_argument, "entry " + entry.key.hex() + " is " +
+                                                    std::to_string(entry.bytes.size()) +
+                                                    " bytes, shorter than an entry header");
   Provenance p;
   p.entry_format_version = static_cast<std::uint32_t>(k_format_version);
   p.jitcache_version = k_version;
@@ -194,6 +326,12 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
       p.toolchains.push_back(*toolchain);
   }
   const std::string provenance = provenance_bytes(p);
+  if (provenance.size() > k_package_max_provenance)
+    return Error(ErrorCode::invalid_argument, "the package's provenance would be " +
+                                                  std::to_string(provenance.size()) + " bytes (" +
+                                                  std::to_string(p.toolchains.size()) +
+                                                  " toolchains); a package has at most " +
+                                                  std::to_string(k_package_max_provenance));
   const std::uint64_t data =
       k_package_header_size + provenance.size() + entries.size() * k_package_index_record;
   std::string head(k_package_header_size, '\0');

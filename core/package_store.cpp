@@ -39,21 +39,33 @@ void add_file(const fs::path& path, std::vector<OpenPackage>& packages) {
     packages.push_back(std::move(*package));
 }
 
-// The entry `package` holds for `key`, verified; nullopt when it holds none. Read under the
-// fault guard: a file truncated under its mapping (copied over in place) raises SIGBUS when
-// read, which makes the entry damaged instead of killing the process.
-std::optional<Expected<EntryView>> read_entry(const OpenPackage& package, const Digest& key) {
-  std::optional<Expected<EntryView>> view;
-  const int status = fault::guarded([&] {
-    if (const auto bytes = package.reader.find(key))
-      view = view_entry(key, *bytes);
-    return 0;
-  });
-  if (status == fault::k_fault)
-    return Expected<EntryView>(
-        Error(ErrorCode::corrupt,
-              "reading it faulted (" + fault::last_fault() + "): the file changed under its map"));
-  return view;
+// The entry `package` holds for `key`, verified, handed to `use`; false when it holds none,
+// the error when its entry is damaged. A mapped file's entry is copied out under the fault guard
+// before it is verified (PackageReader::read): a file copied over in place faults (SIGBUS past
+// its new end) or changes under its map, and what was verified must be what `use` gets. Linked
+// bytes cannot change: they are verified and used in place.
+Expected<bool> read_entry(const OpenPackage& package, const Digest& key,
+                          const std::function<void(const EntryView&)>& use) {
+  if (!package.file) {
+    const auto bytes = package.reader.find(key);
+    if (!bytes)
+      return false;
+    auto view = view_entry(key, *bytes);
+    if (!view)
+      return std::move(view).error();
+    use(*view);
+    return true;
+  }
+  auto bytes = package.reader.read(key);
+  if (!bytes)
+    return std::move(bytes).error();
+  if (!*bytes)
+    return false;
+  auto view = view_entry(key, **bytes);
+  if (!view)
+    return std::move(view).error();
+  use(*view);
+  return true;
 }
 
 std::string describe(const OpenPackage& package) {
@@ -155,26 +167,27 @@ void PackageStore::check_target(const Key& key) {
                         " tier; installed: " + installed + "; its kernels are compiled here");
 }
 
-std::optional<EntryView> PackageStore::find(const Digest& key) {
+bool PackageStore::find(const Digest& key, const std::function<void(const EntryView&)>& use) {
   for (std::size_t i = 0; i < m_packages.size(); ++i) {
     const OpenPackage& package = m_packages[i];
-    auto read = read_entry(package, key);
-    if (!read)
+    auto found = read_entry(package, key, [&](const EntryView& view) {
+      check_duplicates(key, i, view.payload);
+      use(view);
+    });
+    if (found && !*found)
       continue;
-    Expected<EntryView>& view = *read;
-    if (!view) {
+    if (!found) {
       std::lock_guard<std::mutex> lock(m_mutex);
       if (m_damaged.insert({i, key}).second) { // each walk of one request sees it again
         ++m_corrupt;
-        log::warn(package.name + ": entry " + key.hex() + " is damaged (" + view.error().message +
+        log::warn(package.name + ": entry " + key.hex() + " is damaged (" + found.error().message +
                   "); treated as a miss");
       }
       continue;
     }
-    check_duplicates(key, i, view->payload);
-    return *view;
+    return true;
   }
-  return std::nullopt;
+  return false;
 }
 
 void PackageStore::check_duplicates(const Digest& key, std::size_t first,
@@ -185,10 +198,10 @@ void PackageStore::check_duplicates(const Digest& key, std::size_t first,
     // The key covers the device fields: packages for other targets cannot hold it.
     if (other.reader.provenance().target != winner.reader.provenance().target)
       continue;
-    auto view = read_entry(other, key);
-    if (!view)
-      continue;
-    if (*view && (*view)->payload == payload)
+    bool same = false;
+    auto found =
+        read_entry(other, key, [&](const EntryView& view) { same = view.payload == payload; });
+    if (!found || !*found || same)
       continue;
     log::write_once(LogLevel::warn, "package-duplicate:" + winner.name + '\0' + other.name,
                     "packages " + winner.name + " and " + other.name +
@@ -198,17 +211,14 @@ void PackageStore::check_duplicates(const Digest& key, std::size_t first,
 }
 
 Expected<std::optional<Entry>> PackageStore::get(const Digest& key) {
-  auto view = find(key);
-  return view ? std::optional<Entry>(to_entry(*view)) : std::nullopt;
+  std::optional<Entry> entry;
+  find(key, [&](const EntryView& view) { entry = to_entry(view); });
+  return entry;
 }
 
 Expected<bool> PackageStore::visit(const Digest& key,
                                    const std::function<void(const EntryView&)>& use) {
-  auto view = find(key);
-  if (!view)
-    return false;
-  use(*view);
-  return true;
+  return find(key, use);
 }
 
 Expected<void> PackageStore::put(const Digest&, const Entry&) {
@@ -220,13 +230,25 @@ Expected<bool> PackageStore::remove(const Digest&) {
 }
 
 Expected<void> PackageStore::for_each(const std::function<void(const Item&)>& fn) {
-  for (const OpenPackage& package : m_packages)
+  for (const OpenPackage& package : m_packages) {
+    const std::string& served = package.reader.provenance().target.backend;
     for (std::size_t i = 0; i < package.reader.size(); ++i) {
-      const auto [key, bytes] = package.reader.at(i);
-      const auto backend = verify_entry(key, bytes);
-      fn(Item{key, backend ? *backend : package.reader.provenance().target.backend, bytes.size(),
-              bool(backend)});
+      if (!package.file) {
+        const auto [key, bytes] = package.reader.at(i);
+        const auto backend = verify_entry(key, bytes);
+        fn(Item{key, backend ? *backend : served, bytes.size(), bool(backend)});
+        continue;
+      }
+      auto entry = package.reader.read_at(i); // a copy: see read_entry()
+      if (!entry) {
+        // The file changed under its map: its index can no longer be trusted to name keys.
+        warn_once(package.name + ": " + entry.error().message + "; the rest of it not listed");
+        break;
+      }
+      const auto backend = verify_entry(entry->first, entry->second);
+      fn(Item{entry->first, backend ? *backend : served, entry->second.size(), bool(backend)});
     }
+  }
   return {};
 }
 

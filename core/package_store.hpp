@@ -27,9 +27,12 @@ struct OpenPackage {
 /// A read-only tier over packages (core/package_format): the system tier (files on
 /// JITCACHE_SYSTEM_PATH, mapped) or the embedded tier (bytes linked into the program). A lookup
 /// asks each package in order (a binary search of its index) and verifies the entry it finds
-/// (view_entry) before handing it over in place. An entry failing verification is a miss: one
-/// warning per package and key, counted once in corrupt_seen(). When two packages hold the same key
-/// with different bytes, the first in order wins and one warning names both. Thread-safe.
+/// (view_entry) before handing it over: in place for linked bytes; copied out of a mapped file
+/// first, under the fault guard (the file can be copied over in place while it is mapped: a
+/// fault or a change is a damaged miss, never a crash, and the bytes verified are those used). An
+/// entry failing verification is a miss: one warning per package and key, counted once in
+/// corrupt_seen(). When two packages hold the same key with different bytes, the first in order
+/// wins and one warning names both. Thread-safe.
 class PackageStore : public Store {
 public:
   /// A tier named `name` ("system", "embedded") over `packages`, asked in this order.
@@ -75,8 +78,8 @@ public:
   Expected<void> for_each(const std::function<void(const Item&)>& fn) override;
 
 private:
-  /// The first package's verified entry for `key`, or nullopt.
-  std::optional<EntryView> find(const Digest& key);
+  /// Hands the first package's verified entry for `key` to `use`; false when none has one.
+  bool find(const Digest& key, const std::function<void(const EntryView&)>& use);
   void check_duplicates(const Digest& key, std::size_t first, std::string_view bytes);
 
   std::string m_name;

@@ -108,7 +108,8 @@ typedef struct jitcache_settings {
   const char* disabled_backends;
   /** Size limit of the user tier in bytes (JITCACHE_MAX_SIZE); 0 means unlimited. */
   uint64_t max_size;
-  /** Colon-separated read-only package files or folders (JITCACHE_SYSTEM_PATH); NULL: none. */
+  /** Colon-separated read-only package files or folders (JITCACHE_SYSTEM_PATH); NULL or "":
+   *  none (not the build's default folder, which only an unset JITCACHE_SYSTEM_PATH means). */
   const char* system_path;
   /** Log verbosity (JITCACHE_LOG). */
   jitcache_log_level log_level;

@@ -1,22 +1,31 @@
 #include "core/byte_io.hpp"
+#include "core/c_api.hpp"
 #include "core/entry_codec.hpp"
 #include "core/key_fields.hpp"
+#include "core/mapped_file.hpp"
 #include "core/package_format.hpp"
 #include "core/package_store.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/config.hpp>
+#include <jitcache/jitcache.h>
 #include <jitcache/key.hpp>
 #include <jitcache/version.hpp>
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 
 namespace jitcache::detail {
 namespace {
@@ -295,7 +304,7 @@ protected:
   test::TempDir m_dir;
 };
 
-TEST_F(PackageStoreTest, SystemTierServesInPlaceAndIsReadOnly) {
+TEST_F(PackageStoreTest, SystemTierServesCopiesAndIsReadOnly) {
   make_package(m_dir.path(), "sm_80", 4);
   auto store = PackageStore::open_system({m_dir.path()}, false);
   ASSERT_EQ(store->packages().size(), 1u);
@@ -306,8 +315,10 @@ TEST_F(PackageStoreTest, SystemTierServesInPlaceAndIsReadOnly) {
   const std::size_t size = store->packages()[0].file->bytes().size();
   auto seen = store->visit(key.digest, [&](const EntryView& view) {
     EXPECT_EQ(view.key_fields, key.stored_fields);
-    EXPECT_GE(view.payload.data(), begin); // in place: no copy
-    EXPECT_LE(view.payload.data() + view.payload.size(), begin + size);
+    // Copied out of the mapping before it is verified: the file can change under its map, and
+    // what was verified must be what is used.
+    EXPECT_TRUE(view.payload.data() + view.payload.size() <= begin ||
+                view.payload.data() >= begin + size);
   });
   ASSERT_TRUE(seen);
   EXPECT_TRUE(*seen);
@@ -419,6 +430,302 @@ TEST(PackageConfigTest, SystemPathDefaultsToTheBuildsFolderAndColonMeansNone) {
   const Config set = Config::from_variables({{"JITCACHE_SYSTEM_PATH", "/a.jcpkg:/b"}});
   EXPECT_FALSE(set.system_path_default);
   EXPECT_EQ(set.system_path, (std::vector<fs::path>{"/a.jcpkg", "/b"}));
+}
+
+// jitcache_open with system_path NULL (or "") reads no package at all, as its header says: not
+// the build's default folder (which an environment without JITCACHE_SYSTEM_PATH does read).
+TEST(PackageConfigTest, CApiWithoutASystemPathReadsNoPackages) {
+  for (const char* none : {static_cast<const char*>(nullptr), ""}) {
+    jitcache_settings settings;
+    jitcache_settings_init(&settings);
+    jitcache_cache* cache = nullptr;
+    ASSERT_EQ(jitcache_open(&settings, &cache), JITCACHE_OK);
+    EXPECT_TRUE(cache->cache.config().system_path.empty()) << (none ? "\"\"" : "NULL");
+    EXPECT_FALSE(cache->cache.config().system_path_default);
+    jitcache_close(cache);
+  }
+  jitcache_settings settings;
+  jitcache_settings_init(&settings);
+  settings.system_path = "/a.jcpkg:/b";
+  jitcache_cache* cache = nullptr;
+  ASSERT_EQ(jitcache_open(&settings, &cache), JITCACHE_OK);
+  EXPECT_EQ(cache->cache.config().system_path, (std::vector<fs::path>{"/a.jcpkg", "/b"}));
+  jitcache_close(cache);
+}
+
+// How many pages of `mapping` are in memory (mincore): what reading it has cost, counted rather
+// than timed. A sparse file's holes are not, until they are read.
+long resident_pages(std::string_view mapping) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((mapping.size() + page - 1) / page);
+  if (::mincore(const_cast<char*>(mapping.data()), mapping.size(), in.data()) != 0)
+    return -1;
+  return static_cast<long>(
+      std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+// A header made to claim `count` entries in a file of `total` bytes (sparse: its holes cost no
+// disk), otherwise consistent: the data offset follows from the count, as a reader checks.
+fs::path claiming(const fs::path& dir, std::uint64_t count, std::uint64_t total) {
+  std::string bytes = make_package(dir, "sm_80", 0);
+  const std::uint64_t provenance = load_le<std::uint32_t>(bytes.data() + 20);
+  store_le<std::uint64_t>(bytes.data() + 24, count);
+  store_le<std::uint64_t>(bytes.data() + 32, total);
+  store_le<std::uint64_t>(bytes.data() + 40,
+                          k_package_header_size + provenance + count * k_package_index_record);
+  const fs::path file = dir / "claims.jcpkg";
+  write_file(file, bytes);
+  fs::resize_file(file, total);
+  return file;
+}
+
+// The pages of `file` in memory after opening it, and the error.
+std::pair<long, std::string> open_counting_pages(const fs::path& file) {
+  auto mapped = MappedFile::open(file);
+  EXPECT_TRUE(mapped) << mapped.error().message;
+  if (!mapped)
+    return {0, ""};
+  auto reader = PackageReader::open((*mapped)->bytes());
+  return {resident_pages((*mapped)->bytes()), reader ? std::string() : reader.error().message};
+}
+
+// A header claiming an index of a gigabyte (every process reading the package used to hash it
+// all before comparing the checksum: seconds, and the whole file resident) is refused from the
+// header alone: the entry count is bounded, and every entry takes at least an entry header.
+TEST(PackageFormatTest, AHeaderClaimingAHugeIndexIsRefusedBeforeItIsRead) {
+  test::TempDir dir;
+  const std::uint64_t gib = std::uint64_t(1) << 30;
+  const auto [taken, error] = open_counting_pages(claiming(dir.path(), gib / 48 - 64, gib));
+  EXPECT_NE(error.find("entries"), std::string::npos) << error;
+  EXPECT_NE(error.find("at most"), std::string::npos) << error;
+  EXPECT_LT(taken, 64) << "pages read for a refused header: " << error;
+
+  // As many entries as a package may hold, in a file too small for that many entries.
+  const std::uint64_t count = k_package_max_entries;
+  const auto [taken_small, error_small] =
+      open_counting_pages(claiming(dir.path(), count, count * k_package_index_record + 4096));
+  EXPECT_NE(error_small.find("too small"), std::string::npos) << error_small;
+  EXPECT_LT(taken_small, 64) << "pages read for a refused header: " << error_small;
+}
+
+// Randomized trials need a bound under sanitizers: JITCACHE_PACKAGE_TRIALS overrides the count.
+int package_trials(int normal) {
+  if (const char* trials = std::getenv("JITCACHE_PACKAGE_TRIALS"))
+    return std::max(1, std::atoi(trials));
+  return normal;
+}
+
+// `count` entries of distinct binaries (the i-th says it is the i-th), for sm_90.
+std::vector<PackageEntry> numbered_entries(int count, std::size_t payload_bytes) {
+  std::vector<PackageEntry> entries;
+  for (int i = 0; i < count; ++i) {
+    const Key key = key_for("sm_90", i);
+    std::string payload = "binary " + std::to_string(i) + ":";
+    while (payload.size() < payload_bytes)
+      payload += std::to_string(i * 7919 + static_cast<int>(payload.size()));
+    Entry entry("cuda", payload, "meta", 1000 + i);
+    entry.key_fields = key.stored_fields;
+    entries.push_back({key.digest, encode_entry(key.digest, entry)});
+  }
+  return entries;
+}
+
+std::string payload_of(const PackageEntry& entry) {
+  auto view = view_entry(entry.key, entry.bytes);
+  return view ? std::string(view->payload) : std::string();
+}
+
+// Writes `bytes` over `file` in place, as cp does: truncated, then written from the start.
+void copy_over(const fs::path& file, std::string_view bytes) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A package file replaced while a process has it mapped, at a random moment (after it is mapped
+// and before it is opened, or between opening and the lookups) and in a random way: truncated,
+// copied over whole by another version (with a different layout), copied over partly (cp caught
+// half way), or a range of it rewritten with the other version's bytes. Each trial, seeded, runs
+// every lookup and the listing: every key is the right binary or a miss; never a crash (the
+// trials run in a child: a SIGBUS outside the fault guard kills it), never a wrong binary.
+TEST(PackageDamageTest, APackageReplacedWhileMappedIsAMissNeverACrashNorAWrongBinary) {
+  test::TempDir dir;
+  const std::vector<PackageEntry> v1_entries = numbered_entries(40, 700);
+  const std::vector<PackageEntry> v2_entries = numbered_entries(64, 1300);
+  std::map<Digest, std::set<std::string>> right; // what each key may be served as
+  for (const auto* list : {&v1_entries, &v2_entries})
+    for (const PackageEntry& entry : *list)
+      right[entry.key].insert(payload_of(entry));
+  ASSERT_TRUE(write_package(dir.path() / "v1.jcpkg", target("sm_90"), v1_entries));
+  ASSERT_TRUE(write_package(dir.path() / "v2.jcpkg", target("sm_90"), v2_entries));
+  const std::string v1 = read_file(dir.path() / "v1.jcpkg");
+  const std::string v2 = read_file(dir.path() / "v2.jcpkg");
+  const fs::path live = dir.path() / "live.jcpkg";
+  const int trials = package_trials(300);
+  const std::uint64_t seed = 2027;
+  std::printf("seed %llu, %d trials\n", static_cast<unsigned long long>(seed), trials);
+  test::ChildProcess child([&] {
+    int refused = 0, served = 0, missed = 0, wrong = 0;
+    for (int trial = 0; trial < trials; ++trial) {
+      std::mt19937_64 random(seed + static_cast<std::uint64_t>(trial));
+      copy_over(live, v1);
+      auto file = MappedFile::open(live);
+      if (!file)
+        return 2;
+      const int way = static_cast<int>(random() % 4);
+      const auto replace = [&] {
+        switch (way) {
+        case 0: // truncated: reading past the new end raises SIGBUS
+          fs::resize_file(live, random() % v1.size());
+          break;
+        case 1: // copied over whole
+          copy_over(live, v2);
+          break;
+        case 2: // copied over partly: cp caught half way
+          copy_over(live, std::string_view(v2).substr(0, random() % v2.size()));
+          break;
+        default: { // a range rewritten in place, the size unchanged
+          const std::size_t at = random() % v1.size();
+          const std::size_t length = std::min<std::size_t>(random() % 4096, v1.size() - at);
+          std::fstream out(live, std::ios::binary | std::ios::in | std::ios::out);
+          out.seekp(static_cast<std::streamoff>(at));
+          out.write(v2.data() + at, static_cast<std::streamsize>(length));
+        }
+        }
+      };
+      const bool before_open = random() % 2 == 0;
+      if (before_open)
+        replace();
+      auto reader = PackageReader::open((*file)->bytes());
+      if (!reader) {
+        ++refused;
+        continue;
+      }
+      PackageStore store("system", {OpenPackage{live.string(), std::move(*reader), *file}});
+      if (!before_open)
+        replace();
+      for (const auto& [key, payloads] : right) {
+        auto got = store.get(key);
+        if (!got || !*got) {
+          ++missed;
+          continue;
+        }
+        ++served;
+        if (!payloads.count((*got)->payload)) {
+          ++wrong;
+          std::fprintf(stderr, "trial %d: a wrong binary for %s\n", trial, key.hex().c_str());
+        }
+      }
+      static_cast<void>(store.for_each([](const Store::Item&) {}));
+    }
+    test::ChildProcess::tell_parent("refused " + std::to_string(refused) + ", served " +
+                                    std::to_string(served) + ", missed " + std::to_string(missed) +
+                                    ", wrong " + std::to_string(wrong));
+    return wrong == 0 ? 0 : 3;
+  });
+  // Waited for first: its warnings fill its stderr, which wait() drains.
+  const int status = child.wait();
+  if (const auto summary = child.next_message())
+    std::printf("%s\n", summary->c_str());
+  EXPECT_EQ(status, 0) << "(128 + 7: SIGBUS) seed " << seed << ": "
+                       << child.err().substr(child.err().size() -
+                                             std::min<std::size_t>(child.err().size(), 2000));
+}
+
+// Headers made to claim more than their file holds, in every field that sizes a read: the entry
+// count, the provenance length, the data offset, the total size, an index record's offset and
+// length; half the trials keep the claims consistent with each other and make the file as large
+// as they say (sparse), so that only the bounds a reader sets stand between it and gigabytes.
+// Every trial is refused or served right, and opening reads no more pages than the largest index
+// and provenance a package may have (pages in memory counted, not time).
+TEST(PackageDamageTest, AHeaderClaimingMoreThanItsFileIsRefusedWithBoundedReading) {
+  test::TempDir dir;
+  const std::vector<PackageEntry> entries = numbered_entries(12, 300);
+  ASSERT_TRUE(write_package(dir.path() / "v1.jcpkg", target("sm_90"), entries));
+  const std::string pristine = read_file(dir.path() / "v1.jcpkg");
+  const fs::path file = dir.path() / "claims.jcpkg";
+  // The largest index and provenance, this file's own pages, and the kernel's read-ahead
+  // around the pages a reader touches (up to some MiB of a sparse file's holes).
+  const long bound =
+      static_cast<long>((k_package_max_entries * k_package_index_record + k_package_max_provenance +
+                         pristine.size() + (std::size_t(16) << 20)) /
+                        4096);
+  const int trials = package_trials(300);
+  const std::uint64_t seed = 9027;
+  std::printf("seed %llu, %d trials\n", static_cast<unsigned long long>(seed), trials);
+  int refused = 0, opened = 0;
+  long most = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    std::mt19937_64 random(seed + static_cast<std::uint64_t>(trial));
+    std::string bytes = pristine;
+    const std::uint64_t provenance = load_le<std::uint32_t>(bytes.data() + 20);
+    // A claim: up to 2^40, or near 2^64, or a little more than the file.
+    const auto claim = [&] {
+      switch (random() % 3) {
+      case 0:
+        return random() % (std::uint64_t(1) << 40);
+      case 1:
+        return ~std::uint64_t(0) - random() % 4096;
+      default:
+        return bytes.size() + random() % 65536;
+      }
+    };
+    std::uint64_t total = bytes.size();
+    if (random() % 2 == 0) { // consistent claims over a sparse file that large
+      const std::uint64_t count = random() % (2 * k_package_max_entries);
+      const std::uint64_t data = k_package_header_size + provenance + count * 48;
+      total = data + random() % (std::uint64_t(1) << 33);
+      store_le<std::uint64_t>(bytes.data() + 24, count);
+      store_le<std::uint64_t>(bytes.data() + 32, total);
+      store_le<std::uint64_t>(bytes.data() + 40, data);
+    } else {
+      switch (random() % 6) {
+      case 0:
+        store_le<std::uint64_t>(bytes.data() + 24, claim());
+        break;
+      case 1:
+        store_le<std::uint32_t>(bytes.data() + 20, static_cast<std::uint32_t>(claim()));
+        break;
+      case 2:
+        store_le<std::uint64_t>(bytes.data() + 40, claim());
+        break;
+      case 3:
+        store_le<std::uint64_t>(bytes.data() + 32, claim());
+        break;
+      default: { // an index record's offset or length, the checksum made right
+        const std::size_t record = k_package_header_size + provenance +
+                                   (random() % entries.size()) * k_package_index_record;
+        store_le<std::uint64_t>(bytes.data() + record + (random() % 2 ? 32 : 40), claim());
+        const std::uint64_t data = load_le<std::uint64_t>(bytes.data() + 40);
+        store_le<std::uint64_t>(bytes.data() + 8, XXH3_64bits(bytes.data() + 16, data - 16));
+      }
+      }
+      if (random() % 2 == 0) // the file as large as the header says, when that can be
+        total = std::min<std::uint64_t>(load_le<std::uint64_t>(bytes.data() + 32), std::uint64_t(1)
+                                                                                       << 34);
+    }
+    write_file(file, bytes);
+    fs::resize_file(file, std::max<std::uint64_t>(total, bytes.size()));
+    auto mapped = MappedFile::open(file);
+    ASSERT_TRUE(mapped) << mapped.error().message;
+    auto reader = PackageReader::open((*mapped)->bytes());
+    const long taken = resident_pages((*mapped)->bytes());
+    most = std::max(most, taken);
+    EXPECT_LE(taken, bound) << "trial " << trial << " (seed " << seed << ")";
+    if (!reader) {
+      ++refused;
+      EXPECT_FALSE(reader.error().message.empty());
+      continue;
+    }
+    ++opened;
+    PackageStore store("system", {OpenPackage{file.string(), std::move(*reader), *mapped}});
+    for (const PackageEntry& entry : entries) {
+      if (auto got = store.get(entry.key); got && *got) {
+        EXPECT_EQ((*got)->payload, payload_of(entry)) << "trial " << trial;
+      }
+    }
+  }
+  std::printf("refused %d, opened %d, most pages read by one open: %ld (bound %ld)\n", refused,
+              opened, most, bound);
 }
 
 } // namespace

@@ -26,7 +26,12 @@ int run_import(const Config& config, const std::string& file, const Output& out)
     return fail(store.error());
   std::uint64_t imported = 0, damaged = 0, kept = 0;
   for (std::size_t i = 0; i < reader->size(); ++i) {
-    const auto [key, bytes] = reader->at(i);
+    // A copy, read under the fault guard: the file can be copied over while it is mapped.
+    auto entry = reader->read_at(i);
+    if (!entry)
+      return fail(Error(ErrorCode::corrupt, file + ": " + entry.error().message + "; " +
+                                                std::to_string(imported) + " imported"));
+    const auto& [key, bytes] = *entry;
     auto view = view_entry(key, bytes);
     std::optional<tuning::Record> record;
     if (view && view->backend == tuning::k_tuning_backend) {
