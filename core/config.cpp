@@ -298,8 +298,12 @@ constexpr EnvVariable k_env_variables[] = {
      "append every distinct request of each process (its source, options and every header by "
      "content, the target or device identity, the key) to this JSON-lines file, once per key, for "
      "`jitcache warm` to compile again, here or elsewhere, for other targets, and each tuning "
-     "problem met (family, problem, device, candidates) for `jitcache tune`. Safe from many "
-     "processes at once; a file that cannot be written is one warning and never fails a build"},
+     "problem met (family, problem, device, candidates) for `jitcache tune`. A line holds what "
+     "changes the build and nothing else: of the environment, only the variables that are part "
+     "of the key; never jitcache's settings (no remote URL, password or key, no location). A "
+     "`-D NAME=PATH` naming a file puts that file's content in the key, and so in the record. "
+     "Safe from many processes at once; a file that cannot be written (or is a FIFO, a device or "
+     "a link) is one warning and never fails or blocks a build"},
     {"JITCACHE_LOG", R::setting, set_log_level, nullptr, nullptr,
      "`error`, `warn` (default), `info`, `debug`"},
     {"JITCACHE_OPENCL_STORE", R::setting, set_opencl_store, nullptr, nullptr,

@@ -508,9 +508,10 @@ TEST(PackageFormatTest, AHeaderClaimingAHugeIndexIsRefusedBeforeItIsRead) {
   EXPECT_LT(taken_small, 64) << "pages read for a refused header: " << error_small;
 }
 
-// Randomized trials need a bound under sanitizers: JITCACHE_PACKAGE_TRIALS overrides the count.
+// Randomized trials need a bound under sanitizers: JITCACHE_HOSTILE_TRIALS overrides the count
+// (ci/sanitize.sh sets it for every randomized hostile-input test).
 int package_trials(int normal) {
-  if (const char* trials = std::getenv("JITCACHE_PACKAGE_TRIALS"))
+  if (const char* trials = std::getenv("JITCACHE_HOSTILE_TRIALS"))
     return std::max(1, std::atoi(trials));
   return normal;
 }
