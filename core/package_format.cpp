@@ -241,10 +241,13 @@ std::optional<std::string_view> PackageReader::find(const Digest& key) const {
 }
 
 Expected<std::string> PackageReader::copy(std::size_t offset, std::size_t length) const {
-  std::string out(length, '\0'); // allocated outside the guard (see open())
+  // Allocated outside the guard (see open()), not filled first: append() into reserved room
+  // copies without allocating, and a fault part-way leaves the string as it was.
+  std::string out;
+  out.reserve(length);
   const char* from = m_bytes.data() + offset;
   if (fault::guarded([&] {
-        std::memcpy(out.data(), from, length);
+        out.append(from, length);
         return 0;
       }) == fault::k_fault)
     return faulted();
