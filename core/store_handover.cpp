@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,47 @@ std::optional<fs::path> store_worker() {
   return std::nullopt;
 }
 
+Expected<int> open_worker_lock(int dir_fd) {
+  for (int attempt = 0;; ++attempt) {
+    // O_NONBLOCK: a FIFO of that name opens at once (and is then refused), never waited on.
+    const int fd = ::openat(dir_fd, k_worker_lock,
+                            O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+      return fd;
+    const int err = fd >= 0 ? EINVAL : errno;
+    if (fd >= 0)
+      ::close(fd);
+    // ELOOP: a symlink; EISDIR: a directory; EINVAL: a FIFO, socket or device. Removed (never
+    // followed), once: what is there the second time is an error.
+    if (attempt > 0 || (err != ELOOP && err != EISDIR && err != EINVAL && err != ENXIO))
+      return Error(ErrorCode::io_error, std::string("cannot open the store worker's lock ") +
+                                            k_worker_lock + ": " + std::strerror(err));
+    ::unlinkat(dir_fd, k_worker_lock, err == EISDIR ? AT_REMOVEDIR : 0);
+  }
+}
+
+namespace {
+
+// Whether a store worker holds the worker lock of `pending` now. false when it cannot be told
+// (the lock cannot be opened): a worker is started, which sees for itself.
+bool worker_alive(const fs::path& pending) {
+  const int dir_fd = ::open(pending.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0)
+    return false;
+  auto lock = open_worker_lock(dir_fd);
+  ::close(dir_fd);
+  if (!lock)
+    return false;
+  // Held for an instant when free: a worker that finds it so while unlocked gives up its
+  // relock, and the worker started below lists the folder after taking it.
+  const bool held = ::flock(*lock, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(*lock);
+  return held;
+}
+
+} // namespace
+
 Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
                              const std::vector<RequestRecord>& requests,
                              const std::map<std::string, std::string>& variables) {
@@ -79,6 +121,12 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
     ::unlink(partial.c_str());
     return io_error("cannot write", file, err);
   }
+
+  // One store worker per cache, never one per run. The file is written before the lock is
+  // looked at: a worker that holds it now lists the folder again after it lets go, so it takes
+  // this file.
+  if (worker_alive(pending))
+    return file;
 
   // The pending folder, not its files: the store process lists it and takes a bounded batch
   // (its own file among them, the newest), so no number of files left behind can make the

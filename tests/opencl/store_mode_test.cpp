@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -599,6 +600,175 @@ TEST_F(StoreModeTest, ThirtyThousandStaleRequestFilesDoNotStopTheHandOver) {
   const std::size_t left = request_files(pending()).size();
   EXPECT_LT(left, static_cast<std::size_t>(k_stale / 2)) << "the two days old ones are removed";
   EXPECT_GT(left, 0u) << "one run takes a bounded share of the others";
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+}
+
+// Issue 29: one store worker per cache, and a way to wait for it.
+
+// `jitcache build` of every sample in one process, with `variables`; argv for execv.
+int exec_build(const std::map<std::string, std::string>& variables) {
+  for (const auto& [name, value] : variables)
+    ::setenv(name.c_str(), value.c_str(), 1);
+  std::vector<std::string> args{JITCACHE_CLI, "build",     "--backend",
+                                "opencl",     "--options", k_options};
+  for (const char* name : k_kernels)
+    args.push_back(std::string(JITCACHE_KERNELS) + "/" + name);
+  std::vector<char*> argv;
+  for (std::string& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  const int null = ::open("/dev/null", O_WRONLY);
+  ::dup2(null, STDOUT_FILENO);
+  ::execv(JITCACHE_CLI, argv.data());
+  return 127;
+}
+
+// A process that holds the worker lock of `pending`, as a living store worker does, until it is
+// killed.
+std::unique_ptr<test::ChildProcess> hold_worker_lock(const fs::path& pending) {
+  fs::create_directories(pending);
+  auto holder = std::make_unique<test::ChildProcess>([pending] {
+    const int fd = ::open((pending / "worker.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0)
+      return 1;
+    test::ChildProcess::tell_parent("held");
+    for (;;)
+      ::pause();
+  });
+  EXPECT_EQ(holder->next_message(), std::optional<std::string>("held"));
+  return holder;
+}
+
+// The outcomes (stored, present, dropped) that `jitcache store --json` printed.
+std::map<std::string, std::size_t> outcomes_of(const std::string& out) {
+  std::map<std::string, std::size_t> counts;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto json = nlohmann::json::parse(line);
+    if (json.contains("outcome"))
+      ++counts[json["outcome"].get<std::string>()];
+  }
+  return counts;
+}
+
+// Thirty runs one after another while a store worker is alive (here: the lock held, so nothing
+// is ever stored behind the test's back): none starts a store process, each adds its request
+// file; once the worker is gone, `store --wait` makes the stores left itself, each key once.
+TEST_F(StoreModeTest, RunsWhileAWorkerIsAliveStartNoOtherAndTheWaitStoresEachKeyOnce) {
+  { Cache create(config("wait")); }
+  auto worker = hold_worker_lock(pending());
+  constexpr std::size_t k_runs = 30;
+  for (std::size_t run = 0; run < k_runs; ++run) {
+    test::ChildProcess build([&] { return exec_build(variables("detach")); });
+    ASSERT_EQ(build.wait(), 0) << build.err();
+    EXPECT_EQ(store_processes(pending()), std::vector<pid_t>{}) << "run " << run;
+  }
+  std::size_t requests = 0;
+  for (const fs::path& file : request_files(pending()))
+    requests += file.extension() == ".jsonl";
+  EXPECT_EQ(requests, k_runs) << "every run's file waits for the living worker";
+  EXPECT_EQ(stored_counter(Counter::bytes_stored), 0u) << "no other process stored anything";
+
+  worker.reset(); // killed: its lock is free
+  auto waited =
+      test::run_cli({"store", "--wait", "--timeout", "240", "--json"}, variables("detach"));
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  const auto outcomes = outcomes_of(waited.out);
+  EXPECT_EQ(outcomes.at("stored"), std::size(k_kernels)) << waited.out;
+  EXPECT_EQ(outcomes.at("present"), (k_runs - 1) * std::size(k_kernels)) << waited.out;
+  for (const fs::path& file : request_files(pending()))
+    EXPECT_EQ(file.filename(), "worker.lock") << "every request file is done";
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+  EXPECT_EQ(again.session_stats().get("opencl", Counter::compiles), 0u);
+}
+
+// Eight processes at once, real workers: each key is stored once (the bytes stored are the
+// bytes of the entries), `store --wait` ends when they are done, and a new process hits all.
+TEST_F(StoreModeTest, EightProcessesAtOnceStoreEachKeyOnceAndTheWaitEndsWhenDone) {
+  { Cache create(config("wait")); }
+  std::vector<std::unique_ptr<test::ChildProcess>> builds;
+  for (int i = 0; i < 8; ++i)
+    builds.push_back(
+        std::make_unique<test::ChildProcess>([&] { return exec_build(variables("detach")); }));
+  for (auto& build : builds)
+    EXPECT_EQ(build->wait(), 0) << build->err();
+  std::string err;
+  EXPECT_EQ(test::run_cli_bounded({"store", "--wait", "--timeout", "240"}, variables("detach"), 300,
+                                  &err),
+            0)
+      << err;
+  EXPECT_EQ(store_processes(pending()), std::vector<pid_t>{});
+  auto stats = test::run_cli({"stats", "--json"}, variables("wait"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const auto opencl = nlohmann::json::parse(stats.out.substr(0, stats.out.find('\n')));
+  EXPECT_EQ(opencl["entries"], std::size(k_kernels)) << stats.out;
+  // Payload bytes stored against the entries' bytes (payload and header): a key stored twice
+  // would count a whole binary more.
+  EXPECT_LE(opencl["bytes_stored"].get<std::uint64_t>(), opencl["bytes"].get<std::uint64_t>())
+      << "each key stored once: " << stats.out;
+  Cache again(config("detach"));
+  EXPECT_EQ(build_all(again), all(Outcome::hit));
+  EXPECT_EQ(again.session_stats().get("opencl", Counter::compiles), 0u);
+}
+
+TEST_F(StoreModeTest, TheWaitForAWorkerThatDoesNotFinishEndsAtItsLimitWithOneLine) {
+  { Cache create(config("wait")); }
+  const fs::path file = write_requests(config("detach"), device, dir.path() / "requests.jsonl");
+  auto worker = hold_worker_lock(pending());
+  fs::copy_file(file, pending() / "requests.jsonl");
+  const auto start = std::chrono::steady_clock::now();
+  std::string err;
+  EXPECT_EQ(
+      test::run_cli_bounded({"store", "--wait", "--timeout", "2"}, variables("detach"), 60, &err),
+      1)
+      << err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_NE(err.find("jitcache: error: store --wait: the store worker"), std::string::npos) << err;
+  EXPECT_NE(err.find("still runs after 2 s, with 1 request files pending"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("waiting for the store worker"), std::string::npos) << "progress: " << err;
+  EXPECT_TRUE(fs::exists(pending() / "requests.jsonl")) << "nothing taken";
+}
+
+// A FIFO or a symlink named worker.lock blocks no hand-over, worker or wait, and is never
+// followed: it is replaced by the lock file.
+TEST_F(StoreModeTest, AFifoOrSymlinkNamedWorkerLockBlocksNothingAndIsNotFollowed) {
+  { Cache create(config("wait")); }
+  fs::create_directories(pending());
+  const fs::path lock = pending() / "worker.lock";
+  const fs::path outside = dir.path() / "outside";
+  std::ofstream(outside) << "untouched";
+  for (bool fifo : {true, false}) {
+    SCOPED_TRACE(fifo ? "FIFO" : "symlink");
+    fs::remove(lock);
+    if (fifo)
+      ASSERT_EQ(mkfifo(lock.c_str(), 0600), 0);
+    else
+      fs::create_symlink(outside, lock);
+    const fs::path requests = write_requests(config("detach"), device, pending() / "r.jsonl");
+    std::string err;
+    EXPECT_EQ(test::run_cli_bounded({"store", "--wait", "--timeout", "240"}, variables("detach"),
+                                    300, &err),
+              0)
+        << err;
+    EXPECT_FALSE(fs::exists(requests));
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(lock)));
+    fs::remove(lock);
+    if (fifo)
+      ASSERT_EQ(mkfifo(lock.c_str(), 0600), 0);
+    else
+      fs::create_symlink(outside, lock);
+    test::ChildProcess build([&] { return exec_build(variables("detach")); });
+    EXPECT_EQ(build.wait(), 0) << build.err();
+    EXPECT_EQ(test::run_cli_bounded({"store", "--wait", "--timeout", "240"}, variables("detach"),
+                                    300, &err),
+              0)
+        << err;
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(lock)));
+  }
+  EXPECT_EQ(read_file(outside), "untouched");
   Cache again(config("detach"));
   EXPECT_EQ(build_all(again), all(Outcome::hit));
 }

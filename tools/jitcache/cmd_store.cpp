@@ -3,6 +3,7 @@
 
 #include "core/regular_file.hpp"
 #include "core/request_record.hpp"
+#include "core/store_handover.hpp"
 
 #include <jitcache/cache.hpp>
 
@@ -15,6 +16,8 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
+#include <thread>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -105,14 +108,16 @@ bool ends_with(const std::string& text, std::string_view suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The request files of the pending folder `dir_fd` this run takes: at most k_batch `*.jsonl`,
-// newest first (the file of the hand-over that started this process is among the newest).
+// The request files of the pending folder `dir_fd` to take next: at most k_batch `*.jsonl`
+// not `tried` already, newest first (the file of the hand-over that started this process is
+// among the newest).
 // Cleans the folder on the way: removes what has one of its names and is not a regular file
 // (a symlink, a FIFO, a device; a directory if empty), a `*.taken` or `*.part` left for an hour
 // (a store process that died, maybe of one of its requests: each request is tried once; a
 // hand-over that died mid-write), and a `*.jsonl` left for a day (a backlog no run took: its
 // requests are missed and handed over again by the next run that asks for them).
-std::vector<std::string> take_from(int dir_fd, const std::string& folder) {
+std::vector<std::string> take_from(int dir_fd, const std::string& folder,
+                                   const std::set<std::string>& tried = {}) {
   std::vector<std::pair<std::int64_t, std::string>> found; // (age in ns, name)
   const int list_fd = ::dup(dir_fd);
   DIR* dir = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
@@ -123,6 +128,9 @@ std::vector<std::string> take_from(int dir_fd, const std::string& folder) {
               << "\n";
     return {};
   }
+  // The duplicate shares the folder's read position with `dir_fd`: a worker lists it again and
+  // again, each time from its start.
+  ::rewinddir(dir);
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const auto age_of = [&](const struct stat& st) {
@@ -141,7 +149,7 @@ std::vector<std::string> take_from(int dir_fd, const std::string& folder) {
       ::unlinkat(dir_fd, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
     else if (age_of(st) > (request ? k_expired : k_unfinished))
       ::unlinkat(dir_fd, name.c_str(), 0);
-    else if (request)
+    else if (request && tried.count(name) == 0)
       found.emplace_back(std::chrono::nanoseconds(age_of(st)).count(), name);
   }
   ::closedir(dir);
@@ -207,75 +215,219 @@ Expected<Taken> take(int dir_fd, const std::string& name, bool remove) {
   return taken;
 }
 
+// Makes the requests of the request file `name` (relative to `dir_fd`; `file` names it), one
+// line each on `out`. 1 when it cannot be read, else 0 (also when another process has it).
+int store_file(const Config& config, int dir_fd, const std::string& name, const std::string& file,
+               bool remove, const Output& out) {
+  auto taken = take(dir_fd, name, remove);
+  if (!taken)
+    return fail(Error(ErrorCode::io_error, "cannot read " + file + ": " + taken.error().message));
+  if (!taken->fd)
+    return 0; // another `jitcache store` has it, or had it
+  std::size_t at = 0;
+  const std::string& bytes = taken->bytes;
+  while (at < bytes.size()) {
+    std::size_t end = bytes.find('\n', at);
+    if (end == std::string::npos)
+      end = bytes.size();
+    const std::string_view text(bytes.data() + at, end - at);
+    at = end + 1;
+    if (text.empty())
+      continue;
+    auto record = detail::decode_request(text);
+    nlohmann::json line =
+        record ? store_one(config, *record)
+               : nlohmann::json{{"outcome", "dropped"}, {"why", record.error().message}};
+    line["file"] = file;
+    std::string summary = line.value("key", std::string("?")).substr(0, 16) + ": " +
+                          line["outcome"].get<std::string>();
+    if (line.contains("why"))
+      summary += " (" + line["why"].get<std::string>() + ")";
+    out.emit(line, summary);
+  }
+  // Removed while still locked, so no other `jitcache store` starts on it.
+  if (remove)
+    ::unlinkat(dir_fd, taken->done_with.c_str(), 0);
+  ::close(*taken->fd);
+  return 0;
+}
+
+// The pending folder of a cache, opened; `lock` its worker lock, opened (not locked).
+struct Pending {
+  std::string folder;
+  int dir_fd = -1;
+  int lock = -1;
+  ~Pending() {
+    if (lock >= 0)
+      ::close(lock);
+    if (dir_fd >= 0)
+      ::close(dir_fd);
+  }
+};
+
+Expected<void> open_pending(const std::filesystem::path& folder, Pending& pending) {
+  pending.folder = folder.string();
+  pending.dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (pending.dir_fd < 0)
+    return Error(ErrorCode::io_error,
+                 "cannot open " + folder.string() + ": " + std::strerror(errno));
+  auto lock = detail::open_worker_lock(pending.dir_fd);
+  if (!lock)
+    return Error(ErrorCode::io_error, folder.string() + ": " + lock.error().message);
+  pending.lock = *lock;
+  return {};
+}
+
+// Says who holds the worker lock (for `store --wait`): this process's pid, while it holds it.
+void write_pid(int lock) {
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock, 0) == 0)
+    static_cast<void>(::pwrite(lock, pid.data(), pid.size(), 0));
+}
+
+// The pid a worker wrote into its lock; empty when none.
+std::string holder(int lock) {
+  char buffer[32] = {};
+  const ssize_t n = ::pread(lock, buffer, sizeof buffer - 1, 0);
+  std::string pid(buffer, n > 0 ? static_cast<std::size_t>(n) : 0);
+  pid.erase(pid.find_last_not_of("\n") + 1);
+  return !pid.empty() && pid.size() < 10 && pid.find_first_not_of("0123456789") == std::string::npos
+             ? pid
+             : std::string();
+}
+
+// With the worker lock of `pending` held: stores every request file of the folder, batch after
+// batch, each file tried once, until none is left to take; then lets go of the lock and lists
+// the folder once more, since a hand-over that found the lock held between this process's last
+// listing and its unlock started nothing: when a file is there, takes the lock again and goes
+// on (when another process has it by then, that one lists the folder after taking it). Returns
+// 1 when a file could not be read, else 0; `others` is set when it ended because another
+// process took the lock.
+int drain(const Config& config, const Pending& pending, const Output& out, bool* others) {
+  std::set<std::string> tried;
+  int status = 0;
+  for (;;) {
+    write_pid(pending.lock);
+    for (std::vector<std::string> names;
+         !(names = take_from(pending.dir_fd, pending.folder, tried)).empty();)
+      for (const std::string& name : names) {
+        tried.insert(name);
+        status |= store_file(config, pending.dir_fd, name, pending.folder + "/" + name, true, out);
+      }
+    static_cast<void>(::ftruncate(pending.lock, 0));
+    ::flock(pending.lock, LOCK_UN);
+    if (take_from(pending.dir_fd, pending.folder, tried).empty())
+      return status;
+    if (::flock(pending.lock, LOCK_EX | LOCK_NB) != 0) {
+      if (others)
+        *others = true;
+      return status;
+    }
+  }
+}
+
+// The settings a store runs with: this process's (a hand-over passes the requester's in the
+// environment), never a request's, the cache `cache_dir` when given.
+Config store_config(const Config& environment) {
+  std::map<std::string, std::string> variables = environment.variables;
+  variables.erase("JITCACHE_RECORD"); // the stores are not requests of an application
+  variables["JITCACHE_OPENCL_STORE"] = "wait";
+  return Config::from_variables(variables);
+}
+
 } // namespace
 
 int run_store(const Config& environment, const std::vector<std::string>& files,
               const std::string& pending, bool remove, bool detach_first, const Output& out) {
   if (files.empty() && pending.empty())
     return fail(Error(ErrorCode::invalid_argument, "store: no FILE and no --pending folder"));
-  if (detach_first && !detach())
-    return fail(Error(ErrorCode::runtime_error,
-                      std::string("cannot detach: fork: ") + std::strerror(errno)));
-  // The settings are this process's (a hand-over passes the requester's in the environment),
-  // never a request's; the cache is the pending folder's own.
-  std::map<std::string, std::string> variables = environment.variables;
-  variables.erase("JITCACHE_RECORD"); // the stores are not requests of an application
-  variables["JITCACHE_OPENCL_STORE"] = "wait";
-  Config config = Config::from_variables(variables);
+  Config config = store_config(environment);
   int status = 0;
-  // Each request enters its own directory: the folder and the files are held by descriptor.
-  int dir_fd = AT_FDCWD;
-  std::vector<std::string> names;
   if (!pending.empty()) {
+    // The one store worker of the cache: the lock is taken before detaching, so a process that
+    // finds it held (another worker is alive and takes this hand-over's file) ends at once,
+    // forking nothing; the child inherits it.
     const std::filesystem::path folder = std::filesystem::absolute(pending);
     config.cache_dir = folder.parent_path();
-    dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir_fd < 0)
-      return fail(Error(ErrorCode::io_error,
-                        "cannot open " + folder.string() + ": " + std::strerror(errno)));
-    names = take_from(dir_fd, folder.string());
-    remove = true;
+    Pending opened;
+    if (auto ok = open_pending(folder, opened); !ok)
+      return fail(ok.error());
+    if (::flock(opened.lock, LOCK_EX | LOCK_NB) != 0)
+      return 0; // another worker is alive
+    if (detach_first && !detach())
+      return fail(Error(ErrorCode::runtime_error,
+                        std::string("cannot detach: fork: ") + std::strerror(errno)));
+    status = drain(config, opened, out, nullptr);
+  } else if (detach_first && !detach()) {
+    return fail(Error(ErrorCode::runtime_error,
+                      std::string("cannot detach: fork: ") + std::strerror(errno)));
   }
-  for (const std::string& file : files)
-    names.push_back(std::filesystem::absolute(file).string());
-  for (const std::string& name : names) {
-    const std::string file = dir_fd == AT_FDCWD ? name : pending + "/" + name;
-    auto taken = take(dir_fd, name, remove);
-    if (!taken) {
-      status =
-          fail(Error(ErrorCode::io_error, "cannot read " + file + ": " + taken.error().message));
-      continue;
-    }
-    if (!taken->fd)
-      continue; // another `jitcache store` has it, or had it
-    std::size_t at = 0;
-    const std::string& bytes = taken->bytes;
-    while (at < bytes.size()) {
-      std::size_t end = bytes.find('\n', at);
-      if (end == std::string::npos)
-        end = bytes.size();
-      const std::string_view text(bytes.data() + at, end - at);
-      at = end + 1;
-      if (text.empty())
-        continue;
-      auto record = detail::decode_request(text);
-      nlohmann::json line =
-          record ? store_one(config, *record)
-                 : nlohmann::json{{"outcome", "dropped"}, {"why", record.error().message}};
-      line["file"] = file;
-      std::string summary = line.value("key", std::string("?")).substr(0, 16) + ": " +
-                            line["outcome"].get<std::string>();
-      if (line.contains("why"))
-        summary += " (" + line["why"].get<std::string>() + ")";
-      out.emit(line, summary);
-    }
-    // Removed while still locked, so no other `jitcache store` starts on it.
-    if (remove)
-      ::unlinkat(dir_fd, taken->done_with.c_str(), 0);
-    ::close(*taken->fd);
+  for (const std::string& file : files) {
+    const std::string name = std::filesystem::absolute(file).string();
+    status |= store_file(config, AT_FDCWD, name, name, remove, out);
   }
-  if (dir_fd != AT_FDCWD)
-    ::close(dir_fd);
+  return status;
+}
+
+int run_store_wait(const Config& environment, double timeout, const Output& out) {
+  if (environment.cache_dir.empty())
+    return fail(Error(ErrorCode::invalid_argument, "store --wait: no cache directory"));
+  if (environment.read_only)
+    return fail(Error(ErrorCode::read_only,
+                      "store --wait: JITCACHE_READONLY is set; no store can be made"));
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const std::filesystem::path folder = environment.cache_dir / "pending";
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) != 0 && errno == ENOENT) {
+    out.emit({{"pending", 0}, {"waited_s", 0.0}}, "no pending stores");
+    return 0;
+  }
+  Config config = store_config(environment);
+  Pending pending;
+  if (auto ok = open_pending(folder, pending); !ok)
+    return fail(ok.error());
+  int status = 0;
+  double reported = 0;
+  for (;;) {
+    if (::flock(pending.lock, LOCK_EX | LOCK_NB) == 0) {
+      // No worker alive: the stores left are made here, in the foreground.
+      bool others = false;
+      status |= drain(config, pending, out, &others);
+      if (!others)
+        break;
+      continue; // another process took the lock meanwhile: wait for it
+    }
+    const double waited = elapsed();
+    const std::size_t left = take_from(pending.dir_fd, pending.folder).size();
+    const std::string pid = holder(pending.lock);
+    const std::string worker = "the store worker" + (pid.empty() ? "" : " (pid " + pid + ")");
+    // Someone waits for the worker now: it leaves the idle classes, so that a busy machine does
+    // not starve it (its nice value stays 19; a process of the same user may do this).
+    if (!pid.empty() && ::sched_getscheduler(std::stoi(pid)) == SCHED_IDLE) {
+      sched_param param{};
+      ::sched_setscheduler(std::stoi(pid), SCHED_OTHER, &param);
+      // ioprio_set(IOPRIO_WHO_PROCESS, pid, IOPRIO_CLASS_BE, lowest level): no glibc wrapper.
+      ::syscall(SYS_ioprio_set, 1, std::stoi(pid), (2 << 13) | 7);
+    }
+    if (timeout > 0 && waited >= timeout)
+      return fail(Error(ErrorCode::runtime_error,
+                        "store --wait: " + worker + " still runs after " +
+                            std::to_string(static_cast<long>(timeout)) + " s, with " +
+                            (left == k_batch ? "64 or more" : std::to_string(left)) +
+                            " request files pending in " + pending.folder));
+    if (waited - reported >= (reported == 0 ? 1.0 : 5.0)) {
+      reported = waited;
+      std::cerr << "jitcache: waiting for " << worker << ": "
+                << (left == k_batch ? "64 or more" : std::to_string(left))
+                << " request files pending (" << static_cast<long>(waited) << " s)\n";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  out.emit({{"pending", 0}, {"waited_s", elapsed()}},
+           "every pending store is done (" + std::to_string(static_cast<long>(elapsed())) + " s)");
   return status;
 }
 

@@ -84,15 +84,27 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 /// `remove`: each file is renamed FILE.taken once read, before its requests are made (each is
 /// tried once), and removed once they are done. `pending` (a cache's `pending` folder, as a
 /// hand-over names it): the files are that folder's, it stores into the cache the folder belongs
-/// to (its parent), and it cleans the folder: at most 64 `*.jsonl` files a run, newest first
-/// (each removed once done); one older than a day is removed unread (what it held is missed and
-/// handed over again), as are a `*.taken` or `*.part` older than an hour (a store process or a
-/// hand-over that died) and anything of those names that is not a regular file. `detach`:
-/// forks first and returns 0 at once (1 when fork fails), the child (re-parented to init) doing
-/// the work at idle CPU and I/O priority; how a process that hands its stores over starts it
+/// to (its parent), and it cleans the folder. It is then the cache's one store worker: it
+/// holds an exclusive flock on the folder's `worker.lock` (core/store_handover) for its whole
+/// life, and when another process holds it, returns 0 at once (that worker takes the files).
+/// It stores every `*.jsonl` file, 64 at a time, newest first (each tried once, removed once
+/// done), until none is left; it then lets go of the lock and lists the folder once more,
+/// taking the lock again for a file written meanwhile; one older than a day is removed unread (what
+/// it held is missed and handed over again), as are a `*.taken` or `*.part` older than an hour (a
+/// store process or a hand-over that died) and anything of those names that is not a regular file.
+/// `detach`: forks first and returns 0 at once (1 when fork fails), the child (re-parented to init)
+/// doing the work at idle CPU and I/O priority; how a process that hands its stores over starts it
 /// (core/store_handover). Exit 1 when a file cannot be opened or the folder cannot be listed.
 int run_store(const Config& config, const std::vector<std::string>& files,
               const std::string& pending, bool remove, bool detach, const Output& out);
+/// `jitcache store --wait [--timeout SECONDS]`: waits until the pending folder of the user tier
+/// of `config` holds no request file and no store worker holds its lock. When none does, this
+/// process takes the lock and makes the stores left itself, in the foreground (one line per
+/// request, as `store`), as the worker would. A progress line on stderr after a second of
+/// waiting, then every five. Exit 0 when done (no pending folder: nothing to wait for); 1 with
+/// a one-line error at `timeout` seconds (0: no limit) naming the worker's pid and the files
+/// left, when a request file could not be read, or under JITCACHE_READONLY.
+int run_store_wait(const Config& config, double timeout, const Output& out);
 /// `jitcache warm`: makes every request of a record again (each once, by key) for every target
 /// of `--arch` (CUDA, HIP; else each request's own target) or on the OpenCL `--device`, with
 /// `jobs` worker processes (worker_pool: this command with `serve`), into the user tier or

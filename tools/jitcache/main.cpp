@@ -79,6 +79,16 @@ int main(int argc, char** argv) {
   store_cmd->add_option("--pending", store_pending,
                         "store a bounded batch of the request files of this pending folder "
                         "into the cache it belongs to, removing each once done, and clean it");
+  bool store_wait = false;
+  double store_timeout = 0;
+  store_cmd->add_flag("--wait", store_wait,
+                      "wait until every store handed over to this cache is done (making them "
+                      "here when no store worker is alive), for CI to save a complete cache");
+  store_cmd
+      ->add_option("--timeout", store_timeout,
+                   "with --wait: give up after this many seconds, exit 1 (default: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs("--wait");
   store_cmd->add_option("FILE", store_files, "request files (JSON lines)");
   CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
   CLI::App* list_cmd = add("list", "every entry of the user tier");
@@ -186,6 +196,12 @@ int main(int argc, char** argv) {
     return cli::run_build(config, build, out);
   if (warm_cmd->parsed())
     return cli::run_warm(config, warm, out);
+  if (store_cmd->parsed() && store_wait) {
+    if (!store_files.empty() || !store_pending.empty() || store_detach || store_remove)
+      return cli::fail(Error(ErrorCode::invalid_argument,
+                             "store --wait takes no FILE, --pending, --detach or --remove"));
+    return cli::run_store_wait(config, store_timeout, out);
+  }
   if (store_cmd->parsed())
     return cli::run_store(config, store_files, store_pending, store_remove, store_detach, out);
   if (explain_cmd->parsed())
