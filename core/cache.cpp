@@ -61,6 +61,10 @@ void Cache::store_later(const Key& key, std::function<Expected<Entry>()> produce
 void Cache::flush() {
   m_core->flush();
 }
+
+Expected<void> Cache::wait_for_stores(std::chrono::milliseconds limit) {
+  return m_core->wait_for_stores(limit);
+}
 void Cache::evict(const Key& key) {
   m_core->evict(key);
 }

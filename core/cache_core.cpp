@@ -761,6 +761,23 @@ void CacheCore::flush() {
   flush_unsaved();
 }
 
+Expected<void> CacheCore::wait_for_stores(std::chrono::milliseconds limit) {
+  flush();
+  if (m_config.cache_dir.empty() || m_config.read_only)
+    return {};
+  // The folder hand_over_pending names: the user tier's own, beside its leases.
+  const std::filesystem::path pending = m_config.cache_dir / "pending";
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(pending, ec)))
+    return {};
+  auto worker = store_worker();
+  if (!worker)
+    return Error(ErrorCode::runtime_missing, "stores are pending in " + pending.string() +
+                                                 " and no jitcache executable " +
+                                                 "is found to wait for them");
+  return jitcache::detail::wait_for_stores(*worker, pending, m_config.variables, limit);
+}
+
 void CacheCore::flush_unsaved() {
   Stats pending;
   Records records;

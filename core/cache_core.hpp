@@ -181,6 +181,8 @@ public:
   /// deferred stores, refreshes, and writes the remembered records and the counters to the user
   /// tier.
   void flush();
+  /// See Cache::wait_for_stores.
+  Expected<void> wait_for_stores(std::chrono::milliseconds limit);
   Stats session_stats() const;
   std::vector<std::shared_ptr<Store>> tiers() const;
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -32,6 +33,59 @@ Error io_error(const std::string& what, const fs::path& path, int err) {
 bool executable(const fs::path& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Starts `args` (args[0] the executable) through posix_spawn with this process's environment
+// and `variables` in place of jitcache's settings: in its own session, with default signal
+// handling and an empty signal mask, the standard streams on /dev/null and no other descriptor.
+// posix_spawn's error (0: started, `child` set).
+int spawn(std::vector<std::string> args, const std::map<std::string, std::string>& variables,
+          pid_t& child) {
+  std::vector<char*> argv;
+  for (std::string& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> environment = child_environment(variables);
+  std::vector<char*> envp;
+  for (std::string& entry : environment)
+    envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  // posix_spawn, not fork(): glibc starts the child with vfork semantics, sharing this process's
+  // memory until it executes the worker. A fork() would mark every page of an application that
+  // holds PoCL's LLVM copy-on-write, and the application's own exit (LLVM freeing its modules)
+  // then took tens of thousands of page faults: a third of a second for 24 programs on PoCL.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &all);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&actions, STDIN_FILENO, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, STDIN_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  const int spawned =
+      ::posix_spawn(&child, argv[0], &actions, &attributes, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  return spawned;
+}
+
+// Waits for `child`; false when it was reaped unseen (the process ignores SIGCHLD).
+bool reap(pid_t child, int& status) {
+  pid_t waited;
+  while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+  }
+  return waited == child;
+}
+
+std::string exit_status(int status) {
+  return std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 } // namespace
@@ -128,66 +182,58 @@ Expected<fs::path> hand_over(const fs::path& worker, const fs::path& pending,
   if (worker_alive(pending))
     return file;
 
-  // The pending folder, not its files: the store process lists it and takes a bounded batch
-  // (its own file among them, the newest), so no number of files left behind can make the
-  // command line too long.
-  std::string path = worker.string();
-  std::vector<std::string> args{path, "store", "--detach", "--pending", pending.string()};
-  std::vector<char*> argv;
-  for (std::string& arg : args)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> environment = child_environment(variables);
-  std::vector<char*> envp;
-  for (std::string& entry : environment)
-    envp.push_back(entry.data());
-  envp.push_back(nullptr);
-  // posix_spawn, not fork(): glibc starts the child with vfork semantics, sharing this process's
-  // memory until it executes the worker. A fork() would mark every page of an application that
-  // holds PoCL's LLVM copy-on-write, and the application's own exit (LLVM freeing its modules)
-  // then took tens of thousands of page faults: a third of a second for 24 programs on PoCL.
-  // The child gets its own session, default signal handling and an empty signal mask, the
-  // standard streams on /dev/null and no other descriptor; `store --detach` forks at once into
-  // the worker (re-parented to init, never a zombie of the caller) and lowers its priorities.
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setsigdefault(&attributes, &all);
-  posix_spawnattr_setflags(&attributes,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDWR, 0);
-  posix_spawn_file_actions_adddup2(&actions, STDIN_FILENO, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, STDIN_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  // The pending folder, not its files: the store process lists it and takes batch after
+  // batch (its own file among the first, the newest), so no number of files left behind can
+  // make the command line too long.
+  // `store --detach` forks at once into the worker (re-parented to init, never a zombie of the
+  // caller) and lowers its priorities; this process waits only for the fork.
   pid_t child = -1;
-  const int spawned =
-      ::posix_spawn(&child, path.c_str(), &actions, &attributes, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
+  const int spawned = spawn({worker.string(), "store", "--detach", "--pending", pending.string()},
+                            variables, child);
   if (spawned != 0) {
     ::unlink(file.c_str());
-    return Error(ErrorCode::runtime_error,
-                 "cannot start the store process " + path + ": " + std::strerror(spawned));
+    return Error(ErrorCode::runtime_error, "cannot start the store process " + worker.string() +
+                                               ": " + std::strerror(spawned));
   }
   int status = 0;
-  pid_t waited;
-  while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {
-  }
   // ECHILD: the application ignores SIGCHLD, so its children are reaped unseen; the process was
   // started, and a request file it could not take is taken by a later one.
-  if (waited == child && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+  if (reap(child, status) && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     ::unlink(file.c_str());
-    return Error(
-        ErrorCode::runtime_error,
-        "cannot start the store process " + path + ": it exited with status " +
-            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
+    return Error(ErrorCode::runtime_error, "cannot start the store process " + worker.string() +
+                                               ": it exited with status " + exit_status(status));
   }
   return file;
+}
+
+Expected<void> wait_for_stores(const fs::path& worker, const fs::path& pending,
+                               const std::map<std::string, std::string>& variables,
+                               std::chrono::milliseconds limit) {
+  struct stat st {};
+  if (::lstat(pending.c_str(), &st) != 0 && errno == ENOENT)
+    return {}; // nothing was ever handed over
+  std::vector<std::string> args{worker.string(), "store", "--wait", "--pending", pending.string()};
+  if (limit.count() > 0) {
+    args.emplace_back("--timeout");
+    args.push_back(std::to_string(std::chrono::duration<double>(limit).count()));
+  }
+  pid_t child = -1;
+  if (const int spawned = spawn(args, variables, child); spawned != 0)
+    return Error(ErrorCode::runtime_error,
+                 "cannot start " + worker.string() + " store --wait: " + std::strerror(spawned));
+  int status = 0;
+  if (!reap(child, status))
+    return Error(ErrorCode::runtime_error,
+                 "cannot tell whether the stores are done: this process ignores SIGCHLD");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return {};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
+    return Error(ErrorCode::runtime_error,
+                 "the stores handed over to " + pending.string() + " were not done within " +
+                     std::to_string(limit.count()) + " ms, or a request file could not be read " +
+                     "(`jitcache store --wait` says which)");
+  return Error(ErrorCode::runtime_error,
+               worker.string() + " store --wait exited with status " + exit_status(status));
 }
 
 } // namespace jitcache::detail

@@ -4,6 +4,7 @@
 
 #include <jitcache/expected.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -49,5 +50,16 @@ Expected<std::filesystem::path> hand_over(const std::filesystem::path& worker,
                                           const std::filesystem::path& pending,
                                           const std::vector<RequestRecord>& requests,
                                           const std::map<std::string, std::string>& variables);
+
+/// Runs `worker store --wait --pending PENDING [--timeout SECONDS]` (started as hand_over
+/// starts its process, with `variables`) and waits for it: until the folder holds no request
+/// file and no store worker is alive, the stores left being made by that process when none is;
+/// at most `limit` (zero: no limit). Returns at once when `pending` does not exist. Errors:
+/// runtime_error (not done within `limit`, a request file could not be read, the process
+/// could not be started or was killed, or this process ignores SIGCHLD).
+Expected<void> wait_for_stores(const std::filesystem::path& worker,
+                               const std::filesystem::path& pending,
+                               const std::map<std::string, std::string>& variables,
+                               std::chrono::milliseconds limit);
 
 } // namespace jitcache::detail

@@ -8,6 +8,7 @@
 #include <jitcache/stats.hpp>
 #include <jitcache/store.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -107,6 +108,19 @@ public:
   /// tier), they are stored in this process and waited for, with one warning. The destructor
   /// flushes.
   void flush();
+
+  /// Waits until every store handed over to this cache's store worker is done (StoreMode::detach;
+  /// by this process or any other), for at most `limit` (zero: no limit): flushes first, so that
+  /// this process's own are handed over, then runs `jitcache store --wait` on the user tier's
+  /// pending folder, which waits for the one store worker of the cache and makes the stores
+  /// left itself when none is alive. Afterwards a new process hits every program handed over
+  /// (unless its files changed). For a process that must not end before its stores are kept,
+  /// and for CI before it saves the cache. Returns at once when nothing was ever handed over,
+  /// there is no cache directory, or JITCACHE_READONLY is set (nothing can be stored). Errors:
+  /// runtime_error (not done within `limit`, a request file could not be read, the process
+  /// could not be started, or this process ignores SIGCHLD), runtime_missing (stores are
+  /// pending and no `jitcache` executable is found). Thread-safe as flush() is.
+  Expected<void> wait_for_stores(std::chrono::milliseconds limit = std::chrono::milliseconds(0));
 
   /// Removes `key` from every writable tier (a binary the runtime rejected).
   void evict(const Key& key);

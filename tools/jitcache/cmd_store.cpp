@@ -369,8 +369,9 @@ int run_store(const Config& environment, const std::vector<std::string>& files,
   return status;
 }
 
-int run_store_wait(const Config& environment, double timeout, const Output& out) {
-  if (environment.cache_dir.empty())
+int run_store_wait(const Config& environment, const std::string& pending_dir, double timeout,
+                   const Output& out) {
+  if (environment.cache_dir.empty() && pending_dir.empty())
     return fail(Error(ErrorCode::invalid_argument, "store --wait: no cache directory"));
   if (environment.read_only)
     return fail(Error(ErrorCode::read_only,
@@ -379,13 +380,15 @@ int run_store_wait(const Config& environment, double timeout, const Output& out)
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  const std::filesystem::path folder = environment.cache_dir / "pending";
+  const std::filesystem::path folder = pending_dir.empty() ? environment.cache_dir / "pending"
+                                                           : std::filesystem::absolute(pending_dir);
   struct stat st {};
   if (::lstat(folder.c_str(), &st) != 0 && errno == ENOENT) {
     out.emit({{"pending", 0}, {"waited_s", 0.0}}, "no pending stores");
     return 0;
   }
   Config config = store_config(environment);
+  config.cache_dir = folder.parent_path();
   Pending pending;
   if (auto ok = open_pending(folder, pending); !ok)
     return fail(ok.error());

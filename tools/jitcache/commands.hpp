@@ -97,14 +97,16 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 /// (core/store_handover). Exit 1 when a file cannot be opened or the folder cannot be listed.
 int run_store(const Config& config, const std::vector<std::string>& files,
               const std::string& pending, bool remove, bool detach, const Output& out);
-/// `jitcache store --wait [--timeout SECONDS]`: waits until the pending folder of the user tier
-/// of `config` holds no request file and no store worker holds its lock. When none does, this
-/// process takes the lock and makes the stores left itself, in the foreground (one line per
-/// request, as `store`), as the worker would. A progress line on stderr after a second of
-/// waiting, then every five. Exit 0 when done (no pending folder: nothing to wait for); 1 with
-/// a one-line error at `timeout` seconds (0: no limit) naming the worker's pid and the files
-/// left, when a request file could not be read, or under JITCACHE_READONLY.
-int run_store_wait(const Config& config, double timeout, const Output& out);
+/// `jitcache store --wait [--pending FOLDER] [--timeout SECONDS]`: waits until the pending
+/// folder of the user tier of `config` (or `pending`, a cache's pending folder, as a hand-over
+/// names it: Cache::wait_for_stores passes its own) holds no request file and no store worker holds
+/// its lock. When none does, this process takes the lock and makes the stores left itself, in the
+/// foreground (one line per request, as `store`), as the worker would. A progress line on stderr
+/// after a second of waiting, then every five. Exit 0 when done (no pending folder: nothing to wait
+/// for); 1 with a one-line error at `timeout` seconds (0: no limit) naming the worker's pid and the
+/// files left, when a request file could not be read, or under JITCACHE_READONLY.
+int run_store_wait(const Config& config, const std::string& pending, double timeout,
+                   const Output& out);
 /// `jitcache warm`: makes every request of a record again (each once, by key) for every target
 /// of `--arch` (CUDA, HIP; else each request's own target) or on the OpenCL `--device`, with
 /// `jobs` worker processes (worker_pool: this command with `serve`), into the user tier or

@@ -197,10 +197,10 @@ int main(int argc, char** argv) {
   if (warm_cmd->parsed())
     return cli::run_warm(config, warm, out);
   if (store_cmd->parsed() && store_wait) {
-    if (!store_files.empty() || !store_pending.empty() || store_detach || store_remove)
-      return cli::fail(Error(ErrorCode::invalid_argument,
-                             "store --wait takes no FILE, --pending, --detach or --remove"));
-    return cli::run_store_wait(config, store_timeout, out);
+    if (!store_files.empty() || store_detach || store_remove)
+      return cli::fail(
+          Error(ErrorCode::invalid_argument, "store --wait takes no FILE, --detach or --remove"));
+    return cli::run_store_wait(config, store_pending, store_timeout, out);
   }
   if (store_cmd->parsed())
     return cli::run_store(config, store_files, store_pending, store_remove, store_detach, out);
