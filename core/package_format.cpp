@@ -240,7 +240,13 @@ std::optional<std::string_view> PackageReader::find(const Digest& key) const {
   return at(i).second;
 }
 
-Expected<std::string> PackageReader::copy(std::size_t offset, std::size_t length) const {
+Expected<std::string>
+PackageReader::copy(std::size_t i,
+                    const std::optional<std::pair<std::size_t, std::size_t>>& entry) const {
+  if (!entry)
+    return damaged("index record " + std::to_string(i) +
+                   " points outside the package (the file changed under its map)");
+  const auto [offset, length] = *entry;
   // Allocated outside the guard (see open()), not filled first: append() into reserved room
   // copies without allocating, and a fault part-way leaves the string as it was.
   std::string out;
@@ -266,11 +272,7 @@ Expected<std::optional<std::string>> PackageReader::read(const Digest& key) cons
     return faulted();
   if (i == size())
     return std::optional<std::string>();
-  if (!entry)
-    return damaged("index record " + std::to_string(i) +
-                   " points outside the package (the file "
-                   "changed under its map)");
-  auto bytes = copy(entry->first, entry->second);
+  auto bytes = copy(i, entry);
   if (!bytes)
     return std::move(bytes).error();
   return std::optional<std::string>(std::move(*bytes));
@@ -285,11 +287,7 @@ Expected<std::pair<Digest, std::string>> PackageReader::read_at(std::size_t i) c
         return 0;
       }) == fault::k_fault)
     return faulted();
-  if (!entry)
-    return damaged("index record " + std::to_string(i) +
-                   " points outside the package (the file "
-                   "changed under its map)");
-  auto bytes = copy(entry->first, entry->second);
+  auto bytes = copy(i, entry);
   if (!bytes)
     return std::move(bytes).error();
   return std::pair<Digest, std::string>(key, std::move(*bytes));

@@ -111,8 +111,11 @@ private:
   std::size_t search(const Digest& key) const;
   /// Record i's entry as (offset, length), when it lies within [data offset, end of the bytes).
   std::optional<std::pair<std::size_t, std::size_t>> entry_at(std::size_t i) const;
-  /// A copy of `length` bytes at `offset` (within the bytes), read under the fault guard.
-  Expected<std::string> copy(std::size_t offset, std::size_t length) const;
+  /// A copy of the entry of index record `i`, `entry` as entry_at(i) read it under the fault
+  /// guard, copied under the guard. Errors (corrupt): the record points outside the package, or
+  /// the read faulted.
+  Expected<std::string> copy(std::size_t i,
+                             const std::optional<std::pair<std::size_t, std::size_t>>& entry) const;
 
   std::string_view m_bytes;
   std::size_t m_index = 0; ///< offset of the index

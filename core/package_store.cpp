@@ -46,22 +46,21 @@ void add_file(const fs::path& path, std::vector<OpenPackage>& packages) {
 // bytes cannot change: they are verified and used in place.
 Expected<bool> read_entry(const OpenPackage& package, const Digest& key,
                           const std::function<void(const EntryView&)>& use) {
+  std::optional<std::string> copied;
+  std::optional<std::string_view> bytes;
   if (!package.file) {
-    const auto bytes = package.reader.find(key);
-    if (!bytes)
-      return false;
-    auto view = view_entry(key, *bytes);
-    if (!view)
-      return std::move(view).error();
-    use(*view);
-    return true;
+    bytes = package.reader.find(key);
+  } else {
+    auto read = package.reader.read(key);
+    if (!read)
+      return std::move(read).error();
+    copied = std::move(*read);
+    if (copied)
+      bytes = *copied;
   }
-  auto bytes = package.reader.read(key);
   if (!bytes)
-    return std::move(bytes).error();
-  if (!*bytes)
     return false;
-  auto view = view_entry(key, **bytes);
+  auto view = view_entry(key, *bytes);
   if (!view)
     return std::move(view).error();
   use(*view);
