@@ -404,7 +404,12 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
       continue; // another process took the lock meanwhile: wait for it
     }
     const double waited = elapsed();
-    const std::size_t left = take_from(pending.dir_fd, pending.folder).size();
+    // What is left, said only in a message: listing the folder (which cleans it) every 50 ms
+    // would repeat work the worker does anyway.
+    const auto left = [&] {
+      const std::size_t n = take_from(pending.dir_fd, pending.folder).size();
+      return n == k_batch ? std::string("64 or more") : std::to_string(n);
+    };
     const std::string pid = holder(pending.lock);
     const std::string worker = "the store worker" + (pid.empty() ? "" : " (pid " + pid + ")");
     // Someone waits for the worker now: it leaves the idle classes, so that a busy machine does
@@ -418,13 +423,11 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
     if (timeout > 0 && waited >= timeout)
       return fail(Error(ErrorCode::runtime_error,
                         "store --wait: " + worker + " still runs after " +
-                            std::to_string(static_cast<long>(timeout)) + " s, with " +
-                            (left == k_batch ? "64 or more" : std::to_string(left)) +
+                            std::to_string(static_cast<long>(timeout)) + " s, with " + left() +
                             " request files pending in " + pending.folder));
     if (waited - reported >= (reported == 0 ? 1.0 : 5.0)) {
       reported = waited;
-      std::cerr << "jitcache: waiting for " << worker << ": "
-                << (left == k_batch ? "64 or more" : std::to_string(left))
+      std::cerr << "jitcache: waiting for " << worker << ": " << left()
                 << " request files pending (" << static_cast<long>(waited) << " s)\n";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
