@@ -246,7 +246,7 @@ PackageReader::copy(std::size_t i,
   if (!entry)
     return damaged("index record " + std::to_string(i) +
                    " points outside the package (the file changed under its map)");
-  const auto [offset, length] = *entry;
+  const std::size_t offset = entry->first, length = entry->second;
   // Allocated outside the guard (see open()), not filled first: append() into reserved room
   // copies without allocating, and a fault part-way leaves the string as it was.
   std::string out;
