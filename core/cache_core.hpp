@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/compile_lease.hpp"
+#include "core/compiled.hpp"
 #include "core/handle_cache.hpp"
 #include "core/manifest.hpp"
 #include "core/memory_store.hpp"
@@ -29,24 +30,6 @@ class DeferredUserTier;
 namespace jitcache::detail {
 
 class PackageStore;
-
-/// What a backend's compile produced (CacheCore::obtain).
-struct Compiled {
-  /// The entry, when the compile has it at once: stored, then handed to the receiver.
-  std::optional<Entry> entry;
-  /// Otherwise the caller already holds the compile's usable result (OpenCL: the program built
-  /// from source) and the entry is produced by `later` on a background thread, then stored
-  /// (reading a PoCL binary compiles every kernel of the program: seconds).
-  std::function<Expected<Entry>()> later;
-  /// With `later`: produced again at flush and stored again when it changed (see
-  /// Cache::store_later).
-  std::function<Expected<Entry>()> refresh;
-  /// With `later`: the request, for a detached process to make again and store
-  /// (StoreMode::detach). Handed over at flush; `later` and `refresh` run in this process only
-  /// when the hand-over fails.
-  std::optional<RequestRecord> handover;
-};
-using Compiler = std::function<Expected<Compiled>()>;
 
 /// Receives an entry (stored, or just compiled) in place and puts it to use (loads it into the
 /// runtime, copies it out). An error refuses it: with code load_failed or corrupt the stored

@@ -2,7 +2,6 @@
 
 #include "backends/cuda/cuda_error.hpp"
 #include "core/byte_io.hpp"
-#include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
 #include "core/library_identity.hpp"
 #include "core/package_target.hpp"
@@ -57,8 +56,6 @@ Expected<const Toolchain*> toolchain() {
   return &probed.value();
 }
 
-namespace {
-
 std::string encode_toolchain(const Toolchain& toolchain) {
   std::string out;
   detail::append_sized(out, toolchain.version);
@@ -74,7 +71,7 @@ std::optional<Toolchain> decode_toolchain(std::string_view in) {
     return std::nullopt;
   for (std::uint32_t arch = 0; detail::take_le(in, arch);)
     toolchain.archs.push_back(static_cast<int>(arch));
-  if (!in.empty() || toolchain.archs.empty())
+  if (!in.empty())
     return std::nullopt;
   return toolchain;
 }
@@ -85,6 +82,8 @@ const detail::LibrarySearch& library_search() {
   return search;
 }
 
+namespace {
+
 // The key's device fields.
 KeyBuilder& add_device_fields(KeyBuilder& builder, const Target& target) {
   return builder.device("compute_capability", target.compute_capability)
@@ -93,40 +92,29 @@ KeyBuilder& add_device_fields(KeyBuilder& builder, const Target& target) {
 
 } // namespace
 
-Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
-  return detail::remembered_identity<Toolchain>(
-      core, k_backend, library_search(), encode_toolchain, decode_toolchain,
-      []() -> Expected<detail::ProbedLibraries<Toolchain>> {
-        auto probed = toolchain();
-        if (!probed)
-          return probed.error();
-        return detail::ProbedLibraries<Toolchain>{**probed, {(**nvrtc()).file}};
-      },
-      remembered);
+Expected<detail::ProbedLibraries<std::string>> probe_libraries() {
+  auto probed = toolchain();
+  if (!probed)
+    return probed.error();
+  return detail::ProbedLibraries<std::string>{encode_toolchain(**probed), {(**nvrtc()).file}};
 }
 
-std::optional<Toolchain> recalled_toolchain(detail::CacheCore& core) {
-  return detail::recalled_identity<Toolchain>(core, k_backend, library_search(), decode_toolchain);
-}
-
-std::vector<Toolchain> packaged_toolchains(detail::CacheCore& core, const Target& target,
-                                           const std::optional<Toolchain>& except) {
+detail::PackageTarget package_target(const Target& target) {
   KeyBuilder device(k_backend);
-  const auto served =
-      detail::target_of(k_backend, add_device_fields(device, target).finish().fields);
-  std::vector<Toolchain> found;
-  for (const std::vector<KeyField>& fields : core.packaged_toolchains(served)) {
-    std::optional<std::string> version, build;
-    for (const KeyField& field : fields) {
-      if (field.name == "nvrtc_version")
-        version = field.value;
-      else if (field.name == "nvrtc_build")
-        build = field.value;
-    }
-    if (version && build && !(except && except->version == *version && except->build == *build))
-      found.push_back(Toolchain{*version, *build, {}});
+  return detail::target_of(k_backend, add_device_fields(device, target).finish().fields);
+}
+
+std::optional<Toolchain> packaged_toolchain(const std::vector<KeyField>& fields) {
+  std::optional<std::string> version, build;
+  for (const KeyField& field : fields) {
+    if (field.name == "nvrtc_version")
+      version = field.value;
+    else if (field.name == "nvrtc_build")
+      build = field.value;
   }
-  return found;
+  if (!version || !build)
+    return std::nullopt;
+  return Toolchain{*version, *build, {}};
 }
 
 const std::vector<fs::path>& toolkit_include_dirs() {
@@ -170,20 +158,6 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
   Dependencies deps =
       add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
   return {builder.finish(), std::move(deps)};
-}
-
-detail::PendingKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
-                                  const Target& target, const Program& program,
-                                  std::string_view request) {
-  const Digest name = detail::record_name(
-      "cuda key", {toolchain.version, toolchain.build, target.compute_capability, target.arch,
-                   detail::fields_text(core.config().compile_environment(k_backend)), request});
-  return detail::PendingKey(
-      core, k_backend, name,
-      [&]() -> Expected<std::pair<Key, Dependencies>> {
-        return make_key(toolchain, target, core.config(), program);
-      },
-      true);
 }
 
 } // namespace jitcache::cuda

@@ -3,7 +3,8 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_targets.hpp"
 #include "core/dependencies.hpp"
-#include "core/manifest.hpp"
+#include "core/library_identity.hpp"
+#include "core/package_target.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/cuda.hpp>
@@ -17,8 +18,6 @@
 #include <vector>
 
 namespace jitcache::cuda {
-
-using detail::GuardedKey;
 
 /// NVRTC's identity, as key fields, and what it can target.
 struct Toolchain {
@@ -34,25 +33,27 @@ struct Toolchain {
 /// naming the failing NVRTC call.
 Expected<const Toolchain*> toolchain();
 
-/// NVRTC's identity for building keys. Opening NVRTC takes milliseconds (tens on a cold page
-/// cache), more than loading a cubin; so the user tier remembers the identity of the library
-/// opened, vouched for by the stamps of the library file and its directory, /etc/ld.so.cache
-/// and the LD_LIBRARY_PATH directories (what decides which library dlopen finds). When those
-/// are unchanged, the remembered identity is returned and `*remembered` set: NVRTC is not
-/// opened. Otherwise this is toolchain(), remembered for the next process. Errors: as
+/// The stored form of a toolchain, and back; nullopt on bytes that are not one. A package's
+/// toolchain (packaged_toolchain()) has no archs.
+std::string encode_toolchain(const Toolchain& toolchain);
+std::optional<Toolchain> decode_toolchain(std::string_view bytes);
+
+/// What NVRTC's identity is remembered for in the user tier (see detail::LibrarySearch): the
+/// soname dlopen finds, in the toolkit's library directory.
+const detail::LibrarySearch& library_search();
+
+/// toolchain() in its stored form, with the NVRTC library file it was read from. Errors: as
 /// toolchain().
-Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered);
+Expected<detail::ProbedLibraries<std::string>> probe_libraries();
 
-/// The NVRTC identity toolchain_for_keys() would return without opening NVRTC; nullopt when
-/// none is remembered (nothing is opened then either).
-std::optional<Toolchain> recalled_toolchain(detail::CacheCore& core);
+/// What a package serving `target` holds: the key's device fields of that target.
+detail::PackageTarget package_target(const Target& target);
 
-/// The NVRTC identities (version and build; no archs) that the packages' entries for `target`
-/// were made with (Provenance::toolchains), but for `except`'s. A packaged cubin is ready
-/// whatever NVRTC this machine has, or none: keys built with these find it without opening
-/// NVRTC. Empty when no package serves `target`.
-std::vector<Toolchain> packaged_toolchains(detail::CacheCore& core, const Target& target,
-                                           const std::optional<Toolchain>& except);
+/// The NVRTC identity (version and build; no archs) a package's entries were made with, from
+/// their toolchain section; nullopt when `fields` name no NVRTC. A packaged cubin is ready
+/// whatever NVRTC this machine has, or none: keys built with this find it without opening
+/// NVRTC.
+std::optional<Toolchain> packaged_toolchain(const std::vector<KeyField>& fields);
 
 /// The toolkit's include directories that exist on this machine: the CCCL folder (CUDA 13 keeps
 /// CUB, Thrust and libcu++ in include/cccl) before include/ itself.
@@ -62,14 +63,5 @@ const std::vector<std::filesystem::path>& toolkit_include_dirs();
 /// and the files it was built from.
 std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& target,
                                       const Config& config, const Program& program);
-
-/// The key make_key() gives, recalled without reading a header when the user tier remembers it
-/// for this request and the files it was built from are unchanged: a PendingKey whose guess()
-/// can be loaded while the stamps are checked in the background. `request` holds every argument
-/// of the request (the program and the current directory). Every argument must outlive the
-/// result (it builds the key from them on settle()).
-detail::PendingKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
-                                  const Target& target, const Program& program,
-                                  std::string_view request);
 
 } // namespace jitcache::cuda

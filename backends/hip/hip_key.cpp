@@ -2,7 +2,6 @@
 
 #include "backends/hip/hip_api.hpp"
 #include "core/byte_io.hpp"
-#include "core/cache_core.hpp"
 #include "core/dependencies.hpp"
 #include "core/library_identity.hpp"
 
@@ -109,21 +108,16 @@ const detail::LibrarySearch& library_search() {
   return search;
 }
 
-Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered) {
-  return detail::remembered_identity<Toolchain>(
-      core, k_backend, library_search(), encode_toolchain, decode_toolchain,
-      []() -> Expected<detail::ProbedLibraries<Toolchain>> {
-        auto probed = toolchain();
-        if (!probed)
-          return probed.error();
-        const RuntimeApi& rt = **runtime(); // opened: toolchain() succeeded
-        detail::ProbedLibraries<Toolchain> libraries{**probed,
-                                                     {rt.runtime_file.path, (**comgr()).file.path}};
-        if (rt.hiprtc_file.path != rt.runtime_file.path)
-          libraries.files.push_back(rt.hiprtc_file.path);
-        return libraries;
-      },
-      remembered);
+Expected<detail::ProbedLibraries<std::string>> probe_libraries() {
+  auto probed = toolchain();
+  if (!probed)
+    return probed.error();
+  const RuntimeApi& rt = **runtime(); // opened: toolchain() succeeded
+  detail::ProbedLibraries<std::string> libraries{encode_toolchain(**probed),
+                                                 {rt.runtime_file.path, (**comgr()).file.path}};
+  if (rt.hiprtc_file.path != rt.runtime_file.path)
+    libraries.files.push_back(rt.hiprtc_file.path);
+  return libraries;
 }
 
 Expected<void> check_program(const Program& program) {
@@ -174,19 +168,6 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, std::string_vi
   Dependencies deps =
       add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
   return {builder.finish(), std::move(deps)};
-}
-
-GuardedKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
-                          std::string_view target, const Program& program,
-                          std::string_view request) {
-  const Digest name = detail::record_name(
-      "hip key", {detail::fields_text(toolchain.fields), target,
-                  detail::fields_text(core.config().compile_environment(k_backend)), request});
-  // Building a HIP key cannot fail once the toolchain is known.
-  return *detail::manifest_key(core, k_backend, name,
-                               [&]() -> Expected<std::pair<Key, Dependencies>> {
-                                 return make_key(toolchain, target, core.config(), program);
-                               });
 }
 
 } // namespace jitcache::hip

@@ -46,18 +46,13 @@ Expected<const Toolchain*> toolchain();
 std::string encode_toolchain(const Toolchain& toolchain);
 std::optional<Toolchain> decode_toolchain(std::string_view bytes);
 
-/// The libraries toolchain_for_keys() reads the identity from: libamdhip64, hipRTC and comgr by
-/// the sonames matching the headers built against.
+/// The libraries the toolchain's identity is remembered for (see detail::LibrarySearch):
+/// libamdhip64, hipRTC and comgr by the sonames matching the headers built against.
 const detail::LibrarySearch& library_search();
 
-/// hipRTC's and comgr's identity for building keys. Opening libamdhip64 and comgr takes about
-/// 20 ms, twenty times a hit; so the user tier remembers the identity of the libraries opened,
-/// vouched for by the stamps of the library files and their directories, /etc/ld.so.cache and
-/// the LD_LIBRARY_PATH directories (what decides which libraries dlopen finds). When those are
-/// unchanged, the remembered identity is returned and `*remembered` set: neither library is
-/// opened. Otherwise this is toolchain(), remembered for the next process. Errors: as
-/// toolchain().
-Expected<Toolchain> toolchain_for_keys(detail::CacheCore& core, bool* remembered);
+/// toolchain() in its stored form, with the library files it was read from (libamdhip64,
+/// hipRTC when it is a file of its own, comgr). Errors: as toolchain().
+Expected<detail::ProbedLibraries<std::string>> probe_libraries();
 
 /// Checks a program before anything is looked up or compiled: a source and a name, and no
 /// option that chooses the target (--offload-arch, --gpu-architecture, --cuda-gpu-arch, with or
@@ -70,13 +65,5 @@ Expected<void> check_program(const Program& program);
 /// the files it was built from.
 std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, std::string_view target,
                                       const Config& config, const Program& program);
-
-/// The key make_key() gives, recalled without reading a header when the user tier remembers it
-/// for this request and the files it was built from are unchanged; built (and remembered for
-/// the next process) otherwise. `request` holds every argument of the request
-/// (detail::flatten_request).
-GuardedKey remembered_key(detail::CacheCore& core, const Toolchain& toolchain,
-                          std::string_view target, const Program& program,
-                          std::string_view request);
 
 } // namespace jitcache::hip

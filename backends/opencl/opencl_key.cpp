@@ -1,11 +1,12 @@
 #include "backends/opencl/opencl_key.hpp"
 
 #include "backends/opencl/opencl_error.hpp"
-#include "core/cache_core.hpp"
+#include "core/byte_io.hpp"
 #include "core/dependencies.hpp"
 
 #include <jitcache/version.hpp>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -83,10 +84,39 @@ Expected<Identity> identity(cl_device_id device) {
   return id;
 }
 
-namespace {
+std::string encode_identity(const Identity& id) {
+  std::string out;
+  for (const auto* fields : {&id.device, &id.toolchain}) {
+    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(fields->size()));
+    for (const auto& [name, value] : *fields) {
+      detail::append_sized(out, name);
+      detail::append_sized(out, value);
+    }
+  }
+  detail::append_sized(out, id.device_name);
+  return out;
+}
 
-std::pair<Key, Dependencies> build_key(const Identity& id, const Config& config,
-                                       std::string_view source, std::string_view options) {
+std::optional<Identity> decode_identity(std::string_view in) {
+  Identity id;
+  for (auto* fields : {&id.device, &id.toolchain}) {
+    std::uint32_t count = 0;
+    if (!detail::take_le(in, count))
+      return std::nullopt;
+    for (; count > 0; --count) {
+      std::string name, value;
+      if (!detail::take_sized(in, name) || !detail::take_sized(in, value))
+        return std::nullopt;
+      fields->emplace_back(std::move(name), std::move(value));
+    }
+  }
+  if (!detail::take_sized(in, id.device_name) || !in.empty())
+    return std::nullopt;
+  return id;
+}
+
+std::pair<Key, Dependencies> make_key(const Identity& id, const Config& config,
+                                      std::string_view source, std::string_view options) {
   KeyBuilder builder("opencl");
   for (const auto& [name, value] : id.device)
     builder.device(name, value);
@@ -97,25 +127,9 @@ std::pair<Key, Dependencies> build_key(const Identity& id, const Config& config,
   return {builder.finish(), std::move(deps)};
 }
 
-} // namespace
-
 Key key_for(const Identity& id, const Config& config, std::string_view source,
             std::string_view options) {
-  return build_key(id, config, source, options).first;
-}
-
-detail::GuardedKey remembered_key(detail::CacheCore& core, const Identity& id,
-                                  std::string_view source, std::string_view options) {
-  std::error_code ec; // a removed current directory reads as empty; the key build reports it
-  const Digest name = detail::record_name(
-      "opencl key", {detail::fields_text(id.device), detail::fields_text(id.toolchain),
-                     detail::fields_text(core.config().compile_environment("opencl")),
-                     std::filesystem::current_path(ec).string(), options, source});
-  // Building the key cannot fail, so neither can this.
-  return *detail::manifest_key(core, "opencl", name,
-                               [&]() -> Expected<std::pair<Key, Dependencies>> {
-                                 return build_key(id, core.config(), source, options);
-                               });
+  return make_key(id, config, source, options).first;
 }
 
 } // namespace jitcache::opencl

@@ -1,13 +1,15 @@
 #pragma once
 
-#include "core/manifest.hpp"
+#include "core/dependencies.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>
 #include <jitcache/key.hpp>
 #include <jitcache/opencl.hpp>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,9 +34,12 @@ Expected<Identity> identity(cl_device_id device);
 Key key_for(const Identity& id, const Config& config, std::string_view source,
             std::string_view options);
 
-/// key_for(), recalled without reading a header when the user tier remembers it for this
-/// request and the files it was built from are unchanged (see manifest_key).
-detail::GuardedKey remembered_key(detail::CacheCore& core, const Identity& id,
-                                  std::string_view source, std::string_view options);
+/// key_for() with the files the key was built from.
+std::pair<Key, Dependencies> make_key(const Identity& id, const Config& config,
+                                      std::string_view source, std::string_view options);
+
+/// The stored form of an identity, and back; nullopt on bytes that are not one.
+std::string encode_identity(const Identity& id);
+std::optional<Identity> decode_identity(std::string_view bytes);
 
 } // namespace jitcache::opencl

@@ -1,9 +1,11 @@
 // Target selection from a compute capability or an arch name, against NVRTC's list of targets;
 // NVRTC's identity and keys remembered in the user tier.
 #include "backends/cuda/cuda_key.hpp"
+#include "backends/cuda/cuda_runtime.hpp"
 #include "core/cache_core.hpp"
 #include "core/entry_codec.hpp"
 #include "core/package_format.hpp"
+#include "core/pipeline.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -84,9 +86,11 @@ TEST(CudaRemembered, NvrtcsIdentityIsRememberedForTheLibrarySearchThatFoundIt) {
   const auto ask = [&](const Config& config) {
     Cache cache(config); // a fresh Cache reads the record from the user tier, as a new process
     bool remembered = false;
-    auto tools = toolchain_for_keys(detail::core_of(cache), &remembered);
+    const Program program;
+    Runtime runtime(config, program, "sm_90");
+    auto tools = detail::identity_for_keys(cache, runtime, &remembered);
     EXPECT_TRUE(tools) << tools.error().message;
-    EXPECT_TRUE(tools && *tools == **real);
+    EXPECT_TRUE(tools && decode_toolchain(*tools) == **real);
     return remembered;
   };
   EXPECT_FALSE(ask(in(dir))) << "nothing remembered yet: NVRTC is opened";
@@ -108,27 +112,32 @@ TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
   std::optional<Digest> guessed; // what the pending key offered before its stamps were checked
   test::FakeStampClock clock;
   clock.settle(); // the toolkit's headers, and the directories this test process just made
-  const auto remembered = [&](std::string_view request) {
+  const auto remembered = [&](const Program& request) {
     Cache cache(in(dir));
     detail::core_of(cache).set_stamp_clock(clock.clock());
-    auto pending = remembered_key(detail::core_of(cache), **tools, target, program, request);
+    Runtime runtime(cache.config(), request, "sm_90");
+    const std::string identity = encode_toolchain(**tools);
+    EXPECT_TRUE(runtime.select(identity));
+    auto pending = detail::remembered_key(cache, runtime, identity, "sm_90");
     guessed.reset();
     if (const Key* guess = pending.guess())
       guessed = guess->digest;
     return *pending.settle();
   };
-  const auto first = remembered("request");
+  const auto first = remembered(program);
   EXPECT_FALSE(first.recalled);
   EXPECT_FALSE(guessed) << "nothing remembered to guess from";
   EXPECT_EQ(first.key.digest, full.digest);
-  const auto second = remembered("request");
+  const auto second = remembered(program);
   EXPECT_EQ(guessed, full.digest) << "the remembered key is offered before it is proven";
   EXPECT_TRUE(second.recalled);
   EXPECT_EQ(second.key.digest, full.digest);
   EXPECT_EQ(second.key.stored_fields, full.stored_fields);
   ASSERT_TRUE(second.guards);
   EXPECT_GE(detail::decode_stamps(*second.guards)->size(), deps.read.size());
-  EXPECT_FALSE(remembered("another request").recalled);
+  Program another = program;
+  another.options.push_back("-DANOTHER_REQUEST");
+  EXPECT_FALSE(remembered(another).recalled);
 }
 
 // A package made where NVRTC was another build (its key fields say so) still serves: its cubin

@@ -2,7 +2,9 @@
 // opens neither library, and what the identity or a key was built from changing is noticed.
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_key.hpp"
+#include "backends/hip/hip_runtime.hpp"
 #include "core/cache_core.hpp"
+#include "core/pipeline.hpp"
 #include "core/request.hpp"
 #include "tests/hip/hip_test_support.hpp"
 #include "tests/support/process.hpp"
@@ -39,15 +41,17 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
-// toolchain_for_keys() in a Cache of its own (as a new process: the record comes from the user
-// tier): whether the identity was remembered, after checking it is the real one.
+// The pipeline's identity step in a Cache of its own (as a new process: the record comes from
+// the user tier): whether the identity was remembered, after checking it is the real one.
 bool remembered_with(const Config& config, const Toolchain& expected) {
   Cache cache(config);
   detail::core_of(cache).set_stamp_clock(stamp_clock.clock());
   bool remembered = false;
-  auto tools = toolchain_for_keys(detail::core_of(cache), &remembered);
+  const Program program;
+  Runtime runtime(config, program, "gfx90a");
+  auto tools = detail::identity_for_keys(cache, runtime, &remembered);
   EXPECT_TRUE(tools) << tools.error().message;
-  EXPECT_TRUE(tools && *tools == expected);
+  EXPECT_TRUE(tools && decode_toolchain(*tools) == expected);
   return remembered;
 }
 
@@ -148,8 +152,8 @@ TEST(HipFreshProcess, AHitOpensNeitherTheHipRuntimeNorComgr) {
   EXPECT_EQ(hit.err.find("libamd_comgr"), std::string::npos) << hit.err;
 }
 
-// Keys of a program with include directories first/ then second/, through remembered_key() in
-// a Cache of their own, as new processes would get them.
+// Keys of a program with include directories first/ then second/, through the pipeline's
+// remembered-key step in a Cache of their own, as new processes would get them.
 class HipManifest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -163,11 +167,13 @@ protected:
     program.options = {"-I" + (dir.path() / "first").string(), "-I",
                        (dir.path() / "second").string()};
   }
-  GuardedKey key() {
+  detail::GuardedKey key() {
     Cache cache(in(dir.path() / "cache"));
     detail::core_of(cache).set_stamp_clock(stamp_clock.clock());
-    return remembered_key(detail::core_of(cache), *tools, "gfx90a", program,
-                          detail::flatten_request(program));
+    Runtime runtime(cache.config(), program, "gfx90a");
+    const std::string identity = encode_toolchain(*tools);
+    EXPECT_TRUE(runtime.select(identity));
+    return *detail::remembered_key(cache, runtime, identity, "gfx90a").settle();
   }
   Digest built() const { return make_key(*tools, "gfx90a", Config(), program).first.digest; }
 

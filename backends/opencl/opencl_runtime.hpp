@@ -1,0 +1,49 @@
+#pragma once
+
+#include "backends/opencl/opencl_key.hpp"
+#include "core/runtime.hpp"
+
+#include <jitcache/cache.hpp>
+#include <jitcache/opencl.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace jitcache::opencl {
+
+/// A request to build `source` with `options` for `device` in `context`, as the request
+/// pipeline serves it (detail::Runtime); the handle is the cl_program, released when the last
+/// holder lets go. Every argument must outlive the object.
+class Runtime final : public detail::Runtime {
+public:
+  Runtime(Cache& cache, cl_context context, cl_device_id device, std::string_view source,
+          std::string_view options);
+
+  const char* backend() const override { return "opencl"; }
+  Expected<void> check() override;
+  std::string arguments() const override;
+  std::optional<detail::Place> place() const override;
+  /// None: the identity is the device's, asked each time (once per device and process).
+  const detail::LibrarySearch* library_search() const override { return nullptr; }
+  Expected<detail::ProbedLibraries<std::string>> probe() override;
+  Expected<detail::PackageTarget> package_target(const std::string* known) override;
+  std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
+                                               const std::string* known) const override;
+  Expected<std::string> select(const std::string& identity) override;
+  std::pair<Key, Dependencies> make_key() const override;
+  Expected<detail::Compiled> compile(const Key& key, Handle& handle) override;
+  Expected<Handle> load(const EntryView& entry, std::string& note) override;
+  detail::RequestRecord describe() const override;
+
+private:
+  Cache& m_cache;
+  const cl_context m_context;
+  const cl_device_id m_device;
+  const std::string_view m_source;
+  const std::string m_options;
+  std::optional<Identity> m_own; ///< the device's, once checked
+  std::optional<Identity> m_id;  ///< selected
+};
+
+} // namespace jitcache::opencl
