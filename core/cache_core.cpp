@@ -357,9 +357,10 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
 }
 
 Expected<std::optional<Served>> CacheCore::serve(const Key& key, const EntryReceiver& use,
-                                                 BuildInfo& info, Refusals& refusals) {
+                                                 BuildInfo& info, Refusals& refusals,
+                                                 Memory memory) {
   info.key = key.digest;
-  return walk(key, use, info, refusals, Memory::skip);
+  return walk(key, use, info, refusals, memory);
 }
 
 void CacheCore::count_hit(const Key& key, const Served& served, BuildInfo& info) {

@@ -116,7 +116,7 @@ public:
   /// to `refusals` (pass them to obtain() for the same key). Count the hit with count_hit()
   /// once the key is proven.
   Expected<std::optional<Served>> serve(const Key& key, const EntryReceiver& use, BuildInfo& info,
-                                        Refusals& refusals);
+                                        Refusals& refusals, Memory memory = Memory::skip);
   /// Counts `served` as a hit on `key` and reports it in `info`.
   void count_hit(const Key& key, const Served& served, BuildInfo& info);
   /// A request answered by the memory tier of loaded handles: counted, and reported as

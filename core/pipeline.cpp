@@ -102,6 +102,13 @@ private:
     return known;
   }
 
+  // Whether a persistent hit is copied into the memory tier of entries: not for a request that
+  // loads (the memory tier of handles keeps what it loaded, and a copy of a heavy binary costs
+  // more than the rest of a hit).
+  CacheCore::Memory memory() const {
+    return m_place ? CacheCore::Memory::skip : CacheCore::Memory::keep;
+  }
+
   std::optional<HandleCache::Slot> slot(const Digest& key) const {
     if (!m_place)
       return std::nullopt;
@@ -159,7 +166,7 @@ private:
       info.device = *chosen;
       Handle handle;
       CacheCore::Refusals refusals;
-      auto got = m_core.serve(candidate.key, receiver(handle, info), info, refusals);
+      auto got = m_core.serve(candidate.key, receiver(handle, info), info, refusals, memory());
       if (!got || !*got)
         continue; // an error is met again, and reported, on the way below
       m_core.count_hit(candidate.key, **got, info);
@@ -199,7 +206,7 @@ private:
       guessed = guess->digest;
       if (auto place = slot(guess->digest); place && (speculative = handles.find(*place))) {
         from_handles = true;
-      } else if (auto got = m_core.serve(*guess, use, info, refusals); got && *got) {
+      } else if (auto got = m_core.serve(*guess, use, info, refusals, memory()); got && *got) {
         served = **got;
         speculative = Loaded{handle, info};
       }
@@ -240,8 +247,7 @@ private:
     // The refusals apply when the key proved to be the guessed one (the same entries).
     CacheCore::Refusals carried = key.digest == guessed ? refusals : CacheCore::Refusals{};
     const auto obtain = [&]() -> Expected<Loaded> {
-      const auto memory = m_place ? CacheCore::Memory::skip : CacheCore::Memory::keep;
-      if (auto got = m_core.obtain(key, compile, use, info, memory, std::move(carried)); !got)
+      if (auto got = m_core.obtain(key, compile, use, info, memory(), std::move(carried)); !got)
         return std::move(got).error();
       return Loaded{handle, info};
     };

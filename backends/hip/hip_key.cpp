@@ -97,7 +97,7 @@ std::optional<Toolchain> decode_toolchain(std::string_view in) {
       features.insert(feature);
     }
   }
-  if (toolchain.fields.empty() || toolchain.targets.processors.empty())
+  if (toolchain.fields.empty()) // no targets: a package's (Runtime::packaged_identity)
     return std::nullopt;
   return toolchain;
 }

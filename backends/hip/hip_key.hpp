@@ -42,7 +42,8 @@ struct Toolchain {
 /// Errors: as toolchain_fields() and target_table().
 Expected<const Toolchain*> toolchain();
 
-/// The stored form of a toolchain, and back; nullopt on bytes that are not one.
+/// The stored form of a toolchain, and back; nullopt on bytes that are not one. A package's
+/// toolchain has fields and no targets.
 std::string encode_toolchain(const Toolchain& toolchain);
 std::optional<Toolchain> decode_toolchain(std::string_view bytes);
 

@@ -3,6 +3,7 @@
 // sm_80 without a GPU, so the cases run on every machine.
 #include <jitcache/cuda.hpp>
 
+#include "backends/cuda/cuda_key.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/support/backend_cases.hpp"
 
@@ -39,6 +40,11 @@ public:
     return cuda::make_key(config, m_program, k_arch);
   }
 
+  Expected<Key> key_by_another_compiler(const Config& config) override {
+    const cuda::Toolchain other{"13.0", "1 bytes", {}};
+    return cuda::make_key(other, *cuda::named_target(k_arch), config, m_program).first;
+  }
+
 private:
   const cuda::Program m_program = test::kernel_program("saxpy.cu");
 };
@@ -50,6 +56,16 @@ TEST(CudaCases, CountersAfterEveryCall) {
 
 TEST(CudaCases, EveryUserTierFaultStillGivesTheKernelWithOneWarning) {
   test::expect_faults_contained([] { return std::make_unique<CudaCase>(); });
+}
+
+TEST(CudaCases, APackageMadeWithAnotherCompilerServesWithoutCompiling) {
+  CudaCase backend;
+  test::expect_packages_first(backend);
+}
+
+TEST(CudaCases, ARememberedKeyWhoseEntryWasEvictedIsCompiledAgain) {
+  CudaCase backend;
+  test::expect_remembered_key_evicted(backend);
 }
 
 } // namespace

@@ -3,6 +3,8 @@
 // gfx90a without a GPU, so the cases run on every machine.
 #include <jitcache/hip.hpp>
 
+#include "backends/hip/hip_key.hpp"
+#include "backends/hip/hip_targets.hpp"
 #include "tests/hip/hip_test_support.hpp"
 #include "tests/support/backend_cases.hpp"
 
@@ -39,6 +41,18 @@ public:
     return hip::make_key(config, m_program, k_target);
   }
 
+  Expected<Key> key_by_another_compiler(const Config& config) override {
+    auto real = hip::toolchain();
+    if (!real)
+      return real.error();
+    hip::Toolchain other = **real;
+    other.fields.emplace_back("another_build", "1");
+    auto target = hip::canonical_target(k_target, other.targets);
+    if (!target)
+      return target.error();
+    return hip::make_key(other, *target, config, m_program).first;
+  }
+
 private:
   const hip::Program m_program = test::hip_kernel("saxpy.hip");
 };
@@ -50,6 +64,16 @@ TEST(HipCases, CountersAfterEveryCall) {
 
 TEST(HipCases, EveryUserTierFaultStillGivesTheKernelWithOneWarning) {
   test::expect_faults_contained([] { return std::make_unique<HipCase>(); });
+}
+
+TEST(HipCases, APackageMadeWithAnotherCompilerServesWithoutCompiling) {
+  HipCase backend;
+  test::expect_packages_first(backend);
+}
+
+TEST(HipCases, ARememberedKeyWhoseEntryWasEvictedIsCompiledAgain) {
+  HipCase backend;
+  test::expect_remembered_key_evicted(backend);
 }
 
 } // namespace

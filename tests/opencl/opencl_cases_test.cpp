@@ -2,6 +2,7 @@
 // counters after every call, and every user-tier operation failing in turn, on PoCL.
 #include <jitcache/opencl.hpp>
 
+#include "backends/opencl/opencl_key.hpp"
 #include "tests/support/backend_cases.hpp"
 
 #include <gtest/gtest.h>
@@ -97,6 +98,14 @@ public:
     return opencl::make_key(config, m_device, m_source, k_options);
   }
 
+  Expected<Key> key_by_another_compiler(const Config& config) override {
+    auto id = opencl::identity(m_device);
+    if (!id)
+      return std::move(id).error();
+    id->toolchain.emplace_back("another_build", "1");
+    return opencl::key_for(*id, config, m_source, k_options);
+  }
+
 private:
   cl_context m_context = nullptr;
   cl_device_id m_device = nullptr;
@@ -111,6 +120,18 @@ TEST(OpenclCases, CountersAfterEveryCall) {
 
 TEST(OpenclCases, EveryUserTierFaultStillGivesTheKernelWithOneWarning) {
   test::expect_faults_contained([] { return std::make_unique<OpenclCase>(); });
+}
+
+TEST(OpenclCases, APackageMadeWithAnotherCompilerServesWithoutCompiling) {
+  OpenclCase backend;
+  ASSERT_TRUE(backend.ready()) << "no OpenCL device (PoCL)";
+  test::expect_packages_first(backend);
+}
+
+TEST(OpenclCases, ARememberedKeyWhoseEntryWasEvictedIsCompiledAgain) {
+  OpenclCase backend;
+  ASSERT_TRUE(backend.ready()) << "no OpenCL device (PoCL)";
+  test::expect_remembered_key_evicted(backend);
 }
 
 } // namespace

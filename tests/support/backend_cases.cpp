@@ -1,6 +1,9 @@
 #include "tests/support/backend_cases.hpp"
 
+#include "core/entry_codec.hpp"
 #include "core/lmdb_store.hpp"
+#include "core/package_format.hpp"
+#include "core/package_target.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -15,10 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Config config_of(const fs::path& dir, bool read_only = false) {
+Config config_of(const fs::path& dir, bool read_only = false,
+                 std::map<std::string, std::string> variables = {}) {
   // wait: the entry is stored when the Cache is gone (tests/opencl/store_mode_test: detach).
-  std::map<std::string, std::string> variables{{"JITCACHE_DIR", dir.string()},
-                                               {"JITCACHE_OPENCL_STORE", "wait"}};
+  variables.emplace("JITCACHE_DIR", dir.string());
+  variables.emplace("JITCACHE_OPENCL_STORE", "wait");
   if (read_only)
     variables.emplace("JITCACHE_READONLY", "1");
   return Config::from_variables(variables);
@@ -123,6 +127,78 @@ void expect_counter_table(BackendCase& backend) {
     EXPECT_EQ(broken.error().code, ErrorCode::compile_failed);
     EXPECT_FALSE(broken.error().log.empty());
     expect_counts(cache, name, {0, 0, 0, 0, 0, 1}, "compile error");
+  }
+}
+
+void expect_packages_first(BackendCase& backend) {
+  const std::string name = backend.backend();
+  TempDir made, user, packages;
+  Entry stored; // this machine's entry, as a machine with another compiler would have made it
+  Digest own;
+  {
+    Cache cache(config_of(made.path()));
+    auto built = backend.build(cache);
+    ASSERT_TRUE(built) << built.error().message;
+    cache.flush();
+    own = built->key;
+    auto store = LmdbStore::open(made.path() / "v1", true);
+    ASSERT_TRUE(store) << store.error().message;
+    auto got = (*store)->get(own);
+    ASSERT_TRUE(got && *got) << "the built entry is in the user tier";
+    stored = **got;
+  }
+  const fs::path package = packages.path() / "another-compiler.jcpkg";
+  const Config config = config_of(user.path(), false, {{"JITCACHE_SYSTEM_PATH", package.string()}});
+  auto other = backend.key_by_another_compiler(config);
+  ASSERT_TRUE(other) << other.error().message;
+  ASSERT_NE(other->digest, own) << "the compiler is part of the key";
+  stored.key_fields = other->stored_fields;
+  ASSERT_TRUE(detail::write_package(package, detail::target_of(name, other->fields),
+                                    {{other->digest, encode_entry(other->digest, stored)}}));
+
+  Cache cache(config);
+  auto served = backend.build(cache);
+  ASSERT_TRUE(served) << served.error().message;
+  EXPECT_EQ(served->outcome, Outcome::hit);
+  EXPECT_EQ(served->tier, "system");
+  EXPECT_EQ(served->key, other->digest);
+  auto again = backend.build(cache);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->tier, "memory");
+  const Stats stats = cache.session_stats();
+  EXPECT_EQ(stats.hits(name, "system"), 1u);
+  EXPECT_EQ(stats.get(name, Counter::misses), 0u);
+  EXPECT_EQ(stats.get(name, Counter::compiles), 0u);
+  EXPECT_EQ(stats.get(name, Counter::corrupt), 0u);
+}
+
+void expect_remembered_key_evicted(BackendCase& backend) {
+  const std::string name = backend.backend();
+  TempDir dir;
+  const Config config = config_of(dir.path());
+  Digest key;
+  for (Outcome outcome : {Outcome::miss, Outcome::hit}) { // the hit remembers the key
+    Cache cache(config);
+    auto built = backend.build(cache);
+    ASSERT_TRUE(built) << built.error().message;
+    EXPECT_EQ(built->outcome, outcome);
+    key = built->key;
+  }
+  {
+    Cache cache(config);
+    auto full = backend.key(config);
+    ASSERT_TRUE(full) << full.error().message;
+    ASSERT_EQ(full->digest, key);
+    cache.evict(*full);
+  }
+  for (Outcome outcome : {Outcome::miss, Outcome::hit}) {
+    Cache cache(config);
+    auto built = backend.build(cache);
+    ASSERT_TRUE(built) << built.error().message;
+    EXPECT_EQ(built->outcome, outcome);
+    EXPECT_EQ(built->key, key);
+    EXPECT_EQ(cache.session_stats().get(name, Counter::compiles),
+              outcome == Outcome::miss ? 1u : 0u);
   }
 }
 

@@ -24,6 +24,9 @@ public:
   virtual Expected<BuildInfo> build_broken(Cache& cache) = 0;
   /// The key build() uses under `config`.
   virtual Expected<Key> key(const Config& config) = 0;
+  /// The key build() would use under `config` if the compiler (NVRTC; hipRTC and comgr; the
+  /// OpenCL driver) were another build of it: what a package made on another machine holds.
+  virtual Expected<Key> key_by_another_compiler(const Config& config) = 0;
 };
 
 /// The counters after every call, the same table for every backend: a miss, a memory hit, a
@@ -31,6 +34,16 @@ public:
 /// (rejected, evicted, compiled and stored again) and read-only (compiled around it, nothing
 /// written), and a compile error. Reports failures through GoogleTest.
 void expect_counter_table(BackendCase& backend);
+
+/// Packages first: a package whose entry was made with another build of the compiler (its key
+/// says so) serves the request, with nothing compiled, though the key this machine's compiler
+/// gives would not find it. Reports failures through GoogleTest.
+void expect_packages_first(BackendCase& backend);
+
+/// The remembered key: a request whose key the user tier remembers, and whose entry was evicted
+/// since, is compiled again under that key and gives the right kernel; the next is a hit.
+/// Reports failures through GoogleTest.
+void expect_remembered_key_evicted(BackendCase& backend);
 
 /// Fails each user-tier operation in turn (and the tier's open) on the hit and the miss path,
 /// each case in a child process of its own (warnings are said once per process): every build
