@@ -3,6 +3,7 @@
 #include "core/deferred_user_tier.hpp"
 
 #include "core/clock.hpp"
+#include "core/config_table.hpp"
 #include "core/embedded_packages.hpp"
 #include "core/entry_codec.hpp"
 #include "core/key_fields.hpp"
@@ -135,7 +136,7 @@ CacheCore::~CacheCore() {
 }
 
 bool CacheCore::persistent(const std::string& backend) const {
-  return m_config.persistence(backend).enabled;
+  return detail::persistence_noticed(m_config, backend);
 }
 
 bool CacheCore::up(const Tier& tier) {

@@ -100,8 +100,8 @@ void set_max_size(const std::string& value, Config& config, Complaints& complain
   auto size = parse_size(value);
   if (size && *size > 0)
     config.max_size = size;
-  else
-    complaints.push_back("not a positive size such as 10G or 512M; using no limit");
+  else if (!size) // 0 is "no limit" (as ccache's max_size = 0), said in the table: no complaint
+    complaints.push_back("not a size such as 10G or 512M (0: no limit); using no limit");
 }
 
 void set_system_path(const std::string& value, Config& config, Complaints&) {
@@ -272,7 +272,8 @@ constexpr EnvVariable k_env_variables[] = {
     {"JITCACHE_READONLY", R::setting, set_read_only, nullptr, nullptr,
      "`1` (or `true`, `yes`, `on`): read every tier, write none"},
     {"JITCACHE_MAX_SIZE", R::setting, set_max_size, nullptr, nullptr,
-     "size limit of the user tier (`10G`, `512M`), counting the pages each entry takes; "
+     "size limit of the user tier (`10G`, `512M`; `0`: no limit, as for `jitcache prune "
+     "--max-size`), counting the pages each entry takes; "
      "least-recently-used entries are evicted first. The data file stays within the limit plus "
      "an eighth of it, at least 256 KiB (LMDB's other pages, its free list, manifests); a file "
      "found larger is compacted once no other process has it open"},
@@ -463,6 +464,38 @@ PersistencePolicy Config::persistence(std::string_view backend) const {
   }
   return {true, read_only ? "on, read-only (JITCACHE_READONLY)" : "on"};
 }
+
+namespace detail {
+
+bool persistence_noticed(const Config& config, std::string_view backend) {
+  const PersistencePolicy policy = config.persistence(backend);
+  // Off for a reason the user gave jitcache itself (or no cache folder): nothing to say here.
+  if (policy.enabled || config.cache_dir.empty() || config.disable_all ||
+      config.disabled_backends.count(std::string(backend)))
+    return policy.enabled;
+  for (const EnvVariable& v : k_env_variables) {
+    if (v.role != EnvRole::runtime_switch || backend != v.backend)
+      continue;
+    auto it = config.variables.find(v.name);
+    if (it == config.variables.end() || it->second != v.off)
+      continue;
+    // Warn, not info: the user set a runtime's variable, perhaps long ago or for another tool,
+    // and would otherwise see only misses.
+    const std::string shown = backend == "opencl" ? "OpenCL"
+                              : backend == "cuda" ? "CUDA"
+                              : backend == "hip"  ? "HIP"
+                                                  : std::string(backend);
+    log::write_once(LogLevel::warn, std::string("runtime cache switch ") + v.name,
+                    "jitcache's " + shown + " cache is off: " + v.name + "=" + it->second +
+                        " turns the runtime's own kernel cache off and jitcache follows it (each "
+                        "process compiles again; only the memory tier is used). Unset " +
+                        v.name + ", or set JITCACHE_DISABLE=0 to keep jitcache's cache");
+    break;
+  }
+  return false;
+}
+
+} // namespace detail
 
 std::vector<std::pair<std::string, std::string>>
 Config::compile_environment(std::string_view backend) const {
