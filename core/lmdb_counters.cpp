@@ -37,6 +37,19 @@ Expected<void> LmdbStore::add_counters(const Stats& delta) {
   return {};
 }
 
+Expected<void> LmdbStore::zero_counters() {
+  auto e = env();
+  if (!writes(*e))
+    return Error(ErrorCode::read_only, "the cache is read-only: its counters cannot be zeroed");
+  if (!e->has_dbs)
+    return {};
+  // mdb_drop(..., 0) empties the database and keeps it: one short write transaction.
+  const int rc = write_transaction(*e, [&](MDB_txn* txn) { return mdb_drop(txn, e->counters, 0); });
+  if (rc != MDB_SUCCESS)
+    return lmdb_error("counter reset", rc, e->dir);
+  return {};
+}
+
 Expected<Stats> LmdbStore::counters() {
   auto e = env();
   Stats stats;

@@ -89,6 +89,10 @@ public:
   Expected<void> add_counters(const Stats& delta) override;
   /// Reads the counters kept in the environment.
   Expected<Stats> counters() override;
+  /// Sets every counter kept in the environment back to zero (`jitcache stats --zero`); the
+  /// entries and what they record of their use are kept. Errors: io_error (LMDB's, with the
+  /// folder), read_only when this store does not write.
+  Expected<void> zero_counters();
   /// Records: small values kept beside the entries, by name, that speed up finding them
   /// (manifests of the files a key was built from, runtime identities). Not entries: not
   /// listed, counted, verified or size-limited; all of them are dropped when there would be

@@ -103,6 +103,36 @@ TEST_F(CliTest, StatsListVerifyClear) {
   EXPECT_TRUE(run_cli({"list", "--json"}, env()).out.empty());
 }
 
+// ccache's habits: `stats -z`/`--zero` zeroes the counters and keeps the entries; a size of 0
+// is "no limit" for `prune --max-size` as for JITCACHE_MAX_SIZE.
+TEST_F(CliTest, StatsZeroKeepsEntriesAndZeroMeansNoLimit) {
+  ASSERT_EQ(build({k_kernels + "/matmul.cl"}).exit_code, 0);
+  ASSERT_EQ(build({k_kernels + "/matmul.cl"}).exit_code, 0);
+  const auto opencl = [&] { return json_lines(run_cli({"stats", "--json"}, env()).out).at(0); };
+  ASSERT_EQ(opencl()["hits"], 1);
+  for (const char* flag : {"--zero", "-z"}) {
+    auto zeroed = run_cli({"stats", flag}, env());
+    ASSERT_EQ(zeroed.exit_code, 0) << flag << ": " << zeroed.err;
+    EXPECT_EQ(zeroed.out, "statistics zeroed\n");
+    const auto after = opencl();
+    for (const char* counter : {"hits", "misses", "compiles", "bytes_stored"})
+      EXPECT_EQ(after[counter], 0) << flag << " " << counter;
+    EXPECT_EQ(after["entries"], 1) << "the entries stay";
+  }
+  ASSERT_EQ(build({k_kernels + "/matmul.cl"}).exit_code, 0);
+  EXPECT_EQ(opencl()["hits"], 1) << "counted again from zero";
+
+  auto pruned = run_cli({"prune", "--max-size", "0", "--json"}, env());
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.err;
+  const auto line = json_lines(pruned.out).at(0);
+  EXPECT_EQ(line["evicted"], 0) << pruned.out;
+  EXPECT_EQ(line["max_size"], nullptr);
+  EXPECT_EQ(line["entries"], 1);
+  auto unlimited = run_cli({"stats", "--json"}, env({{"JITCACHE_MAX_SIZE", "0"}}));
+  EXPECT_EQ(unlimited.err, "") << "0 is a documented value, not a mistake";
+  EXPECT_EQ(json_lines(unlimited.out).at(3)["max_size"], nullptr);
+}
+
 TEST_F(CliTest, InfoReportsConfigurationAndRuntimeCaches) {
   auto r =
       run_cli({"info", "--json"}, env({{"POCL_KERNEL_CACHE", "0"}, {"JITCACHE_MAX_SIZE", "1G"}}));

@@ -1,10 +1,15 @@
 #include "core/config_table.hpp"
+
+#include <jitcache/cache.hpp>
+
+#include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -51,10 +56,10 @@ TEST(ConfigTest, GoodValues) {
 
 TEST(ConfigTest, EachBadValueGivesOneWarningNamingTheVariableAndTheDefault) {
   const std::pair<const char*, const char*> bad[] = {
-      {"JITCACHE_MAX_SIZE", "banana"}, {"JITCACHE_MAX_SIZE", "-5G"},
-      {"JITCACHE_MAX_SIZE", "0"},      {"JITCACHE_READONLY", "maybe"},
-      {"JITCACHE_REMOTE", "http://x"}, {"JITCACHE_REMOTE", "redis://h:99999"},
-      {"JITCACHE_LOG", "loud"},        {"JITCACHE_DISABLE", "opencl,metal"},
+      {"JITCACHE_MAX_SIZE", "banana"},        {"JITCACHE_MAX_SIZE", "-5G"},
+      {"JITCACHE_READONLY", "maybe"},         {"JITCACHE_REMOTE", "http://x"},
+      {"JITCACHE_REMOTE", "redis://h:99999"}, {"JITCACHE_LOG", "loud"},
+      {"JITCACHE_DISABLE", "opencl,metal"},
   };
   for (const auto& [name, value] : bad) {
     auto c = Config::from_variables({{"JITCACHE_DIR", "/c"}, {name, value}});
@@ -84,6 +89,13 @@ TEST(ConfigTest, SecretsNeverAppearInWarnings) {
   EXPECT_EQ(shown_value("JITCACHE_REMOTE_KEY", "zq9").find("zq9"), std::string::npos);
 }
 
+// 0 is "no limit" (as ccache's max_size = 0 and `jitcache prune --max-size 0`): not a mistake.
+TEST(ConfigTest, MaxSizeZeroIsNoLimitWithoutAWarning) {
+  auto c = Config::from_variables({{"JITCACHE_DIR", "/c"}, {"JITCACHE_MAX_SIZE", "0"}});
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings.at(0);
+  EXPECT_FALSE(c.max_size);
+}
+
 TEST(ConfigTest, ParseSize) {
   EXPECT_EQ(parse_size("4096"), 4096u);
   EXPECT_EQ(parse_size("512M"), 512ull << 20);
@@ -95,6 +107,36 @@ TEST(ConfigTest, ParseSize) {
   EXPECT_FALSE(parse_size("1..2G"));
   EXPECT_FALSE(parse_size("-1"));
   EXPECT_FALSE(parse_size("99999999999T"));
+}
+
+// A runtime's own cache control that turns jitcache's persistent tiers off is said to the
+// application once per process, at its first request of that backend: which variable, what it
+// costs, how to keep jitcache's cache. In a child: the notice is once per process.
+TEST(ConfigTest, RuntimeCacheControlThatTurnsTiersOffIsSaidOnce) {
+  test::TempDir dir;
+  test::ChildProcess child([&] {
+    Cache cache(Config::from_variables({{"JITCACHE_DIR", dir.path().string()},
+                                        {"POCL_KERNEL_CACHE", "0"},
+                                        {"CUDA_CACHE_DISABLE", "0"}}));
+    const bool off = !cache.persistent("opencl") && !cache.persistent("opencl");
+    return off && cache.persistent("cuda") ? 0 : 1;
+  });
+  ASSERT_EQ(child.wait(), 0) << child.err();
+  const std::string& err = child.err();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  for (const char* part :
+       {"jitcache: warning: ", "OpenCL", "POCL_KERNEL_CACHE=0", "JITCACHE_DISABLE=0"})
+    EXPECT_NE(err.find(part), std::string::npos) << part << " in: " << err;
+
+  // Off for another reason (JITCACHE_DISABLE asks for it): nothing said.
+  test::ChildProcess quiet([&] {
+    Cache cache(Config::from_variables({{"JITCACHE_DIR", dir.path().string()},
+                                        {"POCL_KERNEL_CACHE", "0"},
+                                        {"JITCACHE_DISABLE", "opencl"}}));
+    return cache.persistent("opencl") ? 1 : 0;
+  });
+  ASSERT_EQ(quiet.wait(), 0) << quiet.err();
+  EXPECT_EQ(quiet.err(), "");
 }
 
 TEST(ConfigTest, RuntimeCacheControlsAreHonouredUnlessOverridden) {

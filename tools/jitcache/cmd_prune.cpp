@@ -3,17 +3,20 @@
 
 #include "core/compile_lease.hpp"
 
-#include <optional>
+#include <cstdint>
 
 namespace jitcache::cli {
 
 int run_prune(const Config& config, const std::string& max_size, const Output& out) {
-  std::optional<std::uint64_t> limit = config.max_size;
+  // 0 is "no limit", as JITCACHE_MAX_SIZE=0 and ccache's -M 0: nothing is evicted (`jitcache
+  // clear` empties the cache).
+  std::uint64_t limit = config.max_size.value_or(0);
   if (!max_size.empty()) {
-    limit = parse_size(max_size);
-    if (!limit)
+    const auto parsed = parse_size(max_size);
+    if (!parsed)
       return fail(Error(ErrorCode::invalid_argument,
                         "--max-size " + max_size + ": not a size such as 10G, 512M or 4096"));
+    limit = *parsed;
   }
   if (!config.cache_dir.empty() && !has_user_tier(config)) {
     out.emit({{"evicted", 0}, {"entries", 0}}, "nothing to prune");
@@ -25,7 +28,7 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
   const std::filesystem::path dir = (*store)->dir();
   LmdbStore::Pruned pruned;
   if (limit) {
-    auto done = (*store)->prune(*limit);
+    auto done = (*store)->prune(limit);
     if (!done)
       return fail(done.error());
     pruned = *done;
@@ -41,7 +44,7 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
     return fail(compacted.error());
 
   nlohmann::json line = {
-      {"max_size", limit ? nlohmann::json(*limit) : nlohmann::json(nullptr)},
+      {"max_size", limit ? nlohmann::json(limit) : nlohmann::json(nullptr)},
       {"evicted", pruned.entries},
       {"evicted_bytes", pruned.bytes},
       {"entries", usage->entries},
@@ -55,7 +58,7 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
   std::string text = "evicted " + std::to_string(pruned.entries) + " entries (" +
                      format_size(pruned.bytes) + "); " + std::to_string(usage->entries) +
                      " entries (" + format_size(usage->value_bytes) + ") remain" +
-                     (limit ? " under " + format_size(*limit) : std::string()) + "; data file ";
+                     (limit ? " under " + format_size(limit) : std::string()) + "; data file ";
   if (compacted->done) {
     text += "compacted from " + format_size(compacted->file_bytes_before) + " to " +
             format_size(compacted->file_bytes_after);

@@ -11,6 +11,22 @@
 
 namespace jitcache::cli {
 
+int run_stats_zero(const Config& config, const Output& out) {
+  if (auto allowed = may_change(config); !allowed)
+    return fail(allowed.error());
+  if (!has_user_tier(config)) { // nothing counted yet: already zero, and nothing is created
+    out.emit({{"zeroed", true}}, "statistics zeroed");
+    return 0;
+  }
+  auto store = open_user_tier(config, true);
+  if (!store)
+    return fail(store.error());
+  if (auto zeroed = (*store)->zero_counters(); !zeroed)
+    return fail(zeroed.error());
+  out.emit({{"zeroed", true}}, "statistics zeroed");
+  return 0;
+}
+
 int run_stats(const Config& config, const Output& out) {
   auto store = open_user_tier(config, false);
   if (!store)

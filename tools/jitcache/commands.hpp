@@ -61,6 +61,8 @@ struct TuneRecordOptions {
 /// one-line error to stderr).
 int run_build(const Config& config, const BuildOptions& options, const Output& out);
 int run_stats(const Config& config, const Output& out);
+/// `jitcache stats --zero`: every counter of the user tier back to zero, entries kept.
+int run_stats_zero(const Config& config, const Output& out);
 int run_list(const Config& config, const Output& out);
 int run_info(const Config& config, const Output& out);
 int run_verify(const Config& config, const Output& out);

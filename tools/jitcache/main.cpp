@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
       ->needs("--wait");
   store_cmd->add_option("FILE", store_files, "request files (JSON lines)");
   CLI::App* stats_cmd = add("stats", "hits, misses, compiles and bytes, per backend");
+  bool stats_zero = false;
+  stats_cmd->add_flag("-z,--zero", stats_zero,
+                      "instead, set every counter back to zero (as `ccache -z`); entries are kept");
   CLI::App* list_cmd = add("list", "every entry of the user tier");
   CLI::App* info_cmd = add("info", "the resolved configuration and the runtimes' own caches");
   CLI::App* verify_cmd = add("verify", "check every stored entry; exit 1 if any is corrupt");
@@ -106,7 +109,8 @@ int main(int argc, char** argv) {
   CLI::App* prune_cmd = add("prune", "evict least recently used entries down to a size, remove "
                                      "leftover compile leases, and compact the data file");
   prune_cmd->add_option("--max-size", prune_size,
-                        "keep at most this much (10G, 512M, bytes); default JITCACHE_MAX_SIZE");
+                        "keep at most this much (10G, 512M, bytes; 0: no limit, as "
+                        "JITCACHE_MAX_SIZE=0); default JITCACHE_MAX_SIZE");
   cli::ExportOptions export_options;
   CLI::App* export_cmd = add("export", "write the user tier's entries for one target into a "
                                        "package file (e.g. cuda-sm_90.jcpkg)");
@@ -207,7 +211,7 @@ int main(int argc, char** argv) {
   if (explain_cmd->parsed())
     return cli::run_explain(config, explain, out);
   if (stats_cmd->parsed())
-    return cli::run_stats(config, out);
+    return stats_zero ? cli::run_stats_zero(config, out) : cli::run_stats(config, out);
   if (list_cmd->parsed())
     return cli::run_list(config, out);
   if (info_cmd->parsed())
