@@ -51,7 +51,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:su
 # -O1 -g1 (line tables: every frame of a report named by file and line) and assertions on: an
 # instrumented build at -O2 -g takes three times the CPU of the normal build, at -O1 -g1 half again.
 options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
-         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" -DJITCACHE_BUILD_BENCH=OFF -DJITCACHE_BUILD_PYTHON=OFF)
+         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" -DJITCACHE_BUILD_BENCH=OFF -DJITCACHE_PYTHON=OFF)
 if [[ -n "${CI:-}" ]]; then
   options+=(-DJITCACHE_WERROR=ON) # as ci/build.sh: CI fails on a warning
 fi

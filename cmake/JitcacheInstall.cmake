@@ -1,7 +1,9 @@
 # `cmake --install`: the public headers, libjitcache.so (or libjitcache.a), the CLI, the CMake package (installed
 # and, for consumers of the build tree, exported into the build directory) and jitcache.pc.
-# Components: "runtime" (library and CLI) and "dev" (headers, CMake files, jitcache.pc, the
-# libjitcache.so link), which CPack turns into the packages jitcache and libjitcache-dev.
+# Components, which CPack turns into one Debian package each (cmake/JitcachePackaging.cmake):
+# "lib" (libjitcache.so.0), "cli" (the jitcache tool), "dev" (headers, CMake files, jitcache.pc,
+# the libjitcache.so link) and "python" (python/). The system package folder that the library
+# reads is in lib, cli and python alike (each reads it; dpkg shares a folder between packages).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -9,12 +11,18 @@ set(JITCACHE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/jitcache)
 set_target_properties(jitcache_cli PROPERTIES EXPORT_NAME cli)
 
 install(TARGETS jitcache jitcache_cli EXPORT jitcacheTargets
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(DIRECTORY include/jitcache DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 # Read-only kernel packages installed system-wide (issue 13) go here.
-install(DIRECTORY DESTINATION ${CMAKE_INSTALL_DATADIR}/jitcache/packages COMPONENT runtime)
+set(_components lib cli)
+if(JITCACHE_PYTHON)
+  list(APPEND _components python)
+endif()
+foreach(component IN LISTS _components)
+  install(DIRECTORY DESTINATION ${CMAKE_INSTALL_DATADIR}/jitcache/packages COMPONENT ${component})
+endforeach()
 
 install(EXPORT jitcacheTargets NAMESPACE jitcache:: DESTINATION ${JITCACHE_CMAKE_DIR}
         COMPONENT dev)

@@ -93,8 +93,14 @@ std::string exit_status(int status) {
 std::optional<fs::path> store_worker() {
   std::vector<fs::path> candidates;
   const LibraryFile self = library_file(reinterpret_cast<const void*>(&store_worker));
-  if (!self.path.empty())
+  // The CLI installed with the binary holding this code, wherever that prefix was moved: beside
+  // libjitcache.so (libdir) or beside the Python module (its package folder).
+  if (!self.path.empty()) {
     candidates.push_back(fs::path(self.path).parent_path() / JITCACHE_LIB_TO_BIN / "jitcache");
+#ifdef JITCACHE_PYTHON_TO_BIN
+    candidates.push_back(fs::path(self.path).parent_path() / JITCACHE_PYTHON_TO_BIN / "jitcache");
+#endif
+  }
   candidates.emplace_back(JITCACHE_BUILD_TREE_CLI);
   candidates.emplace_back(JITCACHE_INSTALLED_CLI);
   for (const fs::path& candidate : candidates)

@@ -14,8 +14,9 @@
 namespace jitcache::detail {
 
 /// The `jitcache` executable that stores handed-over requests: the one installed beside this
-/// library (relocatable installs), else the one of the build tree this library was built in,
-/// else the one of the configured install prefix; the first that exists and is executable.
+/// library or beside the Python module holding this code (relocatable installs), else the one
+/// of the build tree this library was built in, else the one of the configured install prefix;
+/// the first that exists and is executable.
 /// nullopt when there is none. (A `jitcache` of another version computes other keys and drops
 /// every request: it never stores a wrong binary.)
 std::optional<std::filesystem::path> store_worker();

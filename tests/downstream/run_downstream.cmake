@@ -10,7 +10,9 @@
 # install:    `cmake --install` into WORK_DIR/prefix, found through CMAKE_PREFIX_PATH; also
 #             builds the C program with pkg-config's flags for jitcache.pc
 # build-tree: jitcache_DIR is the build directory (export() of the build tree)
-# deb:        `cpack -G DEB`, the packages unpacked with `dpkg -x` into WORK_DIR/root
+# deb:        `cpack -G DEB` from a build for /usr (BUILD_DIR, or one made in WORK_DIR), the
+#             packages checked (check_debs.cmake) and unpacked with `dpkg -x` into WORK_DIR/root;
+#             also builds the C program with pkg-config's flags
 # static:     jitcache configured again with BUILD_SHARED_LIBS=OFF (the OpenCL backend only), built
 #             (minutes), installed into WORK_DIR/prefix and found there; also builds the C program
 #             with `pkg-config --static`'s flags
@@ -18,6 +20,7 @@
 #             generate only unless -DBUILD_EMBEDDED=ON (which compiles jitcache again: minutes)
 # fetchcontent: FetchContent of the source folder; likewise
 # missing-component: asking for a backend that is not built must fail configure, naming it
+# python-missing: jitcache configured without pybind11 must fail, saying what to install
 cmake_minimum_required(VERSION 3.20)
 foreach(var MODE BUILD_DIR SOURCE_DIR WORK_DIR)
   if(NOT DEFINED ${var})
@@ -45,7 +48,7 @@ if(MODE STREQUAL "install")
 elseif(MODE STREQUAL "static")
   set(static_build "${WORK_DIR}/jitcache-static")
   set(static_args -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=Release -DJITCACHE_BUILD_TESTS=OFF
-                  -DJITCACHE_BUILD_BENCH=OFF -DJITCACHE_BUILD_PYTHON=OFF
+                  -DJITCACHE_BUILD_BENCH=OFF -DJITCACHE_PYTHON=OFF
                   -DJITCACHE_WITH_CUDA=OFF -DJITCACHE_WITH_HIP=OFF)
   if(LAUNCHER)
     list(APPEND static_args "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
@@ -66,27 +69,30 @@ elseif(MODE STREQUAL "subdirectory" OR MODE STREQUAL "fetchcontent")
   if(LAUNCHER) # the compiler launcher of jitcache's own build (ccache), for the rebuild
     list(APPEND find_args "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
   endif()
-elseif(MODE STREQUAL "build-tree" OR MODE STREQUAL "missing-component")
+elseif(MODE MATCHES "^(build-tree|missing-component|python-missing)$")
   set(find_args "-Djitcache_DIR=${BUILD_DIR}")
 elseif(MODE STREQUAL "deb")
-  run(cpack -G DEB --config "${BUILD_DIR}/CPackConfig.cmake" -B "${WORK_DIR}/packages")
-  file(GLOB debs "${WORK_DIR}/packages/*.deb")
-  list(LENGTH debs count)
-  if(NOT count EQUAL 2)
-    message(FATAL_ERROR "expected 2 packages (jitcache, libjitcache-dev), got: ${debs}")
-  endif()
-  foreach(deb IN LISTS debs)
-    run(dpkg-deb --field "${deb}" Package Depends)
-    message(STATUS "${deb}:\n${run_output}")
-    run(dpkg -x "${deb}" "${WORK_DIR}/root")
-  endforeach()
+  include("${SOURCE_DIR}/tests/downstream/check_debs.cmake")
   set(prefix "${WORK_DIR}/root/usr")
   set(find_args "-DCMAKE_PREFIX_PATH=${prefix}")
-  if(NOT EXISTS "${prefix}/bin/jitcache")
-    message(FATAL_ERROR "the jitcache package has no bin/jitcache")
-  endif()
 else()
   message(FATAL_ERROR "unknown MODE '${MODE}'")
+endif()
+
+if(MODE STREQUAL "python-missing")
+  # The Python module is on by default: without pybind11, configure fails and says what to
+  # install or how to turn the module off, rather than leaving the module out unnoticed.
+  execute_process(COMMAND ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/jitcache"
+                          -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON -DJITCACHE_BUILD_TESTS=OFF
+                          -DJITCACHE_BUILD_BENCH=OFF
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "needs pybind11"
+     OR NOT err MATCHES "pybind11-dev" OR NOT err MATCHES "-DJITCACHE_PYTHON=OFF")
+    message(FATAL_ERROR "configure without pybind11: rc ${rc}, expected a failure naming "
+                        "pybind11-dev and -DJITCACHE_PYTHON=OFF\n${out}\n${err}")
+  endif()
+  file(REMOVE_RECURSE "${WORK_DIR}")
+  return()
 endif()
 
 if(MODE STREQUAL "missing-component")
@@ -121,7 +127,7 @@ endif()
 
 # The installed target must not point into the source tree.
 if(DEFINED prefix)
-  file(GLOB_RECURSE target_files "${prefix}/lib*/cmake/jitcache/*.cmake")
+  file(GLOB_RECURSE target_files "${prefix}/lib/*.cmake")
   foreach(f IN LISTS target_files)
     file(READ "${f}" text)
     string(FIND "${text}" "${SOURCE_DIR}" at)
@@ -132,10 +138,13 @@ if(DEFINED prefix)
 endif()
 
 set(programs app_cpp app_c)
-if(MODE STREQUAL "install" OR MODE STREQUAL "static")
+if(MODE MATCHES "^(install|static|deb)$")
   # pkg-config: the C program built by hand from jitcache.pc's flags (--static: with what the
   # archive needs linked).
-  file(GLOB pc_dir "${prefix}/lib*/pkgconfig")
+  # lib/ or, for a /usr build on Debian, the multiarch folder lib/<triplet>/.
+  file(GLOB_RECURSE pc_file "${prefix}/lib/*jitcache.pc")
+  get_filename_component(pc_dir "${pc_file}" DIRECTORY)
+  get_filename_component(lib_dir "${pc_dir}" DIRECTORY)
   set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
   set(pc_static "")
   if(MODE STREQUAL "static")
@@ -144,7 +153,6 @@ if(MODE STREQUAL "install" OR MODE STREQUAL "static")
   run(pkg-config ${pc_static} --cflags --libs jitcache)
   string(STRIP "${run_output}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
-  file(GLOB lib_dir "${prefix}/lib*")
   run(cc -std=c99 -o "${downstream_build}/app_pc" "${project_dir}/app.c" ${flags}
       "-Wl,-rpath,${lib_dir}")
   list(APPEND programs app_pc)
