@@ -128,6 +128,13 @@ TEST_F(CliTest, StatsZeroKeepsEntriesAndZeroMeansNoLimit) {
   EXPECT_EQ(line["evicted"], 0) << pruned.out;
   EXPECT_EQ(line["max_size"], nullptr);
   EXPECT_EQ(line["entries"], 1);
+  // stats says, per backend, when a runtime's own cache control turns jitcache's cache off.
+  auto off = run_cli({"stats"}, env({{"POCL_KERNEL_CACHE", "0"}}));
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.out.find("opencl: 1 hits"), std::string::npos) << off.out;
+  EXPECT_NE(off.out.find("jitcache's cache is off: POCL_KERNEL_CACHE=0"), std::string::npos)
+      << off.out;
+  EXPECT_EQ(json_lines(run_cli({"stats", "--json"}, env()).out).at(0).count("persistent_off"), 0u);
   auto unlimited = run_cli({"stats", "--json"}, env({{"JITCACHE_MAX_SIZE", "0"}}));
   EXPECT_EQ(unlimited.err, "") << "0 is a documented value, not a mistake";
   EXPECT_EQ(json_lines(unlimited.out).at(3)["max_size"], nullptr);

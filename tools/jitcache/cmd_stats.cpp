@@ -94,6 +94,12 @@ int run_stats(const Config& config, const Output& out) {
       text << "; remote: " << counters.hits(backend, "remote") << " hits, "
            << get(Counter::remote_writes) << " writes, " << get(Counter::remote_refused)
            << " refused";
+    // Why the counters stop growing (a runtime's own cache control, JITCACHE_DISABLE): said
+    // where the user looks, not only in `jitcache info`.
+    if (const PersistencePolicy policy = config.persistence(backend); !policy.enabled) {
+      line["persistent_off"] = policy.reason;
+      text << "; jitcache's cache is off: " << policy.reason;
+    }
     out.emit(line, text.str());
   }
   // The tuning database's lookups by origin, problems tuned and damaged records, once used.
