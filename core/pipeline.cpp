@@ -285,6 +285,17 @@ Expected<Answer> serve_request(Cache& cache, Runtime& runtime) {
   return Pipeline(cache, runtime).run();
 }
 
+Expected<Key> current_key(Runtime& runtime) {
+  if (auto ok = runtime.check(); !ok)
+    return std::move(ok).error();
+  auto probed = runtime.probe();
+  if (!probed)
+    return std::move(probed).error();
+  if (auto selected = runtime.select(probed->identity); !selected)
+    return std::move(selected).error();
+  return runtime.make_key().first;
+}
+
 Expected<std::string> identity_for_keys(Cache& cache, Runtime& runtime, bool* remembered) {
   const LibrarySearch* search = runtime.library_search();
   if (!search) {

@@ -34,6 +34,11 @@ struct Answer {
 /// Thread-safe for distinct `runtime` objects.
 Expected<Answer> serve_request(Cache& cache, Runtime& runtime);
 
+/// The key of `runtime`'s request with the compiler this process opens (probed), built from
+/// the files, for make_key() and `jitcache explain`: checks, probes, selects and builds; looks
+/// nothing up and compiles nothing. Errors: those of check(), probe() and select().
+Expected<Key> current_key(Runtime& runtime);
+
 /// Step 2 alone: the compiler identity keys are built with, as the user tier remembers it for
 /// the runtime's library search (`*remembered` set; nothing is opened), else probed and then
 /// remembered for the next process. Errors: the runtime's probe().

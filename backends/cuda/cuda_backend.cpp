@@ -76,14 +76,7 @@ Expected<tuning::Device> tuning_device() {
 
 Expected<Key> make_key(const Config& config, const Program& program, std::string_view arch) {
   Runtime runtime(config, program, arch);
-  if (auto ok = runtime.check(); !ok)
-    return std::move(ok).error();
-  auto probed = probe_libraries();
-  if (!probed)
-    return std::move(probed).error();
-  if (auto selected = runtime.select(probed->identity); !selected)
-    return std::move(selected).error();
-  return runtime.make_key().first;
+  return detail::current_key(runtime);
 }
 
 } // namespace jitcache::cuda

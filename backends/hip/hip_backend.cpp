@@ -86,14 +86,7 @@ Expected<tuning::Device> tuning_device() {
 
 Expected<Key> make_key(const Config& config, const Program& program, std::string_view target) {
   Runtime runtime(config, program, target);
-  if (auto ok = runtime.check(); !ok)
-    return ok.error();
-  auto probed = probe_libraries();
-  if (!probed)
-    return std::move(probed).error();
-  if (auto selected = runtime.select(probed->identity); !selected)
-    return selected.error();
-  return runtime.make_key().first;
+  return detail::current_key(runtime);
 }
 
 Expected<CodeObject> compile(Cache& cache, std::string_view target, const Program& program) {
