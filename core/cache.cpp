@@ -14,7 +14,9 @@ Cache::Cache() : Cache(Config::from_environment()) {}
 Cache::Cache(Config config)
     : m_core(std::make_unique<detail::CacheCore>(std::move(config), std::nullopt)) {}
 Cache::Cache(Config config, std::vector<std::shared_ptr<Store>> stores)
-    : m_core(std::make_unique<detail::CacheCore>(std::move(config), std::move(stores))) {}
+    : Cache(std::move(config), detail::TierSet::of_stores(std::move(stores))) {}
+Cache::Cache(Config config, detail::TierSet tiers)
+    : m_core(std::make_unique<detail::CacheCore>(std::move(config), std::move(tiers))) {}
 Cache::~Cache() = default;
 
 const Config& Cache::config() const {

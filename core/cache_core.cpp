@@ -4,12 +4,10 @@
 
 #include "core/clock.hpp"
 #include "core/config_table.hpp"
-#include "core/embedded_packages.hpp"
 #include "core/entry_codec.hpp"
 #include "core/key_fields.hpp"
 #include "core/log.hpp"
 #include "core/package_store.hpp"
-#include "core/redis_url.hpp"
 #include "core/store_handover.hpp"
 #include "core/user_store.hpp"
 
@@ -80,50 +78,13 @@ private:
   bool m_counted = false;
 };
 
-CacheCore::CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores)
+CacheCore::CacheCore(Config config, std::optional<TierSet> tiers)
     : m_config(std::move(config)), m_memory(std::make_shared<MemoryStore>(m_config.memory_bytes)),
-      m_queue(k_store_workers) {
+      m_tiers(tiers ? std::move(*tiers) : TierSet::of_config(m_config)), m_queue(k_store_workers) {
   log::set_level(m_config.log_level);
-  if (!stores) {
-    stores.emplace();
-    const bool any_persistent =
-        std::any_of(std::begin(k_backends), std::end(k_backends),
-                    [&](const char* b) { return m_config.persistence(b).enabled; });
-    if (any_persistent) {
-      // Lookup order (README "Packages"): a package hit is a binary search in memory already
-      // mapped, cheaper than the user tier's read transaction, and embedded packages need no
-      // file at all; the three hold the same binary for a key.
-      for (auto packages :
-           {PackageStore::open_embedded(embedded_packages()),
-            PackageStore::open_system(m_config.system_path, m_config.system_path_default)})
-        if (!packages->packages().empty())
-          stores->push_back(std::move(packages));
-      auto user = cache_user_tier(m_config);
-      if (user)
-        stores->push_back(*user);
-      else
-        log::write_once(LogLevel::warn, "user:" + user.error().message,
-                        user.error().message + "; continuing without the user tier");
-      std::vector<std::string> complaints; // config.remote holds only the URLs that parsed
-      for (RedisUrl& url : parse_redis_urls(m_config.remote, complaints))
-        stores->push_back(std::make_shared<RemoteStore>(std::move(url), m_config.remote_key));
-    }
-  }
-  auto memory = std::make_unique<Tier>();
-  memory->store = m_memory;
-  memory->persistent = false;
-  m_tiers.push_back(std::move(memory));
-  for (auto& store : *stores) {
-    auto tier = std::make_unique<Tier>();
-    tier->store = store;
-    if (!m_user && (m_user = std::dynamic_pointer_cast<UserTier>(store))) {
-      m_user_tier = tier.get();
-      m_deferred = dynamic_cast<DeferredUserTier*>(store.get());
-    }
-    tier->packages = dynamic_cast<PackageStore*>(store.get());
-    tier->remote = std::dynamic_pointer_cast<RemoteStore>(store);
-    m_tiers.push_back(std::move(tier));
-  }
+  if (m_config.read_only)
+    m_tiers.make_read_only();
+  m_tiers.add_memory_first(m_memory);
 }
 
 CacheCore::~CacheCore() {
@@ -172,15 +133,12 @@ void CacheCore::mark_dead(Tier& tier, const Error& error) {
 Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryReceiver& use,
                                                 BuildInfo& info, Refusals& refused, Memory memory) {
   const bool persistent_on = persistent(key.backend);
-  for (auto& tier : m_tiers) {
+  for (auto& tier : m_tiers.all()) {
     if (!up(*tier) || (tier->persistent && !persistent_on) ||
         std::find(refused.tiers.begin(), refused.tiers.end(), tier.get()) != refused.tiers.end())
       continue;
     if (tier->packages)
       tier->packages->check_target(key);
-    const std::uint64_t corrupt_before = corrupt_seen(*tier);
-    const std::uint64_t remote_corrupt = tier->remote ? tier->remote->corrupt_seen() : 0;
-    const std::uint64_t remote_refused = tier->remote ? tier->remote->refused_seen() : 0;
     bool other_request = false;
     Expected<void> used;
     Served served{tier->store->name(), 0, 0};
@@ -198,20 +156,20 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
       mark_dead(*tier, seen.error());
       continue;
     }
-    if (corrupt_seen(*tier) != corrupt_before)
-      count(key.backend, Counter::corrupt);
-    if (tier->remote && (tier->remote->corrupt_seen() != remote_corrupt ||
-                         tier->remote->refused_seen() != remote_refused)) {
+    using Outcome = Store::Visit::Outcome;
+    if (tier->remote && !*seen && seen->outcome != Outcome::miss) {
       // Counted once per request: the value stays on the server until the holder of the
       // fleet's lease stores over it, and the walk runs again while this process waits.
       auto& bad = refused.bad_remote_values;
       if (std::find(bad.begin(), bad.end(), tier.get()) == bad.end()) {
-        count(key.backend, tier->remote->refused_seen() != remote_refused ? Counter::remote_refused
-                                                                          : Counter::corrupt);
+        count(key.backend,
+              seen->outcome == Outcome::untrusted ? Counter::remote_refused : Counter::corrupt);
         bad.push_back(tier.get());
       }
       continue;
     }
+    if (seen->damage())
+      count(key.backend, Counter::corrupt);
     if (!*seen)
       continue;
     if (other_request) {
@@ -237,7 +195,7 @@ void CacheCore::reject(Tier& tier, const Key& key, const Error& why, BuildInfo& 
   count(key.backend, Counter::rejected);
   // A remote's entry is the fleet's: one machine's runtime refusing it is no reason to delete it
   // for the others (this machine's compile is written over it, in the background).
-  const bool evict = tier.store->writable() && !m_config.read_only && !tier.remote;
+  const bool evict = tier.store->writable() && !tier.remote;
   // Once per entry and process: a read-only tier keeps the binary, and each request refuses it.
   log::write_once(LogLevel::warn, "refused:" + tier.store->name() + ":" + key.digest.hex(),
                   "stored " + key.backend + " binary " + key.digest.hex() + " (" +
@@ -252,19 +210,13 @@ void CacheCore::reject(Tier& tier, const Key& key, const Error& why, BuildInfo& 
   info.note = "stored binary rejected (" + why.message + "); rebuilt";
 }
 
-std::uint64_t CacheCore::corrupt_seen(const Tier& tier) const {
-  if (tier.packages)
-    return tier.packages->corrupt_seen();
-  return m_user ? m_user->corrupt_seen() : 0;
-}
-
 void CacheCore::refuse_other_request(Tier& tier, const Key& key) {
   // The digest covers every field, so this only trips on a digest collision or a bug; either
   // way the entry must not be handed out.
   count(key.backend, Counter::corrupt);
   log::warn("entry " + key.digest.hex() + " in tier '" + tier.store->name() +
             "' was stored for a different request; treated as a miss");
-  if (tier.store->writable() && !m_config.read_only)
+  if (tier.store->writable())
     static_cast<void>(tier.store->remove(key.digest)); // seen once, then replaced by the compile
 }
 
@@ -391,8 +343,8 @@ CacheCore::packaged_toolchains(const PackageTarget& target) const {
   if (!persistent(target.backend))
     return found;
   std::vector<std::string> seen;
-  for (const auto& tier : m_tiers) {
-    if (!tier->packages || tier->dead)
+  for (const Tier* tier : m_tiers.packages()) {
+    if (tier->dead)
       continue;
     for (std::string& stored : tier->packages->toolchains(target)) {
       if (std::find(seen.begin(), seen.end(), stored) != seen.end())
@@ -423,18 +375,18 @@ std::optional<Found> CacheCore::lookup(const Key& key) {
 }
 
 bool CacheCore::user_usable(const std::string& backend) const {
-  return m_user_tier && !m_user_tier->dead && persistent(backend);
+  return m_tiers.user_tier() && !m_tiers.user_tier()->dead && persistent(backend);
 }
 
 bool CacheCore::make_user_tier() {
-  if (!m_user_tier || m_user_tier->dead)
+  if (!m_tiers.user_tier() || m_tiers.user_tier()->dead)
     return false;
-  if (!m_deferred)
+  if (!m_tiers.deferred())
     return true;
-  auto made = m_deferred->open();
+  auto made = m_tiers.deferred()->open();
   if (made)
     return true;
-  if (!m_user_tier->dead.exchange(true))
+  if (!m_tiers.user_tier()->dead.exchange(true))
     log::write_once(LogLevel::warn, "user:" + made.error().message,
                     made.error().message + "; continuing without the user tier");
   return false;
@@ -466,19 +418,19 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
       return true;
     }
   }
-  auto seen = m_user->visit_record(name, [&](std::string_view bytes) {
+  auto seen = m_tiers.user()->visit_record(name, [&](std::string_view bytes) {
     if (auto record = view_record(bytes)) {
       use(*record);
       used = true;
     }
   });
   if (!seen) // the key is built from the files instead
-    mark_dead(*m_user_tier, seen.error());
+    mark_dead(*m_tiers.user_tier(), seen.error());
   return used;
 }
 
 void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {
-  if (!user_usable(backend) || !m_user->writable() || m_config.read_only)
+  if (!user_usable(backend) || !m_tiers.user()->writable())
     return;
   // Written at flush, all in one write: a synced write beside a request that a package serves
   // delays its first launch even from another thread (PoCL, a new machine's first run: 0.6 ms
@@ -504,22 +456,22 @@ void CacheCore::write_records(const Records& records) {
   if (records.empty() || !make_user_tier())
     return;
   // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-  if (auto ok = m_user->put_records(records); !ok)
-    log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+  if (auto ok = m_tiers.user()->put_records(records); !ok)
+    log::write_once(LogLevel::warn, "put:" + m_tiers.user()->name() + to_string(ok.error().code),
                     "could not remember records: " + ok.error().message);
 }
 
 std::shared_ptr<UserTier> CacheCore::usable_user_tier(const std::string& backend) const {
-  return user_usable(backend) ? m_user : nullptr;
+  return user_usable(backend) ? m_tiers.user() : nullptr;
 }
 
 bool CacheCore::user_tier_writes() const {
-  return m_user && m_user->writable() && !m_config.read_only;
+  return m_tiers.user() && m_tiers.user()->writable();
 }
 
 void CacheCore::user_tier_failed(const Error& error) {
-  if (m_user_tier)
-    mark_dead(*m_user_tier, error);
+  if (m_tiers.user_tier())
+    mark_dead(*m_tiers.user_tier(), error);
 }
 
 bool CacheCore::leases_apply(const std::string& backend) const {
@@ -548,13 +500,13 @@ Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver&
   if (user_usable(key.backend))
     make_user_tier(); // a compile follows: making the tier costs nothing that matters now
   if (leases_apply(key.backend)) {
-    auto dir = m_user->lease_dir();
+    auto dir = m_tiers.user()->lease_dir();
     auto lease = dir ? CompileLease::acquire(*dir, key.digest, ready, CompileLease::Options{})
                      : Expected<std::unique_ptr<CompileLease>>(dir.error());
     if (failed)
       return std::move(*failed);
     if (!lease)
-      log::write_once(LogLevel::warn, "lease:" + m_user->name(),
+      log::write_once(LogLevel::warn, "lease:" + m_tiers.user()->name(),
                       lease.error().message + "; compiling without waiting for other processes");
     else
       claim.lease = std::move(*lease);
@@ -569,10 +521,10 @@ Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver&
 
 Expected<void> CacheCore::claim_remote(const Key& key, const std::function<bool()>& ready,
                                        Claim& claim, std::optional<Error>& failed) {
-  if (!persistent(key.backend) || m_config.read_only)
+  if (!persistent(key.backend))
     return {};
-  for (auto& tier : m_tiers) {
-    if (!tier->remote || !up(*tier) || !tier->store->writable())
+  for (Tier* tier : m_tiers.remotes()) {
+    if (!up(*tier) || !tier->store->writable())
       continue;
     auto lease = RemoteLease::acquire(tier->remote, key.digest, ready, RemoteLease::Options{});
     if (failed)
@@ -597,16 +549,16 @@ void CacheCore::store(const Key& key, const Entry& entry) {
 
 void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
   static_cast<void>(m_memory->put(key.digest, entry)); // the memory tier never fails
-  if (persistent(key.backend) && !m_config.read_only) {
+  if (persistent(key.backend)) {
     make_user_tier();
     write_remote(key, entry, ticket ? ticket->remote_lease() : nullptr);
-    for (auto& tier : m_tiers) {
+    for (auto& tier : m_tiers.all()) {
       if (!tier->persistent || tier->remote || tier->dead || !tier->store->writable())
         continue;
       Expected<void> ok;
       std::optional<Stats> compile_count;
-      if (ticket && tier.get() == m_user_tier && (compile_count = ticket->take_count())) {
-        ok = m_user->put(key.digest, entry, *compile_count);
+      if (ticket && tier.get() == m_tiers.user_tier() && (compile_count = ticket->take_count())) {
+        ok = m_tiers.user()->put(key.digest, entry, *compile_count);
         if (ok)
           ticket->counted();
       } else {
@@ -628,13 +580,12 @@ void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
 void CacheCore::write_remote(const Key& key, const Entry& entry,
                              std::shared_ptr<RemoteLease> lease) {
   std::shared_ptr<const Entry> copy;
-  for (auto& tier : m_tiers) {
-    if (!tier->remote || !up(*tier) || !tier->store->writable() ||
-        !tier->remote->fits(entry.payload.size()))
+  for (Tier* tier : m_tiers.remotes()) {
+    if (!up(*tier) || !tier->store->writable() || !tier->remote->fits(entry.payload.size()))
       continue;
     if (!copy)
       copy = std::make_shared<const Entry>(entry);
-    m_queue.push([this, key, copy, lease, tier = tier.get()] {
+    m_queue.push([this, key, copy, lease, tier] {
       auto ok = tier->store->put(key.digest, *copy);
       if (ok) {
         count(key.backend, Counter::remote_writes);
@@ -656,13 +607,13 @@ void CacheCore::write_remote(const Key& key, const Entry& entry,
 }
 
 void CacheCore::backfill(const Key& key, Entry entry) {
-  if (!user_usable(key.backend) || !m_user->writable() || m_config.read_only)
+  if (!user_usable(key.backend) || !m_tiers.user()->writable())
     return;
   m_queue.push([this, key, entry = std::move(entry)] {
     // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-    if (auto ok = m_user->put(key.digest, entry); !ok) {
+    if (auto ok = m_tiers.user()->put(key.digest, entry); !ok) {
       count(key.backend, Counter::store_errors);
-      log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+      log::write_once(LogLevel::warn, "put:" + m_tiers.user()->name() + to_string(ok.error().code),
                       ok.error().message + "; the remote's kernel is used, but not kept here");
     } else {
       count(key.backend, Counter::bytes_stored, entry.payload.size());
@@ -732,11 +683,11 @@ void CacheCore::hand_over_pending() {
     records.push_back(item.record);
   Expected<std::filesystem::path> file =
       Error(ErrorCode::runtime_missing, "no jitcache executable found to store in the background");
-  if (!m_user || !make_user_tier()) {
+  if (!m_tiers.user() || !make_user_tier()) {
     file = Error(ErrorCode::io_error, "the user tier is not usable");
   } else if (auto worker = store_worker()) {
     // The user tier's own folder: the worker stores into the cache that folder belongs to.
-    if (auto leases = m_user->lease_dir())
+    if (auto leases = m_tiers.user()->lease_dir())
       file =
           hand_over(*worker, leases->path().parent_path() / "pending", records, m_config.variables);
     else
@@ -790,20 +741,21 @@ void CacheCore::flush_unsaved() {
     m_unsaved_record_bytes = 0;
   }
   // Also writes the uses recorded on hits (nothing at all when there is nothing to write).
-  if (!m_user || m_user_tier->dead || !m_user->writable() || m_config.read_only)
+  if (!m_tiers.user() || m_tiers.user_tier()->dead || !m_tiers.user()->writable())
     return;
   write_records(records);
-  if (m_deferred && !m_deferred->opened() && (pending.by_backend.empty() || !make_user_tier()))
+  if (m_tiers.deferred() && !m_tiers.deferred()->opened() &&
+      (pending.by_backend.empty() || !make_user_tier()))
     return; // a tier not made yet has no uses to write
   // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-  if (auto ok = m_user->add_counters(pending); !ok)
-    log::write_once(LogLevel::warn, "put:" + m_user->name() + to_string(ok.error().code),
+  if (auto ok = m_tiers.user()->add_counters(pending); !ok)
+    log::write_once(LogLevel::warn, "put:" + m_tiers.user()->name() + to_string(ok.error().code),
                     "could not save counters: " + ok.error().message);
 }
 
 void CacheCore::evict(const Key& key) {
-  for (auto& tier : m_tiers)
-    if (up(*tier) && tier->store->writable() && (!tier->persistent || !m_config.read_only))
+  for (auto& tier : m_tiers.all())
+    if (up(*tier) && tier->store->writable())
       static_cast<void>(tier->store->remove(key.digest)); // best effort: a miss compiles again
 }
 
@@ -825,10 +777,7 @@ Stats CacheCore::session_stats() const {
 }
 
 std::vector<std::shared_ptr<Store>> CacheCore::tiers() const {
-  std::vector<std::shared_ptr<Store>> out;
-  for (const auto& tier : m_tiers)
-    out.push_back(tier->store);
-  return out;
+  return m_tiers.stores();
 }
 
 } // namespace jitcache::detail

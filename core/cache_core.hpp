@@ -11,6 +11,7 @@
 #include "core/request_record.hpp"
 #include "core/single_flight.hpp"
 #include "core/store_queue.hpp"
+#include "core/tier_set.hpp"
 #include "core/user_tier.hpp"
 
 #include <jitcache/cache.hpp>
@@ -23,13 +24,8 @@
 #include <string>
 #include <vector>
 
-namespace jitcache {
-class DeferredUserTier;
-} // namespace jitcache
-
 namespace jitcache::detail {
 
-class PackageStore;
 
 /// Receives an entry (stored, or just compiled) in place and puts it to use (loads it into the
 /// runtime, copies it out). An error refuses it: with code load_failed or corrupt the stored
@@ -63,12 +59,10 @@ struct Served {
 /// to the remote tiers in the background too (StoreQueue), never on the caller's path.
 class CacheCore {
 public:
-  /// `stores` are the persistent tiers in lookup order (nullopt: those of `config`: the
-  /// embedded packages, the system packages (JITCACHE_SYSTEM_PATH), the user tier, then a
-  /// RemoteStore per URL of config.remote; a tier of packages only when it has one). The first
-  /// that is a UserTier is the user tier (counters, records, leases); a PackageStore is told of
-  /// each lookup that reaches it (check_target); each RemoteStore is a remote tier.
-  CacheCore(Config config, std::optional<std::vector<std::shared_ptr<Store>>> stores);
+  /// `tiers` are the persistent tiers in lookup order, with their roles (nullopt: those of
+  /// `config`, TierSet::of_config). With config.read_only, each is made read-only
+  /// (TierSet::make_read_only).
+  CacheCore(Config config, std::optional<TierSet> tiers);
   ~CacheCore();
 
   const Config& config() const { return m_config; }
@@ -168,6 +162,8 @@ public:
   Expected<void> wait_for_stores(std::chrono::milliseconds limit);
   Stats session_stats() const;
   std::vector<std::shared_ptr<Store>> tiers() const;
+  /// The tiers with their roles (memory first).
+  const TierSet& tier_set() const { return m_tiers; }
 
   /// The user tier, when `backend`'s persistent tiers are on and it has not failed; null
   /// otherwise. For what the core keeps there besides entries (the tuning database).
@@ -183,16 +179,6 @@ public:
   void count_hits(const std::string& backend, const std::string& tier);
 
 private:
-  struct Tier {
-    std::shared_ptr<Store> store;
-    bool persistent = true;
-    std::atomic<bool> dead{false};
-    PackageStore* packages = nullptr;    ///< `store`, when it is a tier of packages
-    std::shared_ptr<RemoteStore> remote; ///< set when `store` is a remote tier
-    /// A remote tier that failed is skipped until then (steady clock, ns), then tried again.
-    std::atomic<std::int64_t> down_until_ns{0};
-  };
-
   /// A compile on its way to the tiers: holds the compile lease until the entry is stored (or
   /// given up), and counts the compile in the user tier's write of the entry, or else with the
   /// other counters.
@@ -234,9 +220,6 @@ private:
   void backfill(const Key& key, Entry entry);
   void reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info);
   void mark_dead(Tier& tier, const Error& error);
-  /// Damaged entries `tier` has found so far (a package tier's own; else the user tier's, which
-  /// is what any other tier's damage is counted by).
-  std::uint64_t corrupt_seen(const Tier& tier) const;
   /// An entry `tier` holds for `key` was stored with other fields: counted, warned about and
   /// removed.
   void refuse_other_request(Tier& tier, const Key& key);
@@ -256,10 +239,7 @@ private:
   const Config m_config;
   std::atomic<StampClock> m_stamp_clock{&real_time_ns};
   std::shared_ptr<MemoryStore> m_memory;
-  std::vector<std::unique_ptr<Tier>> m_tiers; ///< lookup order, memory first
-  std::shared_ptr<UserTier> m_user;           ///< also in m_tiers; null when there is none
-  Tier* m_user_tier = nullptr;                ///< m_user's entry in m_tiers
-  DeferredUserTier* m_deferred = nullptr;     ///< m_user, when it is made on its first write
+  TierSet m_tiers; ///< lookup order, memory first
   HandleCache m_handles;
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 

@@ -65,11 +65,6 @@ bool DeferredUserTier::writable() const {
   return m_tier ? m_tier->writable() : !m_tried;
 }
 
-std::uint64_t DeferredUserTier::corrupt_seen() const {
-  std::lock_guard<std::mutex> lock(m_mutex);
-  return m_tier ? m_tier->corrupt_seen() : 0;
-}
-
 template <typename R, typename Use> R DeferredUserTier::reading(R nothing, Use use) const {
   auto tier = existing();
   if (!tier)
@@ -90,9 +85,10 @@ Expected<std::optional<Entry>> DeferredUserTier::get(const Digest& key) {
                  [&](UserTier& tier) { return tier.get(key); });
 }
 
-Expected<bool> DeferredUserTier::visit(const Digest& key,
-                                       const std::function<void(const EntryView&)>& use) {
-  return reading(Expected<bool>(false), [&](UserTier& tier) { return tier.visit(key, use); });
+Expected<Store::Visit> DeferredUserTier::visit(const Digest& key,
+                                               const std::function<void(const EntryView&)>& use) {
+  return reading(Expected<Visit>(Visit::miss()),
+                 [&](UserTier& tier) { return tier.visit(key, use); });
 }
 
 Expected<void> DeferredUserTier::for_each(const std::function<void(const Item&)>& fn) {

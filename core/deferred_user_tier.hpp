@@ -31,8 +31,8 @@ public:
   /// True until opened (a write is what opens it), then the opened tier's answer.
   bool writable() const override;
   Expected<std::optional<Entry>> get(const Digest& key) override;
-  Expected<bool> visit(const Digest& key,
-                       const std::function<void(const EntryView&)>& use) override;
+  Expected<Visit> visit(const Digest& key,
+                        const std::function<void(const EntryView&)>& use) override;
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<void> put(const Digest& key, const Entry& entry, const Stats& counters) override;
   Expected<bool> remove(const Digest& key) override;
@@ -49,7 +49,6 @@ public:
   Expected<void> add_counters(const Stats& delta) override;
   Expected<Stats> counters() override;
   Expected<CacheDir> lease_dir() const override;
-  std::uint64_t corrupt_seen() const override;
 
   /// Opens (makes) the tier now, when not done yet. Errors: the open's, now and at every later
   /// call.

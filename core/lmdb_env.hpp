@@ -56,7 +56,6 @@ struct LmdbStore::Env {
   /// lock.mdb (when LMDB uses it), kept open until after mdb_env_close (see open_env)
   int lock_fd = -1;
   std::shared_mutex resize_mutex; // transactions shared; map resizing exclusive
-  std::atomic<std::uint64_t> corrupt{0};
   AccessLog uses;
   bool pages_checked = false;      ///< page by page, at open or before the first write
   std::once_flag write_check_once; ///< check_before_first_write (core/lmdb_health.hpp)

@@ -133,10 +133,6 @@ Expected<CacheDir> LmdbStore::lease_dir() const {
 std::optional<std::uint64_t> LmdbStore::max_size() const {
   return m_options.max_size;
 }
-std::uint64_t LmdbStore::corrupt_seen() const {
-  return std::atomic_load(&m_env)->corrupt.load();
-}
-
 Expected<std::optional<Entry>> LmdbStore::get(const Digest& key) {
   std::optional<Entry> found;
   auto seen = visit(key, [&](const EntryView& entry) { found = to_entry(entry); });
@@ -145,11 +141,11 @@ Expected<std::optional<Entry>> LmdbStore::get(const Digest& key) {
   return found;
 }
 
-Expected<bool> LmdbStore::visit(const Digest& key,
-                                const std::function<void(const EntryView&)>& use) {
+Expected<Store::Visit> LmdbStore::visit(const Digest& key,
+                                        const std::function<void(const EntryView&)>& use) {
   auto e = env();
   if (!e->has_dbs)
-    return false;
+    return Visit::miss();
   bool found = false;
   std::optional<Error> bad;
   const int rc = e->read([&](MDB_txn* txn) {
@@ -168,19 +164,21 @@ Expected<bool> LmdbStore::visit(const Digest& key,
     return MDB_SUCCESS;
   });
   if (rc == MDB_NOTFOUND)
-    return false;
+    return Visit::miss();
   if (rc != MDB_SUCCESS)
     return lmdb_error("read", rc, e->dir);
-  if (bad && first_sight_of_damage(*e, key)) {
-    e->corrupt.fetch_add(1);
+  if (bad) {
+    if (!first_sight_of_damage(*e, key))
+      return Visit::miss(); // reported (and counted) once already
     log::warn(bad->message + " (key " + key.hex() + "); treated as a miss and replaced");
+    return Visit::damaged(bad->message);
   }
   if (found && writes(*e)) {
     e->uses.record(key, AccessLog::now_us());
     if (e->uses.due()) // a process that only hits still tells eviction what it uses
       write_transaction(*e, [](MDB_txn*) { return MDB_SUCCESS; });
   }
-  return found;
+  return found ? Visit::hit() : Visit::miss();
 }
 
 Expected<void> LmdbStore::put(const Digest& key, const Entry& entry) {

@@ -72,9 +72,11 @@ public:
   bool writable() const override;
   Expected<std::optional<Entry>> get(const Digest& key) override;
   /// Like get(), without copying: runs `use` on the stored entry, verified, in place inside a
-  /// read transaction, and says whether it did. `use` must not call this store.
-  Expected<bool> visit(const Digest& key,
-                       const std::function<void(const EntryView&)>& use) override;
+  /// read transaction, and says whether it did. An entry failing verification is damaged the
+  /// first time this process reads it (warned about once), a miss after that until it is
+  /// written again. `use` must not call this store.
+  Expected<Visit> visit(const Digest& key,
+                        const std::function<void(const EntryView&)>& use) override;
   /// Errors as Store::put; store_full also when the entry alone is larger than the size limit.
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<bool> remove(const Digest& key) override;
@@ -162,8 +164,6 @@ public:
   /// The size limit this store was opened with.
   std::optional<std::uint64_t> max_size() const;
 
-  /// Damaged entries found by reads of this environment (each once; for tests and stats).
-  std::uint64_t corrupt_seen() const override;
   /// dir() / "leases", opened relative to the directory the environment was opened in.
   Expected<CacheDir> lease_dir() const override;
 

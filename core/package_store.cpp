@@ -166,7 +166,9 @@ void PackageStore::check_target(const Key& key) {
                         " tier; installed: " + installed + "; its kernels are compiled here");
 }
 
-bool PackageStore::find(const Digest& key, const std::function<void(const EntryView&)>& use) {
+Store::Visit PackageStore::find(const Digest& key,
+                                const std::function<void(const EntryView&)>& use) {
+  std::string damage; // the first damage reported by this call
   for (std::size_t i = 0; i < m_packages.size(); ++i) {
     const OpenPackage& package = m_packages[i];
     auto found = read_entry(package, key, [&](const EntryView& view) {
@@ -181,12 +183,14 @@ bool PackageStore::find(const Digest& key, const std::function<void(const EntryV
         ++m_corrupt;
         log::warn(package.name + ": entry " + key.hex() + " is damaged (" + found.error().message +
                   "); treated as a miss");
+        if (damage.empty())
+          damage = package.name + ": " + found.error().message;
       }
       continue;
     }
-    return true;
+    return Visit{Visit::Outcome::hit, std::move(damage)};
   }
-  return false;
+  return damage.empty() ? Visit::miss() : Visit::damaged(std::move(damage));
 }
 
 void PackageStore::check_duplicates(const Digest& key, std::size_t first,
@@ -215,8 +219,8 @@ Expected<std::optional<Entry>> PackageStore::get(const Digest& key) {
   return entry;
 }
 
-Expected<bool> PackageStore::visit(const Digest& key,
-                                   const std::function<void(const EntryView&)>& use) {
+Expected<Store::Visit> PackageStore::visit(const Digest& key,
+                                           const std::function<void(const EntryView&)>& use) {
   return find(key, use);
 }
 

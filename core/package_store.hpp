@@ -68,8 +68,11 @@ public:
   std::string name() const override { return m_name; }
   bool writable() const override { return false; }
   Expected<std::optional<Entry>> get(const Digest& key) override;
-  Expected<bool> visit(const Digest& key,
-                       const std::function<void(const EntryView&)>& use) override;
+  /// Damaged: the first package holding `key` has it damaged (reported once per package and
+  /// key, a miss after that) and no later one has it intact; a hit past a damaged copy carries
+  /// the damage's reason.
+  Expected<Visit> visit(const Digest& key,
+                        const std::function<void(const EntryView&)>& use) override;
   /// Errors: read_only, always.
   Expected<void> put(const Digest& key, const Entry& entry) override;
   /// Errors: read_only, always.
@@ -78,8 +81,8 @@ public:
   Expected<void> for_each(const std::function<void(const Item&)>& fn) override;
 
 private:
-  /// Hands the first package's verified entry for `key` to `use`; false when none has one.
-  bool find(const Digest& key, const std::function<void(const EntryView&)>& use);
+  /// Hands the first package's verified entry for `key` to `use`; says what it found.
+  Visit find(const Digest& key, const std::function<void(const EntryView&)>& use);
   void check_duplicates(const Digest& key, std::size_t first, std::string_view bytes);
 
   std::string m_name;

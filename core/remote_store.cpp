@@ -96,7 +96,7 @@ Expected<RedisReply> RemoteStore::run(const std::vector<std::string_view>& args)
   return reply;
 }
 
-std::optional<EntryView> RemoteStore::open(const Digest& key, std::string_view value) {
+std::variant<EntryView, Store::Visit> RemoteStore::open(const Digest& key, std::string_view value) {
   const Unsealed sealed = unseal(key, value, m_hmac_key);
   std::string why = sealed.why;
   if (sealed.status == Unsealed::Status::ok) {
@@ -110,7 +110,7 @@ std::optional<EntryView> RemoteStore::open(const Digest& key, std::string_view v
   log::write_once(LogLevel::warn, "remote:" + key.hex(),
                   "remote entry " + key.hex() + " on " + m_url.display() +
                       (refused ? " refused: " : " is damaged: ") + why + "; treated as a miss");
-  return std::nullopt;
+  return refused ? Visit::untrusted(std::move(why)) : Visit::damaged(std::move(why));
 }
 
 Expected<std::optional<Entry>> RemoteStore::get(const Digest& key) {
@@ -142,20 +142,20 @@ Expected<std::optional<std::string>> RemoteStore::value(const Digest& key) {
   return std::optional<std::string>(std::move(reply->text));
 }
 
-Expected<bool> RemoteStore::visit(const Digest& key,
-                                  const std::function<void(const EntryView&)>& use) {
+Expected<Store::Visit> RemoteStore::visit(const Digest& key,
+                                          const std::function<void(const EntryView&)>& use) {
   if (!readable())
-    return false; // nothing read could be checked: not asked at all
+    return Visit::miss(); // nothing read could be checked: not asked at all
   auto value = this->value(key);
   if (!value)
     return std::move(value).error();
   if (!*value)
-    return false;
+    return Visit::miss();
   auto entry = open(key, **value);
-  if (!entry)
-    return false;
-  use(*entry);
-  return true;
+  if (auto* bad = std::get_if<Visit>(&entry))
+    return std::move(*bad);
+  use(std::get<EntryView>(entry));
+  return Visit::hit();
 }
 
 Expected<void> RemoteStore::put(const Digest& key, const Entry& entry) {

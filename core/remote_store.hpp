@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace jitcache {
@@ -40,8 +41,10 @@ public:
   /// for_each() is an unsupported error.
   bool readable() const;
   Expected<std::optional<Entry>> get(const Digest& key) override;
-  Expected<bool> visit(const Digest& key,
-                       const std::function<void(const EntryView&)>& use) override;
+  /// A value that is not a sealed entry or fails its checks is damaged, one whose seal is not
+  /// trusted untrusted, each time it is read (the value stays until a write replaces it).
+  Expected<Visit> visit(const Digest& key,
+                        const std::function<void(const EntryView&)>& use) override;
   /// Sends `entry`, sealed. Errors: read_only (see writable()), store_full (larger than the
   /// URL's max_bytes: not sent), io_error and runtime_error (the server failed).
   Expected<void> put(const Digest& key, const Entry& entry) override;
@@ -78,8 +81,9 @@ private:
   /// The sealed value stored for `key`: nullopt when there is none or it is larger than
   /// max_bytes allows (warned about once; only that much of it is sent). Errors as run().
   Expected<std::optional<std::string>> value(const Digest& key);
-  /// The entry bytes of `value` read under `key`, or nullopt (counted, warned about once).
-  std::optional<EntryView> open(const Digest& key, std::string_view value);
+  /// The entry bytes of `value` read under `key`, or why not (counted, warned about once):
+  /// damaged or untrusted.
+  std::variant<EntryView, Visit> open(const Digest& key, std::string_view value);
 
   const RedisUrl m_url;
   const std::string m_hmac_key;

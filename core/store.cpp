@@ -2,14 +2,15 @@
 
 namespace jitcache {
 
-Expected<bool> Store::visit(const Digest& key, const std::function<void(const EntryView&)>& use) {
+Expected<Store::Visit> Store::visit(const Digest& key,
+                                    const std::function<void(const EntryView&)>& use) {
   auto got = get(key);
   if (!got)
     return std::move(got).error();
   if (!*got)
-    return false;
+    return Visit::miss();
   use(EntryView(**got));
-  return true;
+  return Visit::hit();
 }
 
 } // namespace jitcache

@@ -102,10 +102,8 @@ Choice from_record(const Family& family, Record record, Origin origin = Origin::
 // corrupt here, with one warning per record per process.
 std::optional<Choice> package_choice(detail::CacheCore& core, const Family& family,
                                      const Digest& key, std::string_view fields) {
-  for (const auto& tier : core.tiers()) {
-    auto packages = std::dynamic_pointer_cast<detail::PackageStore>(tier);
-    if (!packages)
-      continue;
+  for (const detail::Tier* tier : core.tier_set().packages()) {
+    const auto& packages = tier->packages;
     std::optional<Expected<Record>> decoded;
     auto seen = packages->visit(
         key, [&](const EntryView& view) { decoded.emplace(decode_record(key, view, fields)); });

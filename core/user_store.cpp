@@ -40,7 +40,7 @@ Expected<std::shared_ptr<LmdbStore>> open_user_store(const Config& config, bool 
   return LmdbStore::open(dir, read_only, options);
 }
 
-Expected<std::shared_ptr<UserTier>> cache_user_tier(const Config& config) {
+Expected<CacheUserTier> cache_user_tier(const Config& config) {
   const fs::path dir = user_store_dir(config);
   std::error_code ec;
   fs::path existing = dir;
@@ -48,7 +48,7 @@ Expected<std::shared_ptr<UserTier>> cache_user_tier(const Config& config) {
     existing = existing.parent_path();
   const bool absent = !fs::exists(dir / "data.mdb", ec);
   if (!config.read_only && absent && ::access(existing.c_str(), W_OK) == 0)
-    return std::shared_ptr<UserTier>(
+    return CacheUserTier(
         std::make_shared<DeferredUserTier>(dir, [config]() -> Expected<std::shared_ptr<UserTier>> {
           auto opened = open_user_store(config, false);
           if (!opened)
@@ -58,7 +58,7 @@ Expected<std::shared_ptr<UserTier>> cache_user_tier(const Config& config) {
   auto opened = open_user_store(config, config.read_only);
   if (!opened)
     return std::move(opened).error();
-  return std::shared_ptr<UserTier>(std::move(*opened));
+  return CacheUserTier(std::move(*opened));
 }
 
 } // namespace jitcache

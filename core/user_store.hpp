@@ -6,8 +6,11 @@
 
 #include <filesystem>
 #include <memory>
+#include <variant>
 
 namespace jitcache {
+
+class DeferredUserTier;
 
 /// Where node-local fallback directories are made (see user_store_dir).
 inline const std::filesystem::path k_node_local_root = "/tmp";
@@ -32,6 +35,7 @@ open_user_store(const Config& config, bool read_only, LmdbStore::Options options
 /// the tier does not exist yet (no data file in user_store_dir) and could be made (not
 /// read-only, its nearest existing directory writable), a DeferredUserTier that makes it on the
 /// first write (see core/deferred_user_tier.hpp). Errors as open_user_store, when opened now.
-Expected<std::shared_ptr<UserTier>> cache_user_tier(const Config& config);
+using CacheUserTier = std::variant<std::shared_ptr<LmdbStore>, std::shared_ptr<DeferredUserTier>>;
+Expected<CacheUserTier> cache_user_tier(const Config& config);
 
 } // namespace jitcache

@@ -62,9 +62,6 @@ public:
   /// The directory compile leases are taken in (see CompileLease), opened (made first when
   /// absent). Errors: io_error when it cannot be made or opened (a symbolic link there, ...).
   virtual Expected<CacheDir> lease_dir() const = 0;
-  /// Damaged entries this tier has found since the process started (each counted once by the
-  /// core as `corrupt`).
-  virtual std::uint64_t corrupt_seen() const = 0;
 };
 
 } // namespace jitcache

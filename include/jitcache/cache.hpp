@@ -20,6 +20,7 @@ namespace jitcache {
 class Cache;
 namespace detail {
 class CacheCore;
+class TierSet;
 CacheCore& core_of(Cache& cache);
 } // namespace detail
 
@@ -58,8 +59,13 @@ public:
   /// A cache with an explicit configuration.
   explicit Cache(Config config);
   /// A cache whose persistent tiers are exactly `stores`, in lookup order (the memory tier is
-  /// always first). For tests and embedders that bring their own Store.
+  /// always first). For embedders that bring their own Store: each is a plain tier (read, written
+  /// and evicted; none holds the counters, records or compile leases of the user tier). With
+  /// JITCACHE_READONLY each is read-only (never written or evicted).
   Cache(Config config, std::vector<std::shared_ptr<Store>> stores);
+  /// Internal (tests): a cache whose persistent tiers are `tiers`, each with the role the caller
+  /// gave it (user tier, packages, remote; see core/tier_set.hpp).
+  Cache(Config config, detail::TierSet tiers);
   ~Cache();
   Cache(const Cache&) = delete;
   Cache& operator=(const Cache&) = delete;

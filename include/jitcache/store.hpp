@@ -29,11 +29,44 @@ public:
   /// or an Error when the store itself failed.
   virtual Expected<std::optional<Entry>> get(const Digest& key) = 0;
 
+  /// What one visit() found for its key: said by the tier for that call alone, so a caller never
+  /// blames one lookup for damage another thread found.
+  struct Visit {
+    enum class Outcome {
+      miss,      ///< no entry (`use` did not run)
+      hit,       ///< `use` ran on the entry
+      damaged,   ///< an entry is there and fails verification; not handed to `use`
+      untrusted, ///< an entry is there whose origin is not trusted (a remote value unsigned or
+                 ///< wrongly signed); not handed to `use`
+    };
+    Outcome outcome = Outcome::miss;
+    /// Why, with damaged or untrusted (for messages). Also set on a hit when the tier holds
+    /// several copies (packages) and found one damaged before the intact one it handed over:
+    /// damage to count, though the hit stands.
+    std::string reason;
+
+    static Visit miss() { return Visit{}; }
+    static Visit hit() { return Visit{Outcome::hit, {}}; }
+    static Visit damaged(std::string why) { return Visit{Outcome::damaged, std::move(why)}; }
+    static Visit untrusted(std::string why) { return Visit{Outcome::untrusted, std::move(why)}; }
+    /// Whether `use` ran (a hit): `if (*seen)` reads as it did when visit() returned a bool.
+    explicit operator bool() const { return outcome == Outcome::hit; }
+    /// Whether this call found damage to count (damaged, or a hit past a damaged copy).
+    bool damage() const {
+      return outcome == Outcome::damaged || (outcome == Outcome::hit && !reason.empty());
+    }
+  };
+
   /// Like get(), without a copy where the store can avoid one: runs `use` on the entry in place
-  /// (the view lives only during the call) and says whether there was one to run it on. An entry
-  /// failing verification is not handed to `use` (a miss, as in get()). `use` must not call this
-  /// store. The default reads with get() and hands over a view of the copy.
-  virtual Expected<bool> visit(const Digest& key, const std::function<void(const EntryView&)>& use);
+  /// (the view lives only during the call) and says what it found: a hit (`use` ran), a miss, or
+  /// an entry it would not hand over (damaged, untrusted) with the reason. A damaged entry is
+  /// never handed to `use`. A tier may report one damaged entry as damaged once and as a miss
+  /// afterwards, so that each is counted once however often it is read (the user tier and the
+  /// packages do so per process; the remote reports it each time). `use` must not call this
+  /// store. The default reads with get() (where damage is a miss) and hands over a view of the
+  /// copy.
+  virtual Expected<Visit> visit(const Digest& key,
+                                const std::function<void(const EntryView&)>& use);
 
   /// Stores `entry` under `key`, replacing any entry there. Errors: read_only, store_full,
   /// io_error.

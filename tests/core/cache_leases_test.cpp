@@ -3,6 +3,7 @@
 #include <jitcache/cache.hpp>
 
 #include "core/lmdb_store.hpp"
+#include "core/tier_set.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -137,7 +138,7 @@ std::function<Expected<Entry>()> returns(const std::string& binary) {
 TEST_F(FaultyTierTest, AnIOErrorOnOneWriteStillReturnsTheKernelAndWarnsOnce) {
   auto store = faulty();
   store->fail_number(test::FaultyUserTier::Op::put_counted, 2, ErrorCode::io_error);
-  Cache cache(config(), {store});
+  Cache cache(config(), detail::TierSet::of_user(store));
   testing::internal::CaptureStderr();
   for (const char* name : {"a", "b", "c"}) {
     auto got = cache.get_or_compile(key_for(name), returns(name));
@@ -158,11 +159,11 @@ TEST_F(FaultyTierTest, AnIOErrorOnOneWriteStillReturnsTheKernelAndWarnsOnce) {
 TEST_F(FaultyTierTest, BytesOfAnotherRequestAreAMissAndAreReplaced) {
   auto store = faulty();
   {
-    Cache cache(config(), {store});
+    Cache cache(config(), detail::TierSet::of_user(store));
     ASSERT_TRUE(cache.get_or_compile(key_for("k"), returns("GOOD")));
   }
   store->corrupt_reads(true);
-  Cache cache(config(), {store});
+  Cache cache(config(), detail::TierSet::of_user(store));
   BuildInfo info;
   auto got = cache.get_or_compile(key_for("k"), returns("REBUILT"), &info);
   ASSERT_TRUE(got);
@@ -176,7 +177,7 @@ TEST_F(FaultyTierTest, BytesOfAnotherRequestAreAMissAndAreReplaced) {
 TEST_F(FaultyTierTest, ASlowTierHoldsUpNoOtherKeysDeferredStore) {
   auto store = faulty();
   store->slow(500ms);
-  Cache cache(config(), {store});
+  Cache cache(config(), detail::TierSet::of_user(store));
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 4; ++i)
     cache.store_later(key_for("late " + std::to_string(i)), returns("L" + std::to_string(i)));

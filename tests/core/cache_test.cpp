@@ -3,6 +3,7 @@
 
 #include "core/cache_core.hpp"
 #include "core/lmdb_store.hpp"
+#include "core/tier_set.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace jitcache {
@@ -173,7 +175,7 @@ TEST_F(CacheTest, AFailingWriteStillReturnsTheCompiledEntry) {
   auto faulty = std::make_shared<test::FaultyUserTier>(user);
   faulty->fail_from(test::FaultyUserTier::Op::put, 1, ErrorCode::store_full);
   faulty->fail_from(test::FaultyUserTier::Op::put_counted, 1, ErrorCode::store_full);
-  Cache cache(config(), {faulty});
+  Cache cache(config(), detail::TierSet::of_user(faulty));
   std::atomic<int> calls{0};
   auto r = cache.get_or_compile(key_for("k"), compiler(calls, "B"));
   ASSERT_TRUE(r);
@@ -188,12 +190,69 @@ TEST_F(CacheTest, AFailingTierIsSkippedForTheRestOfTheProcess) {
   auto faulty = std::make_shared<test::FaultyUserTier>(user);
   faulty->fail_from(test::FaultyUserTier::Op::get, 1);
   faulty->fail_from(test::FaultyUserTier::Op::visit, 1);
-  Cache cache(config(), {faulty});
+  Cache cache(config(), detail::TierSet::of_user(faulty));
   std::atomic<int> calls{0};
   ASSERT_TRUE(cache.get_or_compile(key_for("a"), compiler(calls, "A")));
   ASSERT_TRUE(cache.get_or_compile(key_for("b"), compiler(calls, "B")));
   EXPECT_EQ(faulty->reads(), 1) << "a dead tier must not be asked again";
   EXPECT_EQ(calls, 2);
+}
+
+// A tier that, while a request asks it, lets the user tier find damage in another key: what
+// another thread's lookup does at that moment (a race no test can time; this double makes it
+// happen during the step).
+class DamageElsewhere : public Store {
+public:
+  DamageElsewhere(std::shared_ptr<Store> user, Digest damaged)
+      : m_user(std::move(user)), m_damaged(damaged) {}
+  std::string name() const override { return "elsewhere"; }
+  bool writable() const override { return false; }
+  Expected<std::optional<Entry>> get(const Digest&) override { return std::optional<Entry>(); }
+  Expected<Visit> visit(const Digest&, const std::function<void(const EntryView&)>&) override {
+    auto other = m_user->visit(m_damaged, [](const EntryView&) {});
+    if (other && other->outcome == Visit::Outcome::damaged)
+      ++found_damage;
+    return Visit::miss();
+  }
+  Expected<void> put(const Digest&, const Entry&) override {
+    return Error(ErrorCode::read_only, "read-only");
+  }
+  Expected<bool> remove(const Digest&) override { return Error(ErrorCode::read_only, "read-only"); }
+  Expected<void> for_each(const std::function<void(const Item&)>&) override { return {}; }
+
+  int found_damage = 0; ///< times the user tier reported damage during a step of the walk
+
+private:
+  std::shared_ptr<Store> m_user;
+  Digest m_damaged;
+};
+
+TEST_F(CacheTest, DamageAnotherLookupFindsIsNotCountedForThisOne) {
+  const Key damaged = key_for("damaged");
+  const std::string marker = "UNIQUE-MARKER-PAYLOAD-damaged-0123456789";
+  auto user = LmdbStore::open(dir.path() / "v1", false).value();
+  ASSERT_TRUE(user->put(damaged.digest, Entry{"opencl", marker, {}, 0}));
+  {
+    std::fstream io(dir.path() / "v1" / "data.mdb",
+                    std::ios::in | std::ios::out | std::ios::binary);
+    const std::string data((std::istreambuf_iterator<char>(io)), {});
+    const auto at = data.find(marker);
+    ASSERT_NE(at, std::string::npos);
+    io.seekp(static_cast<std::streamoff>(at + 5));
+    io.put('#');
+  }
+  auto elsewhere = std::make_shared<DamageElsewhere>(user, damaged.digest);
+  detail::TierSet tiers;
+  tiers.add(elsewhere).add_user(user);
+  Cache cache(config(), std::move(tiers));
+  std::atomic<int> calls{0};
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(cache.get_or_compile(key_for("clean"), compiler(calls, "B")));
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(elsewhere->found_damage, 1);
+  EXPECT_EQ(cache.session_stats().get("opencl", Counter::corrupt), 0u)
+      << "this request found no damage";
 }
 
 TEST_F(CacheTest, ACacheDirThatIsAFileFallsBackToCompiling) {

@@ -3,6 +3,7 @@
 #include "core/cache_core.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/manifest.hpp"
+#include "core/tier_set.hpp"
 #include "core/user_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/stamp_clock.hpp"
@@ -167,7 +168,7 @@ TEST_F(ManifestTest, RecordsAreWrittenAtFlushAllInOneWrite) {
   ASSERT_TRUE(user);
   auto counted = std::make_shared<test::FaultyUserTier>(*user);
   {
-    Cache cache(config(), {counted});
+    Cache cache(config(), detail::TierSet::of_user(counted));
     detail::core_of(cache).set_stamp_clock(clock.clock());
     for (const std::string& source : sources) {
       auto made = detail::manifest_key(detail::core_of(cache), "opencl",
@@ -198,7 +199,7 @@ TEST_F(ManifestTest, RecordsHeldPastTheBoundAreWrittenBeforeTheFlush) {
   ASSERT_TRUE(user);
   auto counted = std::make_shared<test::FaultyUserTier>(*user);
   constexpr std::size_t k_quarter = detail::CacheCore::k_unsaved_record_bytes / 4;
-  Cache cache(config(), {counted});
+  Cache cache(config(), detail::TierSet::of_user(counted));
   auto& core = detail::core_of(cache);
   const auto name = [](int i) { return Digest::of("record " + std::to_string(i)); };
   for (int i = 0; i < 3; ++i)

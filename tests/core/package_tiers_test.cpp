@@ -5,6 +5,7 @@
 #include "core/entry_codec.hpp"
 #include "core/lmdb_store.hpp"
 #include "core/package_store.hpp"
+#include "core/tier_set.hpp"
 #include "core/user_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -45,10 +46,14 @@ protected:
     std::ifstream in(file, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-  std::vector<std::shared_ptr<Store>> tiers(std::shared_ptr<Store> embedded) {
+  detail::TierSet tiers(std::shared_ptr<PackageStore> embedded) {
     auto user = open_user_store(config(), false);
     EXPECT_TRUE(user);
-    return {std::move(embedded), PackageStore::open_system({m_dir.path()}, false), *user};
+    detail::TierSet set;
+    set.add_packages(std::move(embedded))
+        .add_packages(PackageStore::open_system({m_dir.path()}, false))
+        .add_user(*user);
+    return set;
   }
   std::uint64_t user_entries() {
     auto store = open_user_store(config(), true);

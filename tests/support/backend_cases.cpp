@@ -4,6 +4,7 @@
 #include "core/lmdb_store.hpp"
 #include "core/package_format.hpp"
 #include "core/package_target.hpp"
+#include "core/tier_set.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -223,7 +224,7 @@ void expect_faults_contained(const std::function<std::unique_ptr<BackendCase>()>
         auto faulty = std::make_shared<FaultyUserTier>(*user);
         faulty->fail_from(op, 1);
         {
-          Cache cache(config, {faulty});
+          Cache cache(config, detail::TierSet::of_user(faulty));
           auto built = backend->build(cache);
           if (!built) {
             std::fprintf(stderr, "build failed: %s\n", built.error().message.c_str());

@@ -69,8 +69,8 @@ public:
       damage(**got);
     return got;
   }
-  Expected<bool> visit(const Digest& key,
-                       const std::function<void(const EntryView&)>& use) override {
+  Expected<Visit> visit(const Digest& key,
+                        const std::function<void(const EntryView&)>& use) override {
     if (auto failed = fault(Op::visit))
       return *failed;
     if (!m_corrupt)
@@ -147,7 +147,6 @@ public:
     return m_inner->counters();
   }
   Expected<CacheDir> lease_dir() const override { return m_inner->lease_dir(); }
-  std::uint64_t corrupt_seen() const override { return m_inner->corrupt_seen(); }
 
 private:
   static std::size_t index(Op op) { return static_cast<std::size_t>(op); }
