@@ -8,19 +8,13 @@
 #include "core/key_fields.hpp"
 #include "core/log.hpp"
 #include "core/package_store.hpp"
-#include "core/store_handover.hpp"
 #include "core/user_store.hpp"
-
-#include <xxhash.h>
 
 #include <algorithm>
 
 namespace jitcache::detail {
 
 namespace {
-
-// Deferred stores run on up to this many threads.
-constexpr std::size_t k_store_workers = 4;
 
 // Whether an error from an entry's receiver says the entry itself is bad.
 bool refusal(const Error& error) {
@@ -35,52 +29,10 @@ std::int64_t steady_ns() {
 
 } // namespace
 
-class CacheCore::Ticket {
-public:
-  Ticket(CacheCore& core, std::string backend, std::unique_ptr<CompileLease> lease,
-         std::shared_ptr<RemoteLease> remote_lease)
-      : m_core(core), m_backend(std::move(backend)), m_lease(std::move(lease)),
-        m_remote_lease(std::move(remote_lease)) {
-    std::lock_guard<std::mutex> lock(m_core.m_stats_mutex);
-    m_core.m_session.add(m_backend, Counter::compiles);
-  }
-  ~Ticket() {
-    if (m_counted)
-      return;
-    std::lock_guard<std::mutex> lock(m_core.m_stats_mutex);
-    m_core.m_unsaved.add(m_backend, Counter::compiles);
-  }
-  Ticket(const Ticket&) = delete;
-  Ticket& operator=(const Ticket&) = delete;
-
-  /// The compile's count, to be written with its entry (once).
-  std::optional<Stats> take_count() {
-    if (m_counted)
-      return std::nullopt;
-    Stats count;
-    count.add(m_backend, Counter::compiles);
-    return count;
-  }
-  void counted() { m_counted = true; }
-  /// Waiters in other processes find the entry from now on (on other machines, once the
-  /// remote writes holding remote_lease() have ended).
-  void release() {
-    m_lease.reset();
-    m_remote_lease.reset();
-  }
-  const std::shared_ptr<RemoteLease>& remote_lease() const { return m_remote_lease; }
-
-private:
-  CacheCore& m_core;
-  std::string m_backend;
-  std::unique_ptr<CompileLease> m_lease;
-  std::shared_ptr<RemoteLease> m_remote_lease;
-  bool m_counted = false;
-};
-
 CacheCore::CacheCore(Config config, std::optional<TierSet> tiers)
     : m_config(std::move(config)), m_memory(std::make_shared<MemoryStore>(m_config.memory_bytes)),
-      m_tiers(tiers ? std::move(*tiers) : TierSet::of_config(m_config)), m_queue(k_store_workers) {
+      m_tiers(tiers ? std::move(*tiers) : TierSet::of_config(m_config)),
+      m_records(m_tiers, [this] { return make_user_tier(); }), m_write_back(*this) {
   log::set_level(m_config.log_level);
   if (m_config.read_only)
     m_tiers.make_read_only();
@@ -89,10 +41,7 @@ CacheCore::CacheCore(Config config, std::optional<TierSet> tiers)
 
 CacheCore::~CacheCore() {
   flush();
-  {
-    std::lock_guard<std::mutex> lock(m_refresh_mutex);
-    m_refresh.clear(); // the producers hold runtime objects: release them before the handles
-  }
+  m_write_back.forget_refreshes(); // the producers hold runtime objects: before the handles
   m_handles.clear();
 }
 
@@ -180,7 +129,7 @@ Expected<std::optional<Served>> CacheCore::walk(const Key& key, const EntryRecei
       if (copy && memory == Memory::keep)
         static_cast<void>(m_memory->put(key.digest, *copy)); // the memory tier never fails
       if (copy && tier->remote)
-        backfill(key, std::move(*copy));
+        m_write_back.backfill(key, std::move(*copy));
       return std::optional<Served>(std::move(served));
     }
     if (!refusal(used.error()))
@@ -265,7 +214,7 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
     return std::move(compiled).error();
   }
   const std::uint64_t compile_ns = clock.ns();
-  auto ticket = std::make_shared<Ticket>(*this, key.backend, std::move(claim->lease),
+  auto ticket = std::make_shared<Ticket>(m_records, key.backend, std::move(claim->lease),
                                          std::move(claim->remote_lease));
   Flight flight;
   std::uint64_t bytes = 0;
@@ -276,7 +225,7 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
     entry.key_fields = key.stored_fields;
     if (auto used = use(EntryView(entry)); !used)
       return std::move(used).error(); // a fresh binary refused: nothing is stored
-    write(key, entry, ticket.get());
+    m_write_back.write(key, entry, ticket.get());
     bytes = entry.payload.size();
     flight.entry = std::make_shared<const Entry>(std::move(entry));
   } else if (compiled->later) {
@@ -294,11 +243,10 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
     if (compiled->handover) {
       // Other processes need not wait for a store that happens after this one exits.
       ticket->release();
-      std::lock_guard<std::mutex> lock(m_handover_mutex);
-      m_handovers.push_back(Handover{key, std::move(*compiled->handover),
-                                     timed(std::move(compiled->later)), std::move(refresh)});
+      m_write_back.hand_over_later(key, std::move(*compiled->handover),
+                                   timed(std::move(compiled->later)), std::move(refresh));
     } else {
-      defer(key, timed(std::move(compiled->later)), std::move(refresh), ticket);
+      m_write_back.defer(key, timed(std::move(compiled->later)), std::move(refresh), ticket);
     }
   }
   count(key.backend, Counter::misses);
@@ -406,12 +354,8 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
   if (!user_usable(backend))
     return false;
   bool used = false;
-  std::optional<std::string> unsaved; // remembered by this process, not written yet
-  {
-    std::lock_guard<std::mutex> lock(m_stats_mutex);
-    if (auto it = m_unsaved_records.find(name); it != m_unsaved_records.end())
-      unsaved = it->second;
-  }
+  // Remembered by this process, not written yet.
+  const std::optional<std::string> unsaved = m_records.unsaved(name);
   if (unsaved) {
     if (auto record = view_record(*unsaved)) {
       use(*record);
@@ -437,28 +381,9 @@ void CacheCore::remember(const std::string& backend, const Digest& name, const R
   // of 11, most of it making the user tier), and one write for all costs less than one each.
   // A long-lived process that holds many (a CUB kernel's is 110 KB) writes them sooner, in the
   // background, so that what it holds stays bounded.
-  Records full;
-  std::string bytes = encode_record(record);
-  {
-    std::lock_guard<std::mutex> lock(m_stats_mutex);
-    std::string& held = m_unsaved_records[name];
-    m_unsaved_record_bytes = m_unsaved_record_bytes - held.size() + bytes.size();
-    held = std::move(bytes);
-    if (m_unsaved_record_bytes < k_unsaved_record_bytes)
-      return;
-    std::swap(full, m_unsaved_records);
-    m_unsaved_record_bytes = 0;
-  }
-  m_queue.push([this, records = std::move(full)] { write_records(records); });
-}
-
-void CacheCore::write_records(const Records& records) {
-  if (records.empty() || !make_user_tier())
-    return;
-  // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-  if (auto ok = m_tiers.user()->put_records(records); !ok)
-    log::write_once(LogLevel::warn, "put:" + m_tiers.user()->name() + to_string(ok.error().code),
-                    "could not remember records: " + ok.error().message);
+  Records full = m_records.hold(name, encode_record(record));
+  if (!full.empty())
+    m_write_back.push([this, records = std::move(full)] { m_records.write_records(records); });
 }
 
 std::shared_ptr<UserTier> CacheCore::usable_user_tier(const std::string& backend) const {
@@ -542,215 +467,22 @@ Expected<void> CacheCore::claim_remote(const Key& key, const std::function<bool(
 }
 
 void CacheCore::store(const Key& key, const Entry& entry) {
-  Entry stored = entry;
-  stored.key_fields = key.stored_fields;
-  write(key, stored, nullptr);
-}
-
-void CacheCore::write(const Key& key, const Entry& entry, Ticket* ticket) {
-  static_cast<void>(m_memory->put(key.digest, entry)); // the memory tier never fails
-  if (persistent(key.backend)) {
-    make_user_tier();
-    write_remote(key, entry, ticket ? ticket->remote_lease() : nullptr);
-    for (auto& tier : m_tiers.all()) {
-      if (!tier->persistent || tier->remote || tier->dead || !tier->store->writable())
-        continue;
-      Expected<void> ok;
-      std::optional<Stats> compile_count;
-      if (ticket && tier.get() == m_tiers.user_tier() && (compile_count = ticket->take_count())) {
-        ok = m_tiers.user()->put(key.digest, entry, *compile_count);
-        if (ok)
-          ticket->counted();
-      } else {
-        ok = tier->store->put(key.digest, entry);
-      }
-      if (!ok) {
-        count(key.backend, Counter::store_errors);
-        log::write_once(LogLevel::warn, "put:" + tier->store->name() + to_string(ok.error().code),
-                        ok.error().message + "; the kernel is still used, but not kept");
-        continue;
-      }
-      count(key.backend, Counter::bytes_stored, entry.payload.size());
-    }
-  }
-  if (ticket)
-    ticket->release();
-}
-
-void CacheCore::write_remote(const Key& key, const Entry& entry,
-                             std::shared_ptr<RemoteLease> lease) {
-  std::shared_ptr<const Entry> copy;
-  for (Tier* tier : m_tiers.remotes()) {
-    if (!up(*tier) || !tier->store->writable() || !tier->remote->fits(entry.payload.size()))
-      continue;
-    if (!copy)
-      copy = std::make_shared<const Entry>(entry);
-    m_queue.push([this, key, copy, lease, tier] {
-      auto ok = tier->store->put(key.digest, *copy);
-      if (ok) {
-        count(key.backend, Counter::remote_writes);
-      } else if (ok.error().code == ErrorCode::io_error ||
-                 ok.error().code == ErrorCode::runtime_error) {
-        mark_dead(*tier, ok.error());
-      } else if (ok.error().code == ErrorCode::store_full) {
-        // Over max_bytes once encoded (the check above saw the payload alone): not sent, as
-        // documented; no store error.
-        log::debug(ok.error().message);
-      } else {
-        count(key.backend, Counter::store_errors);
-        log::write_once(LogLevel::warn,
-                        "put:" + tier->remote->url().display() + to_string(ok.error().code),
-                        ok.error().message);
-      }
-    });
-  }
-}
-
-void CacheCore::backfill(const Key& key, Entry entry) {
-  if (!user_usable(key.backend) || !m_tiers.user()->writable())
-    return;
-  m_queue.push([this, key, entry = std::move(entry)] {
-    // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-    if (auto ok = m_tiers.user()->put(key.digest, entry); !ok) {
-      count(key.backend, Counter::store_errors);
-      log::write_once(LogLevel::warn, "put:" + m_tiers.user()->name() + to_string(ok.error().code),
-                      ok.error().message + "; the remote's kernel is used, but not kept here");
-    } else {
-      count(key.backend, Counter::bytes_stored, entry.payload.size());
-    }
-  });
+  m_write_back.store(key, entry);
 }
 
 void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce,
                             std::function<Expected<Entry>()> refresh) {
-  defer(key, std::move(produce), std::move(refresh), nullptr);
-}
-
-void CacheCore::defer(const Key& key, std::function<Expected<Entry>()> produce,
-                      std::function<Expected<Entry>()> refresh, std::shared_ptr<Ticket> ticket) {
-  std::shared_ptr<Refresh> again;
-  if (refresh) {
-    again = std::make_shared<Refresh>(Refresh{key, std::move(refresh), 0});
-    std::lock_guard<std::mutex> lock(m_refresh_mutex);
-    m_refresh.push_back(again);
-  }
-  m_queue.push([this, key, produce = std::move(produce), again, ticket] {
-    auto entry = produce();
-    if (!entry) {
-      log::warn("could not get the binary to store (" + entry.error().message +
-                "); the next process compiles again");
-      return;
-    }
-    entry->key_fields = key.stored_fields;
-    write(key, *entry, ticket.get());
-    if (again)
-      again->stored = XXH3_64bits(entry->payload.data(), entry->payload.size());
-  });
-}
-
-void CacheCore::refresh() {
-  std::vector<std::shared_ptr<Refresh>> items;
-  {
-    std::lock_guard<std::mutex> lock(m_refresh_mutex);
-    items = m_refresh;
-  }
-  for (auto& item : items) {
-    auto entry = item->produce();
-    if (!entry) {
-      log::debug("could not refresh key " + item->key.digest.hex() + ": " + entry.error().message);
-      continue;
-    }
-    const std::uint64_t hash = XXH3_64bits(entry->payload.data(), entry->payload.size());
-    if (hash == item->stored)
-      continue;
-    log::debug("binary for key " + item->key.digest.hex() + " changed since it was stored (" +
-               std::to_string(entry->payload.size()) + " bytes); storing it again");
-    store(item->key, *entry);
-    item->stored = hash;
-  }
-}
-
-void CacheCore::hand_over_pending() {
-  std::vector<Handover> pending;
-  {
-    std::lock_guard<std::mutex> lock(m_handover_mutex);
-    std::swap(pending, m_handovers);
-  }
-  if (pending.empty())
-    return;
-  std::vector<RequestRecord> records;
-  for (const Handover& item : pending)
-    records.push_back(item.record);
-  Expected<std::filesystem::path> file =
-      Error(ErrorCode::runtime_missing, "no jitcache executable found to store in the background");
-  if (!m_tiers.user() || !make_user_tier()) {
-    file = Error(ErrorCode::io_error, "the user tier is not usable");
-  } else if (auto worker = store_worker()) {
-    // The user tier's own folder: the worker stores into the cache that folder belongs to.
-    if (auto leases = m_tiers.user()->lease_dir())
-      file =
-          hand_over(*worker, leases->path().parent_path() / "pending", records, m_config.variables);
-    else
-      file = std::move(leases).error();
-  }
-  if (file) {
-    log::debug("handed " + std::to_string(records.size()) + " store(s) over to a detached " +
-               "process: " + file->string());
-    for (const Handover& item : pending)
-      count(item.key.backend, Counter::handed_over);
-    return;
-  }
-  log::write_once(LogLevel::warn, "handover:" + file.error().message,
-                  file.error().message + "; storing in this process instead (exit waits for it; "
-                                         "JITCACHE_OPENCL_STORE=wait says so without trying)");
-  for (Handover& item : pending)
-    defer(item.key, std::move(item.produce), std::move(item.refresh), nullptr);
+  m_write_back.defer(key, std::move(produce), std::move(refresh), nullptr);
 }
 
 void CacheCore::flush() {
-  hand_over_pending();
-  m_queue.wait_idle();
-  refresh();
-  flush_unsaved();
+  m_write_back.flush();
+  m_records.flush_unsaved();
 }
 
 Expected<void> CacheCore::wait_for_stores(std::chrono::milliseconds limit) {
   flush();
-  if (m_config.cache_dir.empty() || m_config.read_only)
-    return {};
-  // The folder hand_over_pending names: the user tier's own, beside its leases.
-  const std::filesystem::path pending = m_config.cache_dir / "pending";
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(pending, ec)))
-    return {};
-  auto worker = store_worker();
-  if (!worker)
-    return Error(ErrorCode::runtime_missing, "stores are pending in " + pending.string() +
-                                                 " and no jitcache executable " +
-                                                 "is found to wait for them");
-  return jitcache::detail::wait_for_stores(*worker, pending, m_config.variables, limit);
-}
-
-void CacheCore::flush_unsaved() {
-  Stats pending;
-  Records records;
-  {
-    std::lock_guard<std::mutex> lock(m_stats_mutex);
-    std::swap(pending, m_unsaved);
-    std::swap(records, m_unsaved_records);
-    m_unsaved_record_bytes = 0;
-  }
-  // Also writes the uses recorded on hits (nothing at all when there is nothing to write).
-  if (!m_tiers.user() || m_tiers.user_tier()->dead || !m_tiers.user()->writable())
-    return;
-  write_records(records);
-  if (m_tiers.deferred() && !m_tiers.deferred()->opened() &&
-      (pending.by_backend.empty() || !make_user_tier()))
-    return; // a tier not made yet has no uses to write
-  // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
-  if (auto ok = m_tiers.user()->add_counters(pending); !ok)
-    log::write_once(LogLevel::warn, "put:" + m_tiers.user()->name() + to_string(ok.error().code),
-                    "could not save counters: " + ok.error().message);
+  return m_write_back.wait_for_handed_over(limit);
 }
 
 void CacheCore::evict(const Key& key) {
@@ -760,20 +492,15 @@ void CacheCore::evict(const Key& key) {
 }
 
 void CacheCore::count(const std::string& backend, Counter counter, std::uint64_t amount) {
-  std::lock_guard<std::mutex> lock(m_stats_mutex);
-  m_session.add(backend, counter, amount);
-  m_unsaved.add(backend, counter, amount);
+  m_records.count(backend, counter, amount);
 }
 
 void CacheCore::count_hits(const std::string& backend, const std::string& tier) {
-  std::lock_guard<std::mutex> lock(m_stats_mutex);
-  m_session.add_hits(backend, tier);
-  m_unsaved.add_hits(backend, tier);
+  m_records.count_hits(backend, tier);
 }
 
 Stats CacheCore::session_stats() const {
-  std::lock_guard<std::mutex> lock(m_stats_mutex);
-  return m_session;
+  return m_records.session_stats();
 }
 
 std::vector<std::shared_ptr<Store>> CacheCore::tiers() const {

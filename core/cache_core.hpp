@@ -6,13 +6,14 @@
 #include "core/manifest.hpp"
 #include "core/memory_store.hpp"
 #include "core/package_target.hpp"
+#include "core/record_buffer.hpp"
 #include "core/remote_lease.hpp"
 #include "core/remote_store.hpp"
 #include "core/request_record.hpp"
 #include "core/single_flight.hpp"
-#include "core/store_queue.hpp"
 #include "core/tier_set.hpp"
 #include "core/user_tier.hpp"
+#include "core/write_back.hpp"
 
 #include <jitcache/cache.hpp>
 
@@ -25,7 +26,6 @@
 #include <vector>
 
 namespace jitcache::detail {
-
 
 /// Receives an entry (stored, or just compiled) in place and puts it to use (loads it into the
 /// runtime, copies it out). An error refuses it: with code load_failed or corrupt the stored
@@ -138,7 +138,7 @@ public:
             const std::function<void(const RecordView&)>& use);
   /// Remembered records held unwritten are written in the background once they reach this
   /// size.
-  static constexpr std::size_t k_unsaved_record_bytes = 4 << 20;
+  static constexpr std::size_t k_unsaved_record_bytes = RecordBuffer::k_unsaved_record_bytes;
   /// Remembers `record` under `name` in the user tier, when `backend`'s persistent tiers are on
   /// and it is writable: written by flush(), with the others in one write (or in the
   /// background, all held so far in one write, once they reach k_unsaved_record_bytes). Best
@@ -179,10 +179,9 @@ public:
   void count_hits(const std::string& backend, const std::string& tier);
 
 private:
-  /// A compile on its way to the tiers: holds the compile lease until the entry is stored (or
-  /// given up), and counts the compile in the user tier's write of the entry, or else with the
-  /// other counters.
-  class Ticket;
+  /// The writes follow the tier state kept here (dead tiers, the deferred user tier).
+  friend class WriteBack;
+
   struct Flight {
     std::shared_ptr<const Entry> entry; ///< the leader's compile; null: look again
   };
@@ -202,22 +201,12 @@ private:
   Expected<Flight> compile_and_store(const Key& key, const Compiler& compile,
                                      const EntryReceiver& use, BuildInfo& info, Refusals& refused,
                                      Memory memory);
-  void write(const Key& key, const Entry& entry, Ticket* ticket);
-  void defer(const Key& key, std::function<Expected<Entry>()> produce,
-             std::function<Expected<Entry>()> refresh, std::shared_ptr<Ticket> ticket);
-  /// Starts the detached process for the requests handed over since the last flush.
-  void hand_over_pending();
   /// Whether `tier` is to be asked now (not dead, not backing off).
   static bool up(const Tier& tier);
-  /// Sends `entry` to each remote tier that is up and writable, in the background; `lease` is
-  /// let go once every send has ended.
-  void write_remote(const Key& key, const Entry& entry, std::shared_ptr<RemoteLease> lease);
   /// Takes the fleet's compile lease for `key` on the first remote tier that can hold one (see
   /// claim()).
   Expected<void> claim_remote(const Key& key, const std::function<bool()>& ready, Claim& claim,
                               std::optional<Error>& failed);
-  /// Copies a remote hit into the user tier, in the background.
-  void backfill(const Key& key, Entry entry);
   void reject(Tier& tier, const Key& key, const Error& why, BuildInfo& info);
   void mark_dead(Tier& tier, const Error& error);
   /// An entry `tier` holds for `key` was stored with other fields: counted, warned about and
@@ -229,12 +218,6 @@ private:
   /// skipped for the rest of the process with the one warning of a Cache that cannot open it.
   bool make_user_tier();
   bool leases_apply(const std::string& backend) const;
-  /// Writes the remembered records and the counters not written yet to the user tier.
-  void flush_unsaved();
-  /// Writes `records` to the user tier (made first when its making was deferred), in one write;
-  /// a failure is one warning per error.
-  void write_records(const Records& records);
-  void refresh();
 
   const Config m_config;
   std::atomic<StampClock> m_stamp_clock{&real_time_ns};
@@ -243,30 +226,9 @@ private:
   HandleCache m_handles;
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 
-  mutable std::mutex m_stats_mutex;
-  Stats m_session;                        ///< since creation
-  Stats m_unsaved;                        ///< not yet written to the user tier
-  Records m_unsaved_records;              ///< remembered, not yet written to the user tier
-  std::size_t m_unsaved_record_bytes = 0; ///< the encoded size of those
-
-  /// Entries whose producer runs again at flush; `stored` is the payload hash last written.
-  struct Refresh {
-    Key key;
-    std::function<Expected<Entry>()> produce;
-    std::uint64_t stored = 0;
-  };
-  std::mutex m_refresh_mutex;
-  std::vector<std::shared_ptr<Refresh>> m_refresh;
-  /// Requests whose entries a detached process is to store, with what stores them here instead.
-  struct Handover {
-    Key key;
-    RequestRecord record;
-    std::function<Expected<Entry>()> produce;
-    std::function<Expected<Entry>()> refresh;
-  };
-  std::mutex m_handover_mutex;
-  std::vector<Handover> m_handovers;
-  StoreQueue m_queue; ///< last: its destructor waits for tasks that use the members above
+  RecordBuffer m_records; ///< the counters and remembered records, until flush writes them
+  /// Last: its destructor waits for background tasks that use the members above.
+  WriteBack m_write_back;
 };
 
 /// The state behind `cache`, for the backends.
