@@ -41,8 +41,8 @@ struct Served {
 };
 
 /// The state behind a Cache: the tiers, the one path that gets a usable entry (obtain), the
-/// memory tier of loaded handles, counters and deferred stores. Backends reach it with
-/// core_of(Cache&).
+/// memory tier of loaded handles; the writes (WriteBack) and the counters and records held for
+/// the user tier (RecordBuffer) are its parts. Backends reach it with core_of(Cache&).
 ///
 /// The tier walk: memory (an LRU of entries), then the persistent tiers of the request's
 /// backend (when its persistence is on) in lookup order, the user tier among them, the remote
@@ -56,7 +56,7 @@ struct Served {
 /// machines sharing it (RemoteLease, held until the entry is on the remote).
 ///
 /// A remote hit is copied into the user tier in the background (backfill); entries are written
-/// to the remote tiers in the background too (StoreQueue), never on the caller's path.
+/// to the remote tiers in the background too (WriteBack), never on the caller's path.
 class CacheCore {
 public:
   /// `tiers` are the persistent tiers in lookup order, with their roles (nullopt: those of
