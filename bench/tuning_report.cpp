@@ -1,6 +1,6 @@
 #include "bench/tuning_report.hpp"
 
-#include "core/clock.hpp"
+#include "core/support/clock.hpp"
 
 #include <algorithm>
 #include <cstdio>

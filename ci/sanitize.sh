@@ -33,7 +33,7 @@ supp="$PWD/ci/sanitizers"
 # use_sigaltstack=0: the LLVM inside comgr (hipRTC) finds ASan's alternate signal stack of a
 # thread too small and installs a larger one from malloc, which ASan then fails to unmap when the
 # thread ends ("failed to deallocate ... unable to unmap": HipCompile.ConcurrentRequests...).
-# handle_segv=0, handle_sigbus=0: jitcache's fault guard (core/fault_guard) takes SIGSEGV and
+# handle_segv=0, handle_sigbus=0: jitcache's fault guard (core/support/fault_guard) takes SIGSEGV and
 # SIGBUS inside the store and hands every other fault to the action the process had before; with
 # ASan's handler installed, that action would be ASan's report and exit 1, not the default death
 # by the signal that the guard's tests check. A real fault still kills the test with the signal.

@@ -4,9 +4,9 @@
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_key.hpp"
 #include "backends/cuda/cuda_targets.hpp"
-#include "core/backend.hpp"
-#include "core/includes.hpp"
-#include "core/request_replay.hpp"
+#include "core/engine/backend.hpp"
+#include "core/key/includes.hpp"
+#include "core/record/request_replay.hpp"
 
 #include <jitcache/cuda.hpp>
 
@@ -104,7 +104,7 @@ public:
       out.emplace_back("driver", api.error().message);
     }
     // The driver's own cache of JIT-compiled PTX is listed with the other runtime caches
-    // (core/runtime_caches).
+    // (core/engine/runtime_caches).
     auto setting = config.variables.find("CUDA_CACHE_DISABLE");
     out.emplace_back("CUDA_CACHE_DISABLE", setting == config.variables.end()
                                                ? "unset (the driver caches JIT-compiled PTX)"

@@ -1,7 +1,7 @@
 #include "backends/cuda/cuda_api.hpp"
 
 #include "backends/cuda/cuda_error.hpp"
-#include "core/shared_library.hpp"
+#include "core/support/shared_library.hpp"
 
 #include <dlfcn.h>
 #include <limits.h>

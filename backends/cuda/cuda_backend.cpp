@@ -4,7 +4,7 @@
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_key.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
-#include "core/pipeline.hpp"
+#include "core/engine/pipeline.hpp"
 
 #include <jitcache/version.hpp>
 

@@ -1,6 +1,6 @@
 // The C API's CUDA functions (include/jitcache/jitcache.h) over jitcache::cuda.
 
-#include "core/c_api.hpp"
+#include "bindings/c/c_api.hpp"
 
 #include <jitcache/cuda.hpp>
 

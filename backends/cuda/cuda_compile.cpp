@@ -2,7 +2,7 @@
 
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_metadata.hpp"
-#include "core/log.hpp"
+#include "core/support/log.hpp"
 
 #include <memory>
 

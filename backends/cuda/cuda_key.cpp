@@ -1,10 +1,10 @@
 #include "backends/cuda/cuda_key.hpp"
 
 #include "backends/cuda/cuda_error.hpp"
-#include "core/byte_io.hpp"
-#include "core/dependencies.hpp"
-#include "core/library_identity.hpp"
-#include "core/package_target.hpp"
+#include "core/key/dependencies.hpp"
+#include "core/key/library_identity.hpp"
+#include "core/support/byte_io.hpp"
+#include "core/tiers/packages/package_target.hpp"
 
 #include <jitcache/version.hpp>
 

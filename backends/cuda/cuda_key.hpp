@@ -2,9 +2,9 @@
 
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_targets.hpp"
-#include "core/dependencies.hpp"
-#include "core/library_identity.hpp"
-#include "core/package_target.hpp"
+#include "core/key/dependencies.hpp"
+#include "core/key/library_identity.hpp"
+#include "core/tiers/packages/package_target.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/cuda.hpp>

@@ -1,6 +1,6 @@
 #include "backends/cuda/cuda_metadata.hpp"
 
-#include "core/byte_io.hpp"
+#include "core/support/byte_io.hpp"
 
 #include <charconv>
 

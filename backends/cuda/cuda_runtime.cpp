@@ -3,8 +3,8 @@
 #include "backends/cuda/cuda_compile.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_metadata.hpp"
-#include "core/log.hpp"
-#include "core/request.hpp"
+#include "core/engine/request.hpp"
+#include "core/support/log.hpp"
 
 #include <memory>
 #include <utility>

@@ -3,7 +3,7 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_key.hpp"
 #include "backends/cuda/cuda_targets.hpp"
-#include "core/runtime.hpp"
+#include "core/engine/runtime.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/cuda.hpp>

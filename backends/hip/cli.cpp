@@ -3,9 +3,9 @@
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_error.hpp"
 #include "backends/hip/hip_targets.hpp"
-#include "core/backend.hpp"
-#include "core/includes.hpp"
-#include "core/request_replay.hpp"
+#include "core/engine/backend.hpp"
+#include "core/key/includes.hpp"
+#include "core/record/request_replay.hpp"
 
 #include <jitcache/hip.hpp>
 
@@ -149,7 +149,7 @@ public:
       out.emplace_back("targets", targets ? list : targets.error().message);
     }
     // comgr's own compile cache (newer comgr only): AMD_COMGR_CACHE=0 turns it off; its
-    // directory is listed with the other runtime caches (core/runtime_caches).
+    // directory is listed with the other runtime caches (core/engine/runtime_caches).
     const auto var = [&](const char* name) {
       auto it = config.variables.find(name);
       return it == config.variables.end() ? std::string() : it->second;

@@ -1,6 +1,6 @@
 #include "backends/hip/hip_api.hpp"
 
-#include "core/shared_library.hpp"
+#include "core/support/shared_library.hpp"
 
 #include <dlfcn.h>
 #include <limits.h>

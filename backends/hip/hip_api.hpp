@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/shared_library.hpp"
+#include "core/support/shared_library.hpp"
 
 #include <jitcache/expected.hpp>
 

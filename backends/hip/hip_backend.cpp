@@ -5,7 +5,7 @@
 #include "backends/hip/hip_key.hpp"
 #include "backends/hip/hip_runtime.hpp"
 #include "backends/hip/hip_targets.hpp"
-#include "core/pipeline.hpp"
+#include "core/engine/pipeline.hpp"
 
 #include <cstdint>
 #include <functional>

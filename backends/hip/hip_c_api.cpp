@@ -1,6 +1,6 @@
 // The C API's HIP functions (include/jitcache/jitcache.h) over jitcache::hip.
 
-#include "core/c_api.hpp"
+#include "bindings/c/c_api.hpp"
 
 #include <jitcache/hip.hpp>
 

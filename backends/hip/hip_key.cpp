@@ -1,9 +1,9 @@
 #include "backends/hip/hip_key.hpp"
 
 #include "backends/hip/hip_api.hpp"
-#include "core/byte_io.hpp"
-#include "core/dependencies.hpp"
-#include "core/library_identity.hpp"
+#include "core/key/dependencies.hpp"
+#include "core/key/library_identity.hpp"
+#include "core/support/byte_io.hpp"
 
 #include <jitcache/version.hpp>
 

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "backends/hip/hip_targets.hpp"
-#include "core/dependencies.hpp"
-#include "core/library_identity.hpp"
-#include "core/manifest.hpp"
+#include "core/key/dependencies.hpp"
+#include "core/key/library_identity.hpp"
+#include "core/key/manifest.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>

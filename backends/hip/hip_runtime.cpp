@@ -4,8 +4,8 @@
 #include "backends/hip/hip_error.hpp"
 #include "backends/hip/hip_metadata.hpp"
 #include "backends/hip/hip_targets.hpp"
-#include "core/package_target.hpp"
-#include "core/request.hpp"
+#include "core/engine/request.hpp"
+#include "core/tiers/packages/package_target.hpp"
 
 #include <cstdint>
 #include <memory>

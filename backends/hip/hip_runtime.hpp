@@ -2,7 +2,7 @@
 
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_key.hpp"
-#include "core/runtime.hpp"
+#include "core/engine/runtime.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/hip.hpp>

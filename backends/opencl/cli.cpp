@@ -2,9 +2,9 @@
 #include "backends/opencl/opencl_compile.hpp"
 #include "backends/opencl/opencl_error.hpp"
 #include "backends/opencl/opencl_key.hpp"
-#include "core/backend.hpp"
-#include "core/clock.hpp"
-#include "core/request_replay.hpp"
+#include "core/engine/backend.hpp"
+#include "core/record/request_replay.hpp"
+#include "core/support/clock.hpp"
 
 #include <jitcache/opencl.hpp>
 
@@ -171,7 +171,7 @@ public:
         out.emplace_back("device " + std::to_string(i), text);
       }
     }
-    // PoCL's own kernel cache is listed with the other runtime caches (core/runtime_caches).
+    // PoCL's own kernel cache is listed with the other runtime caches (core/engine/runtime_caches).
     auto setting = config.variables.find("POCL_KERNEL_CACHE");
     out.emplace_back("POCL_KERNEL_CACHE", setting == config.variables.end()
                                               ? "unset (PoCL caches by default)"

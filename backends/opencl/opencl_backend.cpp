@@ -2,7 +2,7 @@
 
 #include "backends/opencl/opencl_key.hpp"
 #include "backends/opencl/opencl_runtime.hpp"
-#include "core/pipeline.hpp"
+#include "core/engine/pipeline.hpp"
 
 #include <string_view>
 

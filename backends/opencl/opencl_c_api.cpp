@@ -1,6 +1,6 @@
 // The C API's OpenCL function (include/jitcache/jitcache.h) over jitcache::opencl.
 
-#include "core/c_api.hpp"
+#include "bindings/c/c_api.hpp"
 
 #include <jitcache/opencl.hpp>
 

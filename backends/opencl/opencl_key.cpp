@@ -1,8 +1,8 @@
 #include "backends/opencl/opencl_key.hpp"
 
 #include "backends/opencl/opencl_error.hpp"
-#include "core/byte_io.hpp"
-#include "core/dependencies.hpp"
+#include "core/key/dependencies.hpp"
+#include "core/support/byte_io.hpp"
 
 #include <jitcache/version.hpp>
 

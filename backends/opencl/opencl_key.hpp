@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/dependencies.hpp"
+#include "core/key/dependencies.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>

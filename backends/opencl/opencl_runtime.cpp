@@ -1,8 +1,8 @@
 #include "backends/opencl/opencl_runtime.hpp"
 
 #include "backends/opencl/opencl_compile.hpp"
-#include "core/byte_io.hpp"
-#include "core/package_target.hpp"
+#include "core/support/byte_io.hpp"
+#include "core/tiers/packages/package_target.hpp"
 
 #include <algorithm>
 #include <filesystem>

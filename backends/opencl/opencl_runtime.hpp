@@ -1,7 +1,7 @@
 #pragma once
 
 #include "backends/opencl/opencl_key.hpp"
-#include "core/runtime.hpp"
+#include "core/engine/runtime.hpp"
 
 #include <jitcache/cache.hpp>
 #include <jitcache/opencl.hpp>

@@ -8,11 +8,11 @@
 //        directory, TMPDIR, again on each run)
 // Each lookup benchmark reports p50_us and p99_us over its lookups, timed one by one, and the
 // same of the thread's CPU time (cpu_p50_us, cpu_p99_us).
-#include "core/entry_codec.hpp"
-#include "core/lmdb_store.hpp"
-#include "core/mapped_file.hpp"
-#include "core/package_format.hpp"
-#include "core/package_store.hpp"
+#include "core/support/mapped_file.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tiers/packages/package_store.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -1,4 +1,4 @@
-// The cost of the LMDB page verifier (core/lmdb_page_check) as the user tier grows.
+// The cost of the LMDB page verifier (core/tiers/user/lmdb_page_check) as the user tier grows.
 //
 // usage: bench_page_check DIR [ENTRIES...]   (default 1000 10000 100000)
 //   For each count, a data file laid out as jitcache's (named databases "entries", "access",
@@ -7,7 +7,7 @@
 //   transactions, then checked 5 times in each mode (the page cache warm, as it is for the process
 //   that just wrote or read the file). Prints a Markdown table of the median time, per 1,000
 //   entries too. Value sizes do not change the cost: an overflow run costs one 16-byte read.
-#include "core/lmdb_page_check.hpp"
+#include "core/tiers/user/lmdb_page_check.hpp"
 
 #include <lmdb.h>
 

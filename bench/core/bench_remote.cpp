@@ -7,8 +7,8 @@
 //              redis://127.0.0.1:6390
 // Prints Markdown tables of medians. A stalled remote is a local socket that accepts and never
 // answers; a gone one is a port nobody listens on.
-#include "core/remote_store.hpp"
-#include "core/user_store.hpp"
+#include "core/tiers/remote/remote_store.hpp"
+#include "core/tiers/user/user_store.hpp"
 
 #include <jitcache/cache.hpp>
 

@@ -5,8 +5,8 @@
 //   build/bench/core/bench_tuning_lookup [--benchmark_repetitions=7 ...]
 #include <jitcache/tuning.hpp>
 
-#include "core/lmdb_store.hpp"
-#include "core/tuning_record.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
+#include "core/tuning/tuning_record.hpp"
 
 #include <benchmark/benchmark.h>
 

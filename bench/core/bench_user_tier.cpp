@@ -10,7 +10,7 @@
 //            the probed entries stay 100 KB)
 // Prints Markdown tables of medians over the lookups made. Every 100th entry is exactly 100 KB:
 // those are the ones looked up, in a random order.
-#include "core/lmdb_store.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include <jitcache/config.hpp>
 

@@ -16,7 +16,7 @@
 //       the toolkit include directories jitcache gives NVRTC, one per line (for CuPy's options).
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_key.hpp"
-#include "core/clock.hpp"
+#include "core/support/clock.hpp"
 
 #include <jitcache/cuda.hpp>
 

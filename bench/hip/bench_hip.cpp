@@ -7,7 +7,7 @@
 //       libamdhip64 and comgr before the clock starts, as a HIP application already has them.
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_key.hpp"
-#include "core/clock.hpp"
+#include "core/support/clock.hpp"
 
 #include <jitcache/hip.hpp>
 

@@ -9,7 +9,7 @@
 // would build its key again. The table says how many calls had to stat the headers.
 #include <jitcache/opencl.hpp>
 
-#include "core/cache_core.hpp"
+#include "core/engine/cache_core.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 // first launch of every kernel has finished), both measured after context creation.
 #include <jitcache/opencl.hpp>
 
-#include "core/cache_core.hpp"
+#include "core/engine/cache_core.hpp"
 
 #include <nlohmann/json.hpp>
 

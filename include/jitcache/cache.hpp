@@ -64,7 +64,7 @@ public:
   /// JITCACHE_READONLY each is read-only (never written or evicted).
   Cache(Config config, std::vector<std::shared_ptr<Store>> stores);
   /// Internal (tests): a cache whose persistent tiers are `tiers`, each with the role the caller
-  /// gave it (user tier, packages, remote; see core/tier_set.hpp).
+  /// gave it (user tier, packages, remote; see core/engine/tier_set.hpp).
   Cache(Config config, detail::TierSet tiers);
   ~Cache();
   Cache(const Cache&) = delete;

@@ -86,7 +86,7 @@ struct JITCACHE_EXPORT Config {
   /// Where remote_key came from ("JITCACHE_REMOTE_KEY" or "JITCACHE_REMOTE_KEY_FILE=path"), for
   /// `jitcache info`; empty when there is no key.
   std::string remote_key_source;
-  /// JITCACHE_RECORD: the file every distinct request is appended to (core/request_log), for
+  /// JITCACHE_RECORD: the file every distinct request is appended to (core/record/request_log), for
   /// `jitcache warm`; empty = none. Absolute.
   std::filesystem::path record;
   /// JITCACHE_LOG.

@@ -4,7 +4,7 @@
 #include <jitcache/config.hpp>
 #include <jitcache/version.hpp>
 
-#include "core/store_handover.hpp"
+#include "core/engine/store_handover.hpp"
 
 #include <pybind11/stl.h>
 

@@ -1,8 +1,8 @@
 // jitcache.Cache: construction from keyword arguments over the environment, stats, info, close.
 #include "python/src/py_cache.hpp"
 
-#include "core/config_table.hpp"
-#include "core/redis_url.hpp"
+#include "core/config/config_table.hpp"
+#include "core/tiers/remote/redis_url.hpp"
 #include "python/src/bindings.hpp"
 #include "python/src/errors.hpp"
 

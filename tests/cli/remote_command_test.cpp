@@ -1,5 +1,5 @@
 // `jitcache info`, `stats` and `remote ping|push|pull` against a real redis-server on loopback.
-#include "core/remote_store.hpp"
+#include "core/tiers/remote/remote_store.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"

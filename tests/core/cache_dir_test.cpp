@@ -1,6 +1,6 @@
 // CacheDir: files inside the cache directory are opened, made, renamed and removed relative to
 // it, never through a symbolic link, never a file with a second link or a FIFO.
-#include "core/cache_dir.hpp"
+#include "core/tiers/user/cache_dir.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

@@ -2,8 +2,8 @@
 // the Cache's handling of faulty stores (a failed write, another request's bytes, a slow tier).
 #include <jitcache/cache.hpp>
 
-#include "core/lmdb_store.hpp"
-#include "core/tier_set.hpp"
+#include "core/engine/tier_set.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"

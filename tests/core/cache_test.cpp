@@ -1,9 +1,9 @@
 // The backend-neutral Cache: tiers, counters, single flight, disable/read-only, failing tiers.
 #include <jitcache/cache.hpp>
 
-#include "core/cache_core.hpp"
-#include "core/lmdb_store.hpp"
-#include "core/tier_set.hpp"
+#include "core/engine/cache_core.hpp"
+#include "core/engine/tier_set.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
 

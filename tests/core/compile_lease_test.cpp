@@ -1,6 +1,6 @@
 // The cross-process compile lease: one holder per key, waiters that take over from a holder
 // that died or ran past its lease, other keys never waiting, leftovers reaped.
-#include "core/compile_lease.hpp"
+#include "core/engine/compile_lease.hpp"
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,4 +1,4 @@
-#include "core/config_table.hpp"
+#include "core/config/config_table.hpp"
 
 #include <jitcache/cache.hpp>
 

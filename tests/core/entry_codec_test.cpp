@@ -1,5 +1,5 @@
-#include "core/entry_codec.hpp"
-#include "core/key_fields.hpp"
+#include "core/key/key_fields.hpp"
+#include "core/tiers/entry_codec.hpp"
 
 #include <jitcache/key.hpp>
 

@@ -1,7 +1,7 @@
 // LRU eviction under a size limit: the choice of victims, and the user tier that applies it
 // without a write per hit.
-#include "core/eviction.hpp"
-#include "core/lmdb_store.hpp"
+#include "core/tiers/user/eviction.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

@@ -1,7 +1,7 @@
 // A fresh process for the fault guard's tests: installs the "application's" SIGSEGV action
 // named by argv[1] before jitcache's handler, then faults as that mode says. Prints what it
 // saw; the test checks its output and exit status.
-#include "core/fault_guard.hpp"
+#include "core/support/fault_guard.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,7 +1,7 @@
 // The fault guard: faults inside a guarded region come back as a status; every other fault
 // reaches the application's own action, exactly (checked in fresh processes, where the
 // application's action is installed before jitcache's handler).
-#include "core/fault_guard.hpp"
+#include "core/support/fault_guard.hpp"
 
 #include "tests/support/process.hpp"
 

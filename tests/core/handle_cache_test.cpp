@@ -1,7 +1,7 @@
 // The request shortcut of the memory tier: a repeated request is served while the files its key
 // was built from stay as stamped, checked through inotify watches (stat calls only after an
 // event), or by stat calls where the files cannot be watched.
-#include "core/handle_cache.hpp"
+#include "core/engine/handle_cache.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -1,5 +1,5 @@
-#include "core/dependencies.hpp"
-#include "core/includes.hpp"
+#include "core/key/dependencies.hpp"
+#include "core/key/includes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

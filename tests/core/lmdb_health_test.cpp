@@ -1,6 +1,6 @@
-// When the pages are checked (core/lmdb_health): at open after an unclean end, before the first
-// write after a clean one, never by a process that opens what another has open.
-#include "core/lmdb_store.hpp"
+// When the pages are checked (core/tiers/user/lmdb_health): at open after an unclean end, before
+// the first write after a clean one, never by a process that opens what another has open.
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"

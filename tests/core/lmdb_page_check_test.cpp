@@ -1,8 +1,8 @@
 // The LMDB page verifier: every healthy file jitcache writes passes (after many transactions
 // of puts, removals, records, counters and evictions), and each kind of damage is found with
 // the page it is on.
-#include "core/lmdb_page_check.hpp"
-#include "core/lmdb_store.hpp"
+#include "core/tiers/user/lmdb_page_check.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

@@ -1,10 +1,10 @@
 // Manifests: a request's key taken from the user tier, without reading a header, exactly while
 // the files it was built from are unchanged.
-#include "core/cache_core.hpp"
-#include "core/lmdb_store.hpp"
-#include "core/manifest.hpp"
-#include "core/tier_set.hpp"
-#include "core/user_store.hpp"
+#include "core/engine/cache_core.hpp"
+#include "core/engine/tier_set.hpp"
+#include "core/key/manifest.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
+#include "core/tiers/user/user_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -2,11 +2,11 @@
 // per tier, damage counted corrupt and compiled around, nothing written to the user tier.
 #include <jitcache/cache.hpp>
 
-#include "core/entry_codec.hpp"
-#include "core/lmdb_store.hpp"
-#include "core/package_store.hpp"
-#include "core/tier_set.hpp"
-#include "core/user_store.hpp"
+#include "core/engine/tier_set.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/packages/package_store.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
+#include "core/tiers/user/user_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 

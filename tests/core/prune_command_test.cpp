@@ -1,6 +1,6 @@
 // `jitcache prune` and `jitcache stats` on a user tier filled through the store: eviction down to
 // a size with the most recently used entries kept, compaction, and bad input.
-#include "core/lmdb_store.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/process.hpp"

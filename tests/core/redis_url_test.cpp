@@ -1,5 +1,5 @@
 // JITCACHE_REMOTE's URLs: what each part sets, and one clear complaint per bad URL.
-#include "core/redis_url.hpp"
+#include "core/tiers/remote/redis_url.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,9 +12,9 @@
 // seed (printed; a failure names its kind and trial).
 #include <jitcache/cache.hpp>
 
-#include "core/entry_codec.hpp"
-#include "core/remote_seal.hpp"
-#include "core/remote_store.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/remote/remote_seal.hpp"
+#include "core/tiers/remote/remote_store.hpp"
 #include "tests/support/scripted_redis.hpp"
 #include "tests/support/temp_dir.hpp"
 

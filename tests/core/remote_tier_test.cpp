@@ -4,10 +4,10 @@
 // answer, answer without end).
 #include <jitcache/cache.hpp>
 
-#include "core/entry_codec.hpp"
-#include "core/remote_lease.hpp"
-#include "core/remote_seal.hpp"
-#include "core/remote_store.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/remote/remote_lease.hpp"
+#include "core/tiers/remote/remote_seal.hpp"
+#include "core/tiers/remote/remote_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/scripted_redis.hpp"

@@ -1,8 +1,8 @@
-// The request record (core/request_record), its writer (core/request_log) and what a replay
-// checks and rewrites (core/request_replay).
-#include "core/request_log.hpp"
-#include "core/request_record.hpp"
-#include "core/request_replay.hpp"
+// The request record (core/record/request_record), its writer (core/record/request_log) and what a
+// replay checks and rewrites (core/record/request_replay).
+#include "core/record/request_log.hpp"
+#include "core/record/request_record.hpp"
+#include "core/record/request_replay.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/temp_dir.hpp"
 

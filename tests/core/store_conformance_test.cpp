@@ -2,15 +2,15 @@
 // made on its first write, a tier of packages, the remote tier on a real redis-server, and the
 // read-only wrapper), plus what only the memory and LMDB tiers promise. Read-only tiers run the
 // read cases and check that writes and removals are refused and change nothing.
-#include "core/deferred_user_tier.hpp"
-#include "core/entry_codec.hpp"
-#include "core/lmdb_store.hpp"
-#include "core/memory_store.hpp"
-#include "core/package_format.hpp"
-#include "core/package_store.hpp"
-#include "core/read_only_store.hpp"
-#include "core/redis_url.hpp"
-#include "core/remote_store.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/memory_store.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tiers/packages/package_store.hpp"
+#include "core/tiers/read_only_store.hpp"
+#include "core/tiers/remote/redis_url.hpp"
+#include "core/tiers/remote/remote_store.hpp"
+#include "core/tiers/user/deferred_user_tier.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/temp_dir.hpp"
 

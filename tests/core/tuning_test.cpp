@@ -3,8 +3,8 @@
 // (the OpenCL suite tunes a real kernel on PoCL: tests/opencl/tuning_test.cpp).
 #include <jitcache/tuning.hpp>
 
-#include "core/lmdb_store.hpp"
-#include "core/tuning_record.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
+#include "core/tuning/tuning_record.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"

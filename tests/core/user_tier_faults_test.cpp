@@ -1,10 +1,10 @@
 // The user tier under faults: a small or foreign-grown map, fork, damaged and truncated files,
 // stale readers, foreign and network directories, compaction, freed pages, and - in a private
 // mount namespace, where permitted - a read-only filesystem and a full disk.
-#include "core/fs_check.hpp"
-#include "core/lmdb_store.hpp"
-#include "core/log.hpp"
-#include "core/user_store.hpp"
+#include "core/support/fs_check.hpp"
+#include "core/support/log.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
+#include "core/tiers/user/user_store.hpp"
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"

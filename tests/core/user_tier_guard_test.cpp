@@ -1,9 +1,9 @@
 // The user tier after a fault inside LMDB: the environment is poisoned (never touched again by
 // this process), other processes are not blocked by it, the next open starts fresh, and a
 // write that keeps growing the map is stopped.
-#include "core/fault_guard.hpp"
-#include "core/lmdb_env.hpp"
-#include "core/lmdb_store.hpp"
+#include "core/support/fault_guard.hpp"
+#include "core/tiers/user/lmdb_env.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,6 +1,6 @@
 // The CUDA backend on a real GPU: loads, hits across processes, launches checked against the CPU,
 // refused binaries. Skipped where there is no driver or no GPU.
-#include "core/cache_core.hpp"
+#include "core/engine/cache_core.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/stamp_clock.hpp"

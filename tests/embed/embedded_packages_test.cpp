@@ -1,7 +1,7 @@
 // This program embeds two files through jitcache_embed_packages() (CMakeLists.txt): the source
 // tree's kernels/vector_ops.cl and all_bytes.bin, made at build time. Their constructor registers
 // them before main(), before any Cache exists.
-#include "core/embedded_packages.hpp"
+#include "core/tiers/packages/embedded_packages.hpp"
 
 #include <jitcache/embed.h>
 

@@ -1,6 +1,6 @@
 // This program embeds cuda-sm_90.jcpkg, made at build time by `jitcache build --arch sm_90` and
 // `jitcache export` (CMakeLists.txt): the offline compile path finds the cubin there.
-#include "core/shared_library.hpp"
+#include "core/support/shared_library.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
 #include "tests/embed/unwritable_cache.hpp"
 

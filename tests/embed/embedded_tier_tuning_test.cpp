@@ -5,9 +5,9 @@
 #include "tests/embed/tuning_sample.hpp"
 #include "tests/embed/unwritable_cache.hpp"
 
-#include "core/lmdb_store.hpp"
-#include "core/package_format.hpp"
-#include "core/tuning_record.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
+#include "core/tuning/tuning_record.hpp"
 
 #include <gtest/gtest.h>
 

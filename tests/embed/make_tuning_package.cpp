@@ -2,8 +2,8 @@
 // `jitcache export --backend tuning` gives it, for test_embedded_tuning to link in.
 #include "tests/embed/tuning_sample.hpp"
 
-#include "core/package_format.hpp"
-#include "core/tuning_record.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tuning/tuning_record.hpp"
 
 #include <iostream>
 

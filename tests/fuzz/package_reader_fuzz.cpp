@@ -1,14 +1,14 @@
-// libFuzzer harness over the package reader (core/package_format) and the entry codec it hands
-// entries to (issue 13): what a system or embedded package can hold is any bytes at all. Each
-// input is read as it is, and again with its checksums made right (the header's over the
+// libFuzzer harness over the package reader (core/tiers/packages/package_format) and the entry
+// codec it hands entries to (issue 13): what a system or embedded package can hold is any bytes at
+// all. Each input is read as it is, and again with its checksums made right (the header's over the
 // provenance and the index, each entry's over its bytes), so that mutations reach the parsing
 // behind them. Nothing may crash, read outside the input (AddressSanitizer) or be undefined
 // (UndefinedBehaviorSanitizer); an entry that verifies must lie inside the input and be the one
 // the index finds under its key. ci/fuzz.sh builds it with clang and runs it for a bounded time.
-#include "core/byte_io.hpp"
-#include "core/entry_codec.hpp"
-#include "core/package_format.hpp"
-#include "core/package_target.hpp"
+#include "core/support/byte_io.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tiers/packages/package_target.hpp"
 
 #include <xxhash.h>
 

@@ -2,7 +2,7 @@
 #include "tests/hip/hip_test_support.hpp"
 
 #include "backends/hip/hip_api.hpp"
-#include "core/clock.hpp"
+#include "core/support/clock.hpp"
 
 #include <elf.h>
 

@@ -5,8 +5,8 @@
 // and no file written may hold the remote tier's password or signing key.
 #include <jitcache/opencl.hpp>
 
-#include "core/regular_file.hpp"
-#include "core/request_record.hpp"
+#include "core/record/request_record.hpp"
+#include "core/support/regular_file.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -1,9 +1,9 @@
 // The OpenCL backend end to end on PoCL: real compiles, real binaries, real launches.
 #include <jitcache/opencl.hpp>
 
-#include "core/cache_core.hpp"
-#include "core/key_fields.hpp"
-#include "core/lmdb_store.hpp"
+#include "core/engine/cache_core.hpp"
+#include "core/key/key_fields.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"

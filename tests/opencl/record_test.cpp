@@ -2,8 +2,8 @@
 // under the key it was built with, with its headers by content.
 #include <jitcache/opencl.hpp>
 
-#include "core/regular_file.hpp"
-#include "core/request_record.hpp"
+#include "core/record/request_record.hpp"
+#include "core/support/regular_file.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

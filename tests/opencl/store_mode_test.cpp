@@ -1,8 +1,9 @@
 // JITCACHE_OPENCL_STORE on PoCL: `wait` stores in the process; `detach` hands the stores to a
-// detached `jitcache store` process (core/store_handover), which a later process's hits show.
+// detached `jitcache store` process (core/engine/store_handover), which a later process's hits
+// show.
 #include <jitcache/opencl.hpp>
 
-#include "core/request_record.hpp"
+#include "core/record/request_record.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -3,7 +3,7 @@
 // wrong answer; the choice is kept, found by a later process's lookup, and listed by the CLI.
 #include "examples/tuned_matmul.hpp"
 
-#include "core/tuning_record.hpp"
+#include "core/tuning/tuning_record.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

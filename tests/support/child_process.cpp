@@ -1,6 +1,6 @@
 #include "tests/support/child_process.hpp"
 
-#include "core/lmdb_store.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/user_tier.hpp"
+#include "core/tiers/user/user_tier.hpp"
 
 #include <array>
 #include <atomic>

@@ -1,6 +1,6 @@
 #include "tests/support/redis_server.hpp"
 
-#include "core/redis_connection.hpp"
+#include "core/tiers/remote/redis_connection.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>

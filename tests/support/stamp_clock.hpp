@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/file_stamp.hpp"
+#include "core/key/file_stamp.hpp"
 
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/backend.hpp"
+#include "core/engine/backend.hpp"
 
 #include <jitcache/expected.hpp>
 

@@ -1,10 +1,10 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/dir_size.hpp"
-#include "core/lmdb_store.hpp"
-#include "core/runtime_caches.hpp"
-#include "core/user_store.hpp"
+#include "core/engine/runtime_caches.hpp"
+#include "core/tiers/user/dir_size.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
+#include "core/tiers/user/user_store.hpp"
 
 namespace jitcache::cli {
 

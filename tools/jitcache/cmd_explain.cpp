@@ -1,4 +1,4 @@
-#include "core/key_fields.hpp"
+#include "core/key/key_fields.hpp"
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"

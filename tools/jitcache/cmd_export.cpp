@@ -2,9 +2,9 @@
 #include "tools/jitcache/device_target.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/entry_codec.hpp"
-#include "core/package_format.hpp"
-#include "core/tuning_record.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tuning/tuning_record.hpp"
 
 #include <iostream>
 

@@ -1,10 +1,10 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/entry_codec.hpp"
-#include "core/mapped_file.hpp"
-#include "core/package_format.hpp"
-#include "core/tuning_record.hpp"
+#include "core/support/mapped_file.hpp"
+#include "core/tiers/entry_codec.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tuning/tuning_record.hpp"
 
 #include <iostream>
 #include <optional>

@@ -2,10 +2,10 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/config_table.hpp"
-#include "core/dir_size.hpp"
-#include "core/redis_url.hpp"
-#include "core/runtime_caches.hpp"
+#include "core/config/config_table.hpp"
+#include "core/engine/runtime_caches.hpp"
+#include "core/tiers/remote/redis_url.hpp"
+#include "core/tiers/user/dir_size.hpp"
 
 #include <jitcache/version.hpp>
 

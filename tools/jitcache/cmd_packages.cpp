@@ -2,8 +2,8 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/device_target.hpp"
 
-#include "core/embedded_packages.hpp"
-#include "core/package_store.hpp"
+#include "core/tiers/packages/embedded_packages.hpp"
+#include "core/tiers/packages/package_store.hpp"
 
 #include <ctime>
 #include <filesystem>

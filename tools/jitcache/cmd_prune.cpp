@@ -1,7 +1,7 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/compile_lease.hpp"
+#include "core/engine/compile_lease.hpp"
 
 #include <cstdint>
 

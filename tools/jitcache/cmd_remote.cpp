@@ -1,8 +1,8 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/clock.hpp"
-#include "core/remote_store.hpp"
+#include "core/support/clock.hpp"
+#include "core/tiers/remote/remote_store.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -1,9 +1,9 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/eviction.hpp"
-#include "core/tuning_record.hpp"
-#include "core/user_store.hpp"
+#include "core/tiers/user/eviction.hpp"
+#include "core/tiers/user/user_store.hpp"
+#include "core/tuning/tuning_record.hpp"
 
 #include <cstring>
 #include <map>

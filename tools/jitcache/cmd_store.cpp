@@ -1,9 +1,9 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 
-#include "core/regular_file.hpp"
-#include "core/request_record.hpp"
-#include "core/store_handover.hpp"
+#include "core/engine/store_handover.hpp"
+#include "core/record/request_record.hpp"
+#include "core/support/regular_file.hpp"
 
 #include <jitcache/cache.hpp>
 

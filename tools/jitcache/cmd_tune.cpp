@@ -2,7 +2,7 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/tuning_record.hpp"
+#include "core/tuning/tuning_record.hpp"
 
 #include <fstream>
 #include <iostream>

@@ -5,7 +5,7 @@
 #include "tools/jitcache/record_file.hpp"
 #include "tools/jitcache/shell_command.hpp"
 
-#include "core/request_record.hpp"
+#include "core/record/request_record.hpp"
 
 #include <jitcache/tuning.hpp>
 

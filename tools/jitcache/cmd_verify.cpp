@@ -1,8 +1,8 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/lmdb_page_check.hpp"
-#include "core/user_store.hpp"
+#include "core/tiers/user/lmdb_page_check.hpp"
+#include "core/tiers/user/user_store.hpp"
 
 namespace jitcache::cli {
 

@@ -4,9 +4,9 @@
 #include "tools/jitcache/record_file.hpp"
 #include "tools/jitcache/worker_pool.hpp"
 
-#include "core/clock.hpp"
-#include "core/request_record.hpp"
-#include "core/tuning_problem_line.hpp"
+#include "core/record/request_record.hpp"
+#include "core/support/clock.hpp"
+#include "core/tuning/tuning_problem_line.hpp"
 
 #include <jitcache/cache.hpp>
 

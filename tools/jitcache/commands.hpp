@@ -68,27 +68,28 @@ int run_info(const Config& config, const Output& out);
 int run_verify(const Config& config, const Output& out);
 int run_clear(const Config& config, const Output& out);
 /// `jitcache clear --runtime-caches`: one line per runtime or binding cache of
-/// core/runtime_caches (its directory, size, whether it is there) and, unless `dry_run`, removes
-/// each directory present. Symlinks are removed, never followed. A directory that is a root, HOME,
-/// XDG_CACHE_HOME or holds jitcache's own cache is refused (exit 1), as is a failed removal.
+/// core/engine/runtime_caches (its directory, size, whether it is there) and, unless `dry_run`,
+/// removes each directory present. Symlinks are removed, never followed. A directory that is a
+/// root, HOME, XDG_CACHE_HOME or holds jitcache's own cache is refused (exit 1), as is a failed
+/// removal.
 int run_clear_runtime_caches(const Config& config, bool dry_run, const Output& out);
 /// `jitcache prune`: evicts least recently used entries until the user tier holds at most
 /// `max_size` (a size as parse_size reads it; empty = JITCACHE_MAX_SIZE, and no eviction when
 /// that is unset too), removes compile leases left by killed processes, and compacts the data
 /// file when no other process has it open.
 int run_prune(const Config& config, const std::string& max_size, const Output& out);
-/// `jitcache store`: makes each request of each request file (core/request_record, written by a
-/// process that handed its stores over, Config::opencl_store) again and stores its binary, into
-/// the user tier of `config` (a request names what to build, never where: its variables are not
-/// read), when its key is still the recorded one; one line per request (outcome stored, present
+/// `jitcache store`: makes each request of each request file (core/record/request_record, written
+/// by a process that handed its stores over, Config::opencl_store) again and stores its binary,
+/// into the user tier of `config` (a request names what to build, never where: its variables are
+/// not read), when its key is still the recorded one; one line per request (outcome stored, present
 /// or dropped, with why). Only regular files are read (a FIFO, device or symlink is refused,
 /// never waited on), of at most 64 MiB. A file another `jitcache store` holds is skipped;
 /// `remove`: each file is renamed FILE.taken once read, before its requests are made (each is
 /// tried once), and removed once they are done. `pending` (a cache's `pending` folder, as a
 /// hand-over names it): the files are that folder's, it stores into the cache the folder belongs
 /// to (its parent), and it cleans the folder. It is then the cache's one store worker: it
-/// holds an exclusive flock on the folder's `worker.lock` (core/store_handover) for its whole
-/// life, and when another process holds it, returns 0 at once (that worker takes the files).
+/// holds an exclusive flock on the folder's `worker.lock` (core/engine/store_handover) for its
+/// whole life, and when another process holds it, returns 0 at once (that worker takes the files).
 /// It stores every `*.jsonl` file, 64 at a time, newest first (each tried once, removed once
 /// done), until none is left; it then lets go of the lock and lists the folder once more,
 /// taking the lock again for a file written meanwhile; one older than a day is removed unread (what
@@ -96,7 +97,8 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 /// store process or a hand-over that died) and anything of those names that is not a regular file.
 /// `detach`: forks first and returns 0 at once (1 when fork fails), the child (re-parented to init)
 /// doing the work at idle CPU and I/O priority; how a process that hands its stores over starts it
-/// (core/store_handover). Exit 1 when a file cannot be opened or the folder cannot be listed.
+/// (core/engine/store_handover). Exit 1 when a file cannot be opened or the folder cannot be
+/// listed.
 int run_store(const Config& config, const std::vector<std::string>& files,
               const std::string& pending, bool remove, bool detach, const Output& out);
 /// `jitcache store --wait [--pending FOLDER] [--timeout SECONDS]`: waits until the pending
@@ -124,8 +126,9 @@ int run_warm(const Config& config, const WarmOptions& options, const Output& out
 int run_explain(const Config& config, const BuildOptions& options, const Output& out);
 
 /// `jitcache export`: writes the valid entries of the user tier that match `options` into one
-/// package (core/package_format) at options.file, replaced atomically. Exit 1 (naming them) when
-/// nothing matches or the matches serve more than one target (a package serves one).
+/// package (core/tiers/packages/package_format) at options.file, replaced atomically. Exit 1
+/// (naming them) when nothing matches or the matches serve more than one target (a package serves
+/// one).
 int run_export(const Config& config, const ExportOptions& options, const Output& out);
 /// `jitcache import`: copies the package `file`'s verified entries into the user tier (tuning
 /// records into its tuning database, as Method::system, except where the user tier already has

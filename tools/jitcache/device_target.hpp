@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/package_target.hpp"
+#include "core/tiers/packages/package_target.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>

@@ -1,7 +1,7 @@
 #include "tools/jitcache/output.hpp"
 
-#include "core/json_line.hpp"
-#include "core/regular_file.hpp"
+#include "core/support/json_line.hpp"
+#include "core/support/regular_file.hpp"
 
 #include <jitcache/config.hpp>
 #include <jitcache/expected.hpp>

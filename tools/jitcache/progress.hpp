@@ -2,7 +2,7 @@
 
 #include "tools/jitcache/output.hpp"
 
-#include "core/clock.hpp"
+#include "core/support/clock.hpp"
 
 #include <nlohmann/json.hpp>
 

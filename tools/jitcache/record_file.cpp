@@ -2,7 +2,7 @@
 
 #include "tools/jitcache/progress.hpp"
 
-#include "core/regular_file.hpp"
+#include "core/support/regular_file.hpp"
 
 #include <iostream>
 #include <sstream>

@@ -1,6 +1,6 @@
 #include "tools/jitcache/shell_command.hpp"
 
-#include "core/clock.hpp"
+#include "core/support/clock.hpp"
 
 #include <algorithm>
 #include <cerrno>

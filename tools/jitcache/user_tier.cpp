@@ -1,6 +1,6 @@
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/user_store.hpp"
+#include "core/tiers/user/user_store.hpp"
 
 #include <filesystem>
 

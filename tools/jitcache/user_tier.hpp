@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/lmdb_store.hpp"
+#include "core/tiers/user/lmdb_store.hpp"
 
 #include <jitcache/config.hpp>
 

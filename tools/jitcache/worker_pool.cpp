@@ -1,7 +1,7 @@
 #include "tools/jitcache/worker_pool.hpp"
 
-#include "core/fd_write.hpp"
-#include "core/json_line.hpp"
+#include "core/support/fd_write.hpp"
+#include "core/support/json_line.hpp"
 
 #include <cerrno>
 #include <csignal>

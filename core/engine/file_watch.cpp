@@ -1,0 +1,257 @@
+#include "core/engine/file_watch.hpp"
+
+#include "core/key/file_stamp.hpp"
+#include "core/support/fork_guard.hpp"
+
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <deque>
+#include <set>
+
+namespace jitcache::detail {
+
+namespace {
+
+// A directory entry on a watched path: created, removed, renamed in or out, its attributes or
+// (for a file, written through this directory) its content changed.
+constexpr std::uint32_t k_entry =
+    IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_MODIFY;
+// A stamped file itself, whatever path (a hard link elsewhere) it is written through.
+constexpr std::uint32_t k_file_self = IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+// A stamped directory: its stamp changes when an entry is added, removed or renamed.
+constexpr std::uint32_t k_dir_self = IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+constexpr std::uint32_t k_dir_entries = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+
+// Symlinks followed per path before giving up, as the kernel's own limit (ELOOP).
+constexpr int k_max_links = 40;
+
+constexpr long k_fuse_magic = 0x65735546;
+
+std::string join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+std::string parent_of(const std::string& dir) {
+  const auto slash = dir.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
+}
+
+// Puts the components of `path` in front of those still to resolve (a symlink's target comes
+// before the rest of the path that led to it).
+void split_into(const std::string& path, std::deque<std::string>& out) {
+  std::deque<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto slash = path.find('/', start);
+    const auto end = slash == std::string::npos ? path.size() : slash;
+    if (end > start)
+      parts.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  out.insert(out.begin(), parts.begin(), parts.end());
+}
+
+std::optional<std::string> current_directory() {
+  char buf[PATH_MAX];
+  if (!::getcwd(buf, sizeof buf))
+    return std::nullopt;
+  return std::string(buf);
+}
+
+} // namespace
+
+FileWatch::Interest FileWatch::stamped(bool directory) {
+  Interest interest;
+  interest.self = directory ? k_dir_self : k_file_self;
+  interest.any_entry = directory ? k_dir_entries : 0;
+  return interest;
+}
+
+FileWatch::FileWatch(FilesystemProbe probe) : m_probe(probe) {}
+
+FileWatch::~FileWatch() {
+  if (m_fd >= 0)
+    ::close(m_fd);
+}
+
+bool FileWatch::open() {
+  if (m_fd >= 0)
+    return m_fork_generation == fork_generation();
+  if (m_failed)
+    return false;
+  m_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  m_failed = m_fd < 0;
+  m_fork_generation = fork_generation();
+  return !m_failed;
+}
+
+bool FileWatch::add(const std::string& path, std::uint32_t mask, const Interest& interest) {
+  auto local = m_local.find(path);
+  if (local == m_local.end()) {
+    const Filesystem fs = m_probe(path);
+    // Writes made on other machines raise no event here.
+    local = m_local.emplace(path, !fs.network && fs.type != k_fuse_magic).first;
+  }
+  if (!local->second)
+    return false;
+  auto& [wd, added] = m_added[path]; // one inotify_add_watch per path and watch() call
+  if ((mask & ~added) != 0 || added == 0) {
+    wd = ::inotify_add_watch(m_fd, path.c_str(), mask | IN_MASK_ADD | IN_DONT_FOLLOW);
+    if (wd < 0) {
+      m_added.erase(path);
+      return false;
+    }
+    added |= mask;
+  }
+  Interest& held = m_interests[wd];
+  held.self |= interest.self;
+  held.any_entry |= interest.any_entry;
+  for (const auto& [name, events] : interest.entries)
+    held.entries[name] |= events;
+  return true;
+}
+
+// Resolves `path` as the kernel would, one directory entry at a time, watching each entry it
+// looks up: whatever would make the path resolve elsewhere, or to changed content, raises an
+// event.
+bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
+  std::deque<std::string> rest;
+  split_into(path, rest);
+  std::string dir = path.front() == '/' ? "/" : cwd;
+  // Where resolution starts has no entry watched above it: a permission change there.
+  Interest start;
+  start.self = IN_ATTRIB;
+  if (!add(dir, IN_ATTRIB, start))
+    return false;
+  int links = 0;
+  while (!rest.empty()) {
+    const std::string name = std::move(rest.front());
+    rest.pop_front();
+    if (name == ".")
+      continue;
+    if (name == "..") {
+      dir = parent_of(dir);
+      continue;
+    }
+    Interest lookup;
+    lookup.entries[name] = k_entry;
+    if (!add(dir, k_entry, lookup))
+      return false;
+    const std::string next = join(dir, name);
+    struct stat st {};
+    if (::lstat(next.c_str(), &st) != 0)
+      return true; // absent: its creation is an event on `dir`
+    if (S_ISLNK(st.st_mode)) {
+      if (++links > k_max_links)
+        return false;
+      char target[PATH_MAX];
+      const ssize_t n = ::readlink(next.c_str(), target, sizeof target);
+      if (n <= 0 || n == static_cast<ssize_t>(sizeof target))
+        return false;
+      const std::string to(target, static_cast<std::size_t>(n));
+      split_into(to, rest);
+      if (to.front() == '/')
+        dir = "/";
+      continue;
+    }
+    if (!rest.empty()) {
+      if (!S_ISDIR(st.st_mode))
+        return true; // resolution stops here (ENOTDIR) until the entry is replaced
+      dir = next;
+      continue;
+    }
+    const Interest self = stamped(S_ISDIR(st.st_mode));
+    return add(next, self.self | self.any_entry, self);
+  }
+  // The path named a directory through "." or ".." last: watch it as a stamped directory.
+  const Interest self = stamped(true);
+  return add(dir, self.self | self.any_entry, self);
+}
+
+std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
+  const auto stamps = decode_stamps(encoded);
+  if (!stamps)
+    return std::nullopt;
+  Ticket ticket;
+  if (stamps->empty()) {
+    ticket.empty = true;
+    return ticket;
+  }
+  if (!open())
+    return std::nullopt;
+  std::string cwd;
+  m_added.clear();
+  std::set<std::string> done;
+  for (const FileStamp& stamp : *stamps) {
+    if (stamp.path.empty())
+      return std::nullopt;
+    if (stamp.path.front() != '/' && cwd.empty()) {
+      auto now = current_directory();
+      if (!now)
+        return std::nullopt;
+      cwd = ticket.cwd = std::move(*now);
+    }
+    if (done.insert(stamp.path).second && !watch_path(stamp.path, cwd))
+      return std::nullopt;
+  }
+  drain();
+  ticket.generation = m_generation;
+  return ticket;
+}
+
+void FileWatch::drain() {
+  int pending = 0; // FIONREAD is the cheaper call when nothing is queued, the usual case
+  if (::ioctl(m_fd, FIONREAD, &pending) == 0 && pending == 0)
+    return;
+  alignas(inotify_event) char buf[16 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(m_fd, buf, sizeof buf);
+    if (n <= 0)
+      return; // EAGAIN: nothing pending
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buf + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      if (event->mask & (IN_Q_OVERFLOW | IN_UNMOUNT | IN_IGNORED)) {
+        // Events were lost, or a watch is gone (its object deleted or unmounted): nothing
+        // watched can be trusted until it is watched again.
+        ++m_generation;
+        if (event->mask & IN_IGNORED)
+          m_interests.erase(event->wd);
+        continue;
+      }
+      const auto it = m_interests.find(event->wd);
+      if (it == m_interests.end())
+        continue;
+      const Interest& interest = it->second;
+      std::uint32_t wanted = interest.self;
+      if (event->len > 0) {
+        wanted = interest.any_entry;
+        const auto entry = interest.entries.find(std::string(event->name));
+        if (entry != interest.entries.end())
+          wanted |= entry->second;
+      }
+      if (event->mask & wanted)
+        ++m_generation;
+    }
+  }
+}
+
+bool FileWatch::unchanged_since(const Ticket& ticket) {
+  if (ticket.empty)
+    return true;
+  if (m_fd < 0 || m_fork_generation != fork_generation())
+    return false;
+  drain();
+  if (m_generation != ticket.generation)
+    return false;
+  if (ticket.cwd.empty())
+    return true;
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) && ticket.cwd == buf;
+}
+
+} // namespace jitcache::detail

@@ -1,0 +1,82 @@
+#pragma once
+
+#include "core/support/fs_check.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace jitcache::detail {
+
+/// Tells, without a stat call per file, that the files a set of stamps (encode_stamps) describes
+/// have not changed: an inotify instance watches every directory entry that resolving their paths
+/// looks up (each ancestor for the next name, each symlink's target, the file itself, and a
+/// stamped directory for any entry), and every event that concerns one bumps a generation. A
+/// check is then one ioctl(FIONREAD) on the instance, however many files there are.
+///
+/// Where inotify cannot see every change, watch() declines and the caller keeps stat-ing: a
+/// network or FUSE filesystem (other machines' writes raise no event), the watch or instance
+/// limit reached, a directory that cannot be read, and a forked child (which shares the parent's
+/// instance and must not drain its events). inotify does not report writes through a shared
+/// memory map or a filesystem mounted over a watched directory; the stat checks never guarded
+/// mounts either, and a header is not written through a map.
+///
+/// Not thread-safe: the owner serialises every call. The instance is opened at the first watch()
+/// and closed by the destructor.
+class FileWatch {
+public:
+  /// What a check compares against: the generation after the watches were set, and the current
+  /// directory when a stamped path is relative (resolved from it; chdir raises no event).
+  struct Ticket {
+    std::uint64_t generation = 0;
+    std::string cwd;    ///< empty: every path is absolute
+    bool empty = false; ///< no stamp at all: nothing can change
+  };
+
+  /// `probe` tells which filesystem a directory is on (tests pretend a network one).
+  explicit FileWatch(FilesystemProbe probe = probe_filesystem);
+  ~FileWatch();
+  FileWatch(const FileWatch&) = delete;
+  FileWatch& operator=(const FileWatch&) = delete;
+
+  /// Watches everything the stamps in `encoded` depend on. Returns the ticket to check them by,
+  /// taken after the watches were set and pending events drained: a change made before this
+  /// call is not reported, so the caller proves the stamps (unchanged()) after it. nullopt when
+  /// something cannot be watched (see the class comment) or `encoded` is malformed.
+  std::optional<Ticket> watch(std::string_view encoded);
+
+  /// Whether nothing that concerns a watched path happened since `ticket` was taken (and the
+  /// current directory is the same, for relative paths). Drains pending events: one ioctl(2)
+  /// when there are none. False in a forked child, and after the kernel's event queue
+  /// overflowed or a watch was removed.
+  bool unchanged_since(const Ticket& ticket);
+
+private:
+  /// What events on one watch descriptor concern a watched path.
+  struct Interest {
+    std::uint32_t self = 0;                       ///< events on the watched object itself (no name)
+    std::uint32_t any_entry = 0;                  ///< events on any entry of a watched directory
+    std::map<std::string, std::uint32_t> entries; ///< events on named entries
+  };
+  /// What concerns a path's last object: a file's content and attributes, or a directory's
+  /// entries (a stamped directory changes when one is added, removed or renamed).
+  static Interest stamped(bool directory);
+  bool open();
+  bool add(const std::string& path, std::uint32_t mask, const Interest& interest);
+  bool watch_path(const std::string& path, const std::string& cwd);
+  void drain();
+
+  FilesystemProbe m_probe;
+  int m_fd = -1;
+  unsigned m_fork_generation = 0;
+  bool m_failed = false; ///< the instance could not be opened: never try again
+  std::uint64_t m_generation = 0;
+  std::map<int, Interest> m_interests;
+  std::map<std::string, bool> m_local; ///< per directory: whether inotify sees every change
+  std::map<std::string, std::pair<int, std::uint32_t>> m_added; ///< this watch(): wd, mask
+};
+
+} // namespace jitcache::detail

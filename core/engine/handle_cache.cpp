@@ -1,0 +1,104 @@
+#include "core/engine/handle_cache.hpp"
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+#ifdef JITCACHE_HAVE_XXH_DISPATCH
+// The library's default XXH3 is its SSE2 build; its dispatching entry points pick AVX2 or
+// AVX-512 where the CPU has them: the request hash of a 10 KB source is most of a memory hit.
+// (Only the shared libxxhash has them: Debian's static archive does not; see core/CMakeLists.)
+#include <xxh_x86dispatch.h>
+#endif
+
+namespace jitcache::detail {
+
+HandleCache::RequestHash HandleCache::hash_request(std::initializer_list<std::string_view> parts) {
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  for (std::string_view part : parts) {
+    const std::uint64_t len = part.size();
+    XXH3_128bits_update(&state, &len, sizeof len);
+    XXH3_128bits_update(&state, part.data(), part.size());
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  return {h.low64, h.high64};
+}
+
+std::optional<HandleCache::Loaded> HandleCache::find(const Slot& slot) const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  auto it = m_slots.find(slot);
+  if (it == m_slots.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<HandleCache::Loaded> HandleCache::find(const RequestHash& request) const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  auto it = m_requests.find(request);
+  if (it == m_requests.end())
+    return std::nullopt;
+  if (!still_holds(it->second)) {
+    m_requests.erase(it); // a header changed: the caller rebuilds the key (and re-aliases)
+    return std::nullopt;
+  }
+  return it->second.loaded;
+}
+
+bool HandleCache::still_holds(Alias& alias) const {
+  if (alias.ticket && m_watch.unchanged_since(*alias.ticket))
+    return true;
+  // Watched first, proven after: a change made between the two is either seen by the stat
+  // check or raises an event that the ticket does not cover.
+  if (!alias.unwatchable) {
+    alias.ticket = m_watch.watch(alias.guards);
+    alias.unwatchable = !alias.ticket;
+  }
+  ++m_stat_checks;
+  if (unchanged(alias.guards))
+    return true;
+  alias.ticket.reset();
+  return false;
+}
+
+void HandleCache::insert(const Slot& slot, const Loaded& loaded) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_slots.emplace(slot, loaded);
+}
+
+Expected<HandleCache::Loaded>
+HandleCache::get_or_load(const Slot& slot, const std::function<Expected<Loaded>()>& load,
+                         bool& ran) {
+  ran = false;
+  if (auto loaded = find(slot))
+    return *loaded;
+  auto result = m_loads.run(slot, [&]() -> Expected<Loaded> {
+    if (auto loaded = find(slot)) // finished between our find and the flight
+      return *loaded;
+    auto loaded = load();
+    ran = true;
+    if (loaded)
+      insert(slot, *loaded);
+    return loaded;
+  });
+  return result.value;
+}
+
+void HandleCache::alias(const RequestHash& request, const Loaded& loaded,
+                        std::optional<std::string> guards) {
+  if (!guards)
+    return;
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_requests.insert_or_assign(request, Alias{loaded, std::move(*guards), std::nullopt, false});
+}
+
+std::uint64_t HandleCache::stat_checks() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_stat_checks;
+}
+
+void HandleCache::clear() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_requests.clear();
+  m_slots.clear();
+}
+
+} // namespace jitcache::detail

@@ -1,0 +1,334 @@
+#include "core/engine/pipeline.hpp"
+
+#include "core/engine/cache_core.hpp"
+#include "core/key/library_identity.hpp"
+#include "core/key/manifest.hpp"
+#include "core/record/request_log.hpp"
+#include "core/support/clock.hpp"
+#include "core/support/log.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace jitcache::detail {
+
+namespace {
+
+using Loaded = HandleCache::Loaded;
+using Handle = HandleCache::Handle;
+
+std::string_view bytes_of(const void* const& pointer) {
+  return {reinterpret_cast<const char*>(&pointer), sizeof pointer};
+}
+
+// The name the key of a request with these `arguments` is remembered under (see record_name).
+Digest key_name(const Config& config, const char* backend, const std::string& identity,
+                const std::string& target, std::string_view arguments) {
+  return record_name(
+      std::string(backend) + " key",
+      {identity, target, fields_text(config.compile_environment(backend)), arguments});
+}
+
+PendingKey::Build key_builder(const Runtime& runtime) {
+  return [&runtime]() -> Expected<std::pair<Key, Dependencies>> { return runtime.make_key(); };
+}
+
+// One request on its way through the steps serve_request() lists.
+class Pipeline {
+public:
+  Pipeline(Cache& cache, Runtime& runtime)
+      : m_cache(cache), m_core(core_of(cache)), m_runtime(runtime), m_backend(runtime.backend()) {}
+
+  Expected<Answer> run() {
+    if (auto ok = m_runtime.check(); !ok)
+      return std::move(ok).error();
+    m_place = m_runtime.place();
+    m_arguments = m_runtime.arguments();
+    HandleCache& handles = m_core.handles();
+    std::optional<HandleCache::RequestHash> request;
+    if (m_place) {
+      request = HandleCache::hash_request(
+          {m_backend, bytes_of(m_place->context), bytes_of(m_place->device), m_arguments});
+      if (auto loaded = handles.find(*request))
+        return answer(*loaded, false);
+    }
+
+    std::optional<std::string> known = recalled_identity();
+    GuardedKey keyed;
+    std::optional<Loaded> loaded = from_packages(known ? &*known : nullptr, keyed);
+    if (!loaded) {
+      bool remembered = known.has_value();
+      Expected<std::string> identity = known ? Expected<std::string>(*known)
+                                             : identity_for_keys(m_cache, m_runtime, &remembered);
+      if (!identity)
+        return identity.error();
+      for (;;) {
+        bool stale = false;
+        auto got = with_compiler(*identity, keyed, stale);
+        if (!stale || !remembered) {
+          if (!got)
+            return std::move(got).error();
+          loaded = std::move(*got);
+          break;
+        }
+        log::info(std::string("the ") + m_backend +
+                  " compiler is not the library whose identity was remembered; building the key "
+                  "again");
+        remembered = false;
+        auto real = m_runtime.probe();
+        if (!real)
+          return std::move(real).error();
+        identity = std::move(real->identity);
+      }
+    }
+    record_request(m_cache.config(), keyed.key, [&] { return m_runtime.describe(); });
+    if (request)
+      handles.alias(*request, *loaded, std::move(keyed.guards));
+    return answer(*loaded, m_ran);
+  }
+
+private:
+  // The identity the user tier remembers for the compiler's library search, read without
+  // opening the compiler; nullopt when none is (or the runtime remembers none).
+  std::optional<std::string> recalled_identity() {
+    std::optional<std::string> known;
+    if (const LibrarySearch* search = m_runtime.library_search())
+      recall_identity(m_core, m_backend, *search, [&](std::string_view stored) {
+        known = std::string(stored);
+        return true;
+      });
+    return known;
+  }
+
+  // Whether a persistent hit is copied into the memory tier of entries: not for a request that
+  // loads (the memory tier of handles keeps what it loaded, and a copy of a heavy binary costs
+  // more than the rest of a hit).
+  CacheCore::Memory memory() const {
+    return m_place ? CacheCore::Memory::skip : CacheCore::Memory::keep;
+  }
+
+  std::optional<HandleCache::Slot> slot(const Digest& key) const {
+    if (!m_place)
+      return std::nullopt;
+    return HandleCache::Slot{key, m_place->context, m_place->device};
+  }
+
+  PendingKey pending_key(const std::string& identity, const std::string& target,
+                         bool background) const {
+    return PendingKey(m_core, m_backend,
+                      key_name(m_cache.config(), m_backend, identity, target, m_arguments),
+                      key_builder(m_runtime), background);
+  }
+
+  // Hands a stored entry to the runtime's load: the handle to `handle`, the load's time (for a
+  // request that loads) and note to `info`.
+  EntryReceiver receiver(Handle& handle, BuildInfo& info) {
+    return [this, &handle, &info](const EntryView& entry) -> Expected<void> {
+      const Stopwatch clock;
+      std::string note;
+      auto got = m_runtime.load(entry, note);
+      if (m_place)
+        info.load_ms = clock.ms();
+      if (!got)
+        return std::move(got).error();
+      handle = std::move(*got);
+      if (!note.empty())
+        info.note += (info.note.empty() ? "" : "; ") + note;
+      return {};
+    };
+  }
+
+  // Packages first: keys built with each compiler identity the packages' entries for this
+  // target were made with, the one `known` names aside (the next step builds that key).
+  std::optional<Loaded> from_packages(const std::string* known, GuardedKey& keyed) {
+    auto target = m_runtime.package_target(known);
+    if (!target)
+      return std::nullopt; // told only with the compiler open: the next steps need it anyway
+    for (const std::vector<KeyField>& fields : m_core.packaged_toolchains(*target)) {
+      const auto identity = m_runtime.packaged_identity(fields, known);
+      if (!identity)
+        continue;
+      auto chosen = m_runtime.select(*identity);
+      if (!chosen)
+        continue;
+      GuardedKey candidate =
+          *pending_key(*identity, *chosen, false).settle(); // building the key cannot fail
+      const auto place = slot(candidate.key.digest);
+      if (place)
+        if (auto found = m_core.handles().find(*place)) {
+          m_ran = false;
+          keyed = std::move(candidate);
+          return found;
+        }
+      BuildInfo info;
+      info.device = *chosen;
+      Handle handle;
+      CacheCore::Refusals refusals;
+      auto got = m_core.serve(candidate.key, receiver(handle, info), info, refusals, memory());
+      if (!got || !*got)
+        continue; // an error is met again, and reported, on the way below
+      m_core.count_hit(candidate.key, **got, info);
+      Loaded loaded{handle, info};
+      if (place)
+        m_core.handles().insert(*place, loaded);
+      keyed = std::move(candidate);
+      return loaded;
+    }
+    return std::nullopt;
+  }
+
+  // The request with compiler `identity`: the remembered key's entry loaded while its stamps
+  // are checked, then (when the key proves another, or none was remembered) the tier walk and
+  // the compile. `stale` is set when the compile found that the compiler is not `identity`.
+  Expected<Loaded> with_compiler(const std::string& identity, GuardedKey& keyed, bool& stale) {
+    auto target = m_runtime.select(identity);
+    if (!target)
+      return std::move(target).error();
+    BuildInfo info;
+    info.device = *target;
+    Handle handle;
+    const EntryReceiver use = receiver(handle, info);
+    HandleCache& handles = m_core.handles();
+
+    // The speculative step: the module is loaded while the stamps are checked on another
+    // thread (a heavy module's load, milliseconds, hides the hundreds of stat calls of a key
+    // with many headers). The hit is counted, and the handle used, only once they held;
+    // otherwise it is dropped and the key built from the files takes the usual path.
+    PendingKey pending = pending_key(identity, *target, true);
+    std::optional<Loaded> speculative;
+    std::optional<Served> served;
+    bool from_handles = false;
+    CacheCore::Refusals refusals; // what the speculative step refused is not tried again
+    std::optional<Digest> guessed;
+    if (const Key* guess = pending.guess()) {
+      guessed = guess->digest;
+      if (auto place = slot(guess->digest); place && (speculative = handles.find(*place))) {
+        from_handles = true;
+      } else if (auto got = m_core.serve(*guess, use, info, refusals, memory()); got && *got) {
+        served = **got;
+        speculative = Loaded{handle, info};
+      }
+    }
+    keyed = *pending.settle(); // building the key cannot fail
+    if (speculative && keyed.key.digest == guessed) {
+      if (from_handles) {
+        m_ran = false;
+      } else {
+        m_core.count_hit(keyed.key, *served, speculative->info);
+        if (auto place = slot(keyed.key.digest))
+          handles.insert(*place, *speculative);
+      }
+      return std::move(*speculative);
+    }
+
+    const std::string note = info.note; // a refusal of the guessed key's entry is reported
+    info = BuildInfo{};
+    info.device = *target;
+    info.note = note;
+    handle.reset();
+    const Key& key = keyed.key;
+    const bool checked = m_runtime.library_search() != nullptr;
+    const Compiler compile = [&]() -> Expected<Compiled> {
+      if (checked) { // the identity may be a remembered one: the compiler opened must be it
+        auto real = m_runtime.probe();
+        if (!real)
+          return std::move(real).error();
+        if (real->identity != identity) {
+          stale = true;
+          return Error(ErrorCode::runtime_error, std::string("the ") + m_backend +
+                                                     " compiler changed since its identity was "
+                                                     "remembered");
+        }
+      }
+      return m_runtime.compile(key, handle);
+    };
+    // The refusals apply when the key proved to be the guessed one (the same entries).
+    CacheCore::Refusals carried = key.digest == guessed ? refusals : CacheCore::Refusals{};
+    const auto obtain = [&]() -> Expected<Loaded> {
+      if (auto got = m_core.obtain(key, compile, use, info, memory(), std::move(carried)); !got)
+        return std::move(got).error();
+      return Loaded{handle, info};
+    };
+    const auto place = slot(key.digest);
+    if (!place)
+      return obtain();
+    return handles.get_or_load(*place, obtain, m_ran);
+  }
+
+  // The answer for `loaded`: as obtained (`ran`), or a memory hit.
+  Answer answer(const Loaded& loaded, bool ran) {
+    BuildInfo info = loaded.info;
+    if (!ran) {
+      info = m_core.memory_hit(m_backend, loaded.info);
+      if (std::string note = m_runtime.memory_note(loaded.handle); !note.empty())
+        info.note = std::move(note);
+    }
+    info.total_ms = m_total.ms();
+    return Answer{loaded.handle, std::move(info)};
+  }
+
+  const Stopwatch m_total;
+  Cache& m_cache;
+  CacheCore& m_core;
+  Runtime& m_runtime;
+  const char* const m_backend;
+  std::optional<Place> m_place;
+  std::string m_arguments;
+  bool m_ran = true; ///< false when the handle came from the memory tier of handles
+};
+
+} // namespace
+
+Expected<Answer> serve_request(Cache& cache, Runtime& runtime) {
+  return Pipeline(cache, runtime).run();
+}
+
+Expected<Key> current_key(Runtime& runtime) {
+  if (auto ok = runtime.check(); !ok)
+    return std::move(ok).error();
+  auto probed = runtime.probe();
+  if (!probed)
+    return std::move(probed).error();
+  if (auto selected = runtime.select(probed->identity); !selected)
+    return std::move(selected).error();
+  return runtime.make_key().first;
+}
+
+Expected<std::string> identity_for_keys(Cache& cache, Runtime& runtime, bool* remembered) {
+  const LibrarySearch* search = runtime.library_search();
+  if (!search) {
+    auto probed = runtime.probe();
+    if (!probed)
+      return std::move(probed).error();
+    return std::move(probed->identity);
+  }
+  std::string identity;
+  auto found = recall_or_probe(
+      core_of(cache), runtime.backend(), *search,
+      [&](std::string_view stored) {
+        identity = std::string(stored);
+        return true;
+      },
+      [&]() -> Expected<ProbedLibraries<std::string>> {
+        auto probed = runtime.probe();
+        if (probed)
+          identity = probed->identity;
+        return probed;
+      },
+      remembered);
+  if (!found)
+    return found.error();
+  return identity;
+}
+
+PendingKey remembered_key(Cache& cache, Runtime& runtime, const std::string& identity,
+                          const std::string& target) {
+  return PendingKey(
+      core_of(cache), runtime.backend(),
+      key_name(cache.config(), runtime.backend(), identity, target, runtime.arguments()),
+      key_builder(runtime), true);
+}
+
+} // namespace jitcache::detail

@@ -1,0 +1,158 @@
+#include "core/key/dependencies.hpp"
+
+#include "core/key/includes.hpp"
+
+#include <set>
+
+namespace jitcache {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string strip_quotes(std::string value) {
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+      value.back() == value.front())
+    return value.substr(1, value.size() - 2);
+  return value;
+}
+
+// Every regular file directly in `dirs`: what an #include MACRO or a -D file could name.
+void add_candidates(KeyBuilder& builder, const std::string& why, const std::vector<fs::path>& dirs,
+                    Dependencies& deps) {
+  std::set<fs::path> seen;
+  for (const fs::path& dir : dirs) {
+    deps.listed.push_back(dir.string());
+    std::error_code ec;
+    std::set<fs::path> files; // sorted: directory order is not stable
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec))
+        files.insert(it->path());
+    for (const fs::path& file : files)
+      if (seen.insert(fs::weakly_canonical(file, ec)).second) {
+        detail::FileStamp stamp;
+        if (auto content = detail::read_stamped(file.string(), stamp)) {
+          builder.header(why + ": " + file.filename().string(), *content, file.string());
+          deps.read.push_back(std::move(stamp));
+        }
+      }
+  }
+}
+
+} // namespace
+
+void add_option_list(KeyBuilder& builder, const std::vector<std::string>& options,
+                     std::initializer_list<IncludeFlag> include_flags,
+                     std::vector<fs::path>& dirs) {
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
+    const IncludeFlag* include = nullptr;
+    for (const IncludeFlag& f : include_flags)
+      if (!include && option.compare(0, f.flag.size(), f.flag) == 0)
+        include = &f;
+    const bool separate = include && option.size() == include->flag.size();
+    if (!include || (separate && i + 1 == options.size())) {
+      builder.options(option);
+      continue;
+    }
+    dirs.emplace_back(separate ? options[++i] : option.substr(include->flag.size()));
+    builder.options(std::string(include->written) + "<include dir " + std::to_string(dirs.size()) +
+                    ">");
+  }
+}
+
+Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
+  Dependencies deps;
+  const std::vector<std::string> tokens = split_options(in.options);
+  std::vector<fs::path> dirs;
+  std::vector<std::pair<std::string, fs::path>> define_files;
+  std::string normalized;
+  const auto emit = [&](const std::string& token) {
+    if (!normalized.empty())
+      normalized += ' ';
+    normalized += token;
+  };
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    if (t == "-I" || (t.size() > 2 && t.compare(0, 2, "-I") == 0)) {
+      const std::string dir = t == "-I" ? (i + 1 < tokens.size() ? tokens[++i] : "") : t.substr(2);
+      dirs.emplace_back(dir);
+      emit("-I<include dir " + std::to_string(dirs.size()) + ">");
+      continue;
+    }
+    if (t.size() > 2 && t.compare(0, 2, "-D") == 0) {
+      const auto eq = t.find('=');
+      if (eq != std::string::npos) {
+        const std::string name = t.substr(2, eq - 2);
+        const fs::path value = strip_quotes(t.substr(eq + 1));
+        std::error_code ec;
+        if (!value.empty() && fs::is_regular_file(value, ec)) {
+          define_files.emplace_back(name, value);
+          emit("-D" + name + "=<file>");
+          continue;
+        }
+      }
+    }
+    emit(t);
+  }
+  builder.options(normalized);
+  builder.source(in.source);
+
+  // The runtime's own include directories come from the toolchain whose version is in the key:
+  // they are searched, but a computed include does not pull in every file they hold.
+  // A removed current directory has no path (and nothing can be found in it): it is left out.
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  std::vector<fs::path> user_dirs = dirs;
+  if (!cwd.empty())
+    user_dirs.push_back(cwd);
+  for (const fs::path& d : in.default_dirs)
+    dirs.push_back(d);
+  if (!cwd.empty())
+    dirs.push_back(cwd);
+  IncludeScan scan = scan_includes(in.source, dirs, in.in_memory);
+  for (IncludedHeader& h : scan.headers) {
+    builder.header(h.name, h.content, h.path);
+    if (h.stamp.exists)
+      deps.read.push_back(std::move(h.stamp));
+  }
+  deps.absent = std::move(scan.absent);
+  for (const auto& [name, path] : define_files) {
+    detail::FileStamp stamp;
+    auto content = detail::read_stamped(path.string(), stamp);
+    builder.header("-D" + name, content.value_or(""), path.string());
+    deps.read.push_back(std::move(stamp)); // not read: an absent stamp, checked all the same
+  }
+  if (!scan.computed.empty()) {
+    std::string macros;
+    for (const std::string& m : scan.computed)
+      macros += (macros.empty() ? "" : ", ") + m;
+    add_candidates(builder, "#include " + macros, user_dirs, deps);
+  }
+  return deps;
+}
+
+std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock) {
+  std::vector<detail::FileStamp> out = deps.read;
+  std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
+  std::error_code ec;
+  for (const std::string& path : deps.absent) {
+    fs::path dir = fs::path(path).parent_path();
+    while (dir.has_relative_path() && !fs::is_directory(dir, ec))
+      dir = dir.parent_path();
+    dirs.insert(dir.empty() ? "." : dir.string());
+  }
+  for (const std::string& dir : dirs)
+    out.push_back(detail::stamp_of(dir));
+  for (const detail::FileStamp& stamp : out)
+    if (detail::too_recent(stamp, clock))
+      return std::nullopt;
+  return detail::encode_stamps(out);
+}
+
+void add_compile_environment(KeyBuilder& builder, const Config& config, std::string_view backend) {
+  for (const auto& [name, value] : config.compile_environment(backend))
+    builder.toolchain("env " + name, value);
+}
+
+} // namespace jitcache

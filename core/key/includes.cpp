@@ -1,0 +1,173 @@
+#include "core/key/includes.hpp"
+
+#include <optional>
+#include <set>
+#include <unordered_set>
+
+namespace jitcache {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Directive {
+  std::string name;
+  enum Kind { quoted, angled, computed } kind; // "x", <x>, or MACRO
+};
+
+// Finds `#include "x"` / `#include <x>` lines. Comments on the directive line are ignored;
+// block comments spanning lines are not tracked (a commented-out include only adds key bytes).
+std::vector<Directive> directives(std::string_view text) {
+  std::vector<Directive> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string_view::npos || line[i] != '#')
+      continue;
+    i = line.find_first_not_of(" \t", i + 1);
+    if (i == std::string_view::npos || line.compare(i, 7, "include") != 0)
+      continue;
+    i = line.find_first_not_of(" \t", i + 7);
+    if (i == std::string_view::npos)
+      continue;
+    if (line[i] != '"' && line[i] != '<') {
+      // #include MACRO: the target is only known after preprocessing.
+      std::string_view text = line.substr(i);
+      text = text.substr(0, text.find("//"));
+      while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.remove_suffix(1);
+      if (!text.empty())
+        out.push_back({std::string(text), Directive::computed});
+      continue;
+    }
+    const char close = line[i] == '"' ? '"' : '>';
+    const std::size_t j = line.find(close, i + 1);
+    if (j == std::string_view::npos || j == i + 1)
+      continue;
+    out.push_back({std::string(line.substr(i + 1, j - i - 1)),
+                   close == '"' ? Directive::quoted : Directive::angled});
+  }
+  return out;
+}
+
+class Scanner {
+public:
+  Scanner(const std::vector<fs::path>& dirs, const std::map<std::string, std::string>& in_memory)
+      : m_dirs(dirs), m_in_memory(in_memory) {}
+
+  void scan(std::string_view text, const std::optional<fs::path>& current_dir, int depth) {
+    if (depth > 200) // include cycles without guards; the compiler reports those
+      return;
+    for (const Directive& d : directives(text)) {
+      if (d.kind == Directive::computed) {
+        m_out.computed.push_back(d.name);
+        continue;
+      }
+      if (auto it = m_in_memory.find(d.name); it != m_in_memory.end()) {
+        if (m_seen.insert("mem:" + d.name).second) {
+          m_out.headers.push_back({d.name, k_in_memory_path, it->second, {}});
+          scan(it->second, std::nullopt, depth + 1);
+        }
+        continue;
+      }
+      // The same directive from the same folder finds what it found before (a header scanned
+      // already, or nothing): headers include each other thousands of times over (CUB's 622
+      // headers hold 3,482 directives), and each search costs a failed open per folder tried.
+      // Keyed by the search itself: a quoted directive searched from a folder (even "", the
+      // folder of a header found through `-I.`) is never taken for an angled one.
+      const bool relative = d.kind == Directive::quoted && current_dir;
+      if (!m_searched
+               .insert((relative ? "q" + current_dir->native() : std::string("a")) + '\0' + d.name)
+               .second)
+        continue;
+      std::vector<fs::path> candidates;
+      if (relative)
+        candidates.push_back(*current_dir / d.name);
+      for (const fs::path& dir : m_dirs)
+        candidates.push_back(dir / d.name);
+      bool resolved_somewhere = false;
+      for (const fs::path& candidate : candidates) {
+        // Lexical normalisation only: resolving symlinks costs a syscall per path component,
+        // and a file reached under two spellings is merely read twice.
+        const fs::path resolved = candidate.lexically_normal();
+        resolved_somewhere = m_seen.count(resolved.string()) > 0;
+        if (resolved_somewhere)
+          break;
+        detail::FileStamp stamp;
+        auto content = detail::read_stamped(resolved.string(), stamp);
+        if (!content) {
+          m_absent.insert(resolved.string());
+          continue;
+        }
+        m_seen.insert(resolved.string());
+        m_out.headers.push_back({d.name, resolved.string(), *content, std::move(stamp)});
+        scan(*content, resolved.parent_path(), depth + 1);
+        resolved_somewhere = true;
+        break;
+      }
+      if (!resolved_somewhere && d.kind == Directive::quoted)
+        m_unresolved.insert(d.name);
+    }
+  }
+
+  IncludeScan take() {
+    m_out.absent.assign(m_absent.begin(), m_absent.end());
+    m_out.unresolved.assign(m_unresolved.begin(), m_unresolved.end());
+    return std::move(m_out);
+  }
+
+private:
+  const std::vector<fs::path>& m_dirs;
+  const std::map<std::string, std::string>& m_in_memory;
+  std::set<std::string> m_seen;
+  std::set<std::string> m_absent;
+  std::set<std::string> m_unresolved;
+  std::unordered_set<std::string> m_searched; ///< folder (quoted includes) and name searched
+  IncludeScan m_out;
+};
+
+} // namespace
+
+std::vector<std::string> split_options(std::string_view options) {
+  std::vector<std::string> out;
+  std::string current;
+  bool in_token = false;
+  char quote = 0;
+  for (char c : options) {
+    if (quote) {
+      if (c == quote)
+        quote = 0;
+      else
+        current += c;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      in_token = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_token)
+        out.push_back(std::move(current));
+      current.clear();
+      in_token = false;
+    } else {
+      current += c;
+      in_token = true;
+    }
+  }
+  if (in_token)
+    out.push_back(std::move(current));
+  return out;
+}
+
+IncludeScan scan_includes(std::string_view source, const std::vector<fs::path>& include_dirs,
+                          const std::map<std::string, std::string>& in_memory) {
+  Scanner scanner(include_dirs, in_memory);
+  std::error_code ec; // a removed current directory: quoted includes of the source find nothing
+  scanner.scan(source, fs::current_path(ec), 0);
+  return scanner.take();
+}
+
+} // namespace jitcache

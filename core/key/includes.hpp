@@ -1,0 +1,51 @@
+#pragma once
+
+#include "core/key/file_stamp.hpp"
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitcache {
+
+/// A header found while scanning a source's includes.
+/// The path recorded for headers given in memory.
+inline constexpr const char* k_in_memory_path = "(in memory)";
+
+struct IncludedHeader {
+  std::string name;        ///< as the #include spells it (or the in-memory name)
+  std::string path;        ///< where it was found (canonical), or k_in_memory_path
+  std::string content;     ///< its bytes
+  detail::FileStamp stamp; ///< of the file as it was read (not exists: given in memory)
+};
+
+/// The result of a scan: the headers found, and the `#include MACRO` lines whose target the
+/// scanner cannot know without preprocessing.
+struct IncludeScan {
+  std::vector<IncludedHeader> headers;
+  std::vector<std::string> computed; ///< the macro text of each computed include
+  /// Candidate paths looked at before the one an include resolved to, and those of includes
+  /// that resolved nowhere: a file created at one of them would change what is included.
+  std::vector<std::string> absent;
+  /// The names of quoted includes ("x") found nowhere: neither given in memory nor at any
+  /// candidate path. Each once, in name order.
+  std::vector<std::string> unresolved;
+};
+
+/// Finds the headers `source` pulls in through #include, recursively, resolving "x" first
+/// against the including file's directory, then each of `include_dirs` in order; <x> against
+/// `include_dirs` only; `in_memory` headers (name -> content) win over the filesystem.
+/// Includes that resolve nowhere (runtime-provided headers) are skipped. Each header appears
+/// once, in first-seen order. Conditionals are not evaluated: a header in an #if 0 branch still
+/// counts (more key, never less).
+IncludeScan scan_includes(std::string_view source,
+                          const std::vector<std::filesystem::path>& include_dirs,
+                          const std::map<std::string, std::string>& in_memory = {});
+
+/// Splits an option string the way a shell would for the simple cases compilers see: whitespace
+/// separates, single and double quotes group (and are removed).
+std::vector<std::string> split_options(std::string_view options);
+
+} // namespace jitcache

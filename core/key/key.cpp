@@ -1,0 +1,88 @@
+#include <jitcache/key.hpp>
+#include <jitcache/version.hpp>
+
+#include "core/key/key_fields.hpp"
+#include "core/key/sha256.hpp"
+#include "core/support/byte_io.hpp"
+
+#include <algorithm>
+
+namespace jitcache {
+
+const char* to_string(KeySection section) noexcept {
+  switch (section) {
+  case KeySection::schema:
+    return "schema";
+  case KeySection::backend:
+    return "backend";
+  case KeySection::device:
+    return "device";
+  case KeySection::toolchain:
+    return "toolchain";
+  case KeySection::options:
+    return "options";
+  case KeySection::source:
+    return "source";
+  case KeySection::header:
+    return "header";
+  }
+  return "unknown";
+}
+
+KeyBuilder::KeyBuilder(std::string_view backend) : m_backend(backend) {
+  add(KeySection::schema, "key_schema", std::to_string(k_key_schema_version));
+  add(KeySection::backend, "backend", backend);
+}
+
+KeyBuilder& KeyBuilder::device(std::string_view name, std::string_view value) {
+  return add(KeySection::device, name, value);
+}
+KeyBuilder& KeyBuilder::toolchain(std::string_view name, std::string_view value) {
+  return add(KeySection::toolchain, name, value);
+}
+KeyBuilder& KeyBuilder::options(std::string_view options) {
+  return add(KeySection::options, "options", options);
+}
+KeyBuilder& KeyBuilder::source(std::string_view source, std::string_view name) {
+  return add(KeySection::source, name, source);
+}
+KeyBuilder& KeyBuilder::header(std::string_view name, std::string_view content,
+                               std::string_view resolved_path) {
+  return add(KeySection::header, name, content, resolved_path);
+}
+
+KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::string_view value,
+                            std::string_view detail) {
+  m_fields.push_back({section, std::string(name), std::string(value), std::string(detail)});
+  return *this;
+}
+
+namespace {
+void update_length(detail::Sha256& sha, std::uint64_t n) {
+  char le[8];
+  detail::store_le(le, n);
+  sha.update({le, sizeof le});
+}
+} // namespace
+
+Key KeyBuilder::finish() const {
+  Key key;
+  key.backend = m_backend;
+  key.fields = m_fields;
+  std::stable_sort(key.fields.begin(), key.fields.end(),
+                   [](const KeyField& a, const KeyField& b) { return a.section < b.section; });
+  detail::Sha256 sha;
+  for (const KeyField& f : key.fields) {
+    const char tag = static_cast<char>(f.section);
+    sha.update({&tag, 1});
+    update_length(sha, f.name.size());
+    sha.update(f.name);
+    update_length(sha, f.value.size());
+    sha.update(f.value);
+  }
+  key.digest = sha.finish();
+  key.stored_fields = encode_key_fields(key.fields);
+  return key;
+}
+
+} // namespace jitcache

@@ -1,0 +1,101 @@
+#include "core/tiers/user/env_gate.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+
+namespace jitcache {
+
+namespace {
+
+// flock with LOCK_NB, retried until `wait` has passed. Polling (rather than a blocking flock)
+// keeps the wait bounded.
+bool lock_within(int fd, int operation, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    if (::flock(fd, operation | LOCK_NB) == 0)
+      return true;
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return false;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+} // namespace
+
+EnvGate::EnvGate(EnvGate&& other) noexcept : m_fd(other.m_fd) {
+  other.m_fd = -1;
+}
+
+EnvGate& EnvGate::operator=(EnvGate&& other) noexcept {
+  if (this != &other) {
+    if (m_fd >= 0)
+      ::close(m_fd);
+    m_fd = other.m_fd;
+    other.m_fd = -1;
+  }
+  return *this;
+}
+
+EnvGate::~EnvGate() {
+  if (m_fd >= 0)
+    ::close(m_fd);
+}
+
+Expected<EnvGate> EnvGate::enter_alone(const CacheDir& dir) {
+  auto gate = enter_shared(dir, true, std::chrono::milliseconds(0));
+  if (!gate)
+    return gate;
+  if (!gate->held())
+    return Error(ErrorCode::read_only, "the cache directory is read-only");
+  if (!gate->try_exclusive(std::chrono::milliseconds(0)))
+    return Error(ErrorCode::io_error, "other processes have the user tier open");
+  return gate;
+}
+
+Expected<EnvGate> EnvGate::enter_shared(const CacheDir& dir, bool create,
+                                        std::chrono::milliseconds wait) {
+  if (!create && !dir.stat("gate"))
+    return EnvGate();
+  auto fd = dir.open_file("gate", O_RDONLY | (create ? O_CREAT : 0));
+  if (!fd) {
+    if (!create && (errno == ENOENT || errno == EACCES))
+      return EnvGate(); // gone meanwhile, or not readable: this reader moves no file anyway
+    return std::move(fd).error();
+  }
+  EnvGate gate(*fd);
+  if (!lock_within(*fd, LOCK_SH, wait))
+    return Error(ErrorCode::io_error, "user tier " + dir.path().string() +
+                                          " is being compacted by another process; not waiting "
+                                          "longer for it");
+  return gate;
+}
+
+bool EnvGate::try_exclusive(std::chrono::milliseconds wait) {
+  if (m_fd < 0)
+    return false;
+  if (::flock(m_fd, LOCK_EX | LOCK_NB) == 0)
+    return true;
+  // A failed conversion may have dropped the shared hold (flock(2)): take it again, or hold
+  // nothing and say so through held().
+  if (!lock_within(m_fd, LOCK_SH, wait)) {
+    ::close(m_fd);
+    m_fd = -1;
+  }
+  return false;
+}
+
+void EnvGate::share() {
+  if (m_fd >= 0)
+    ::flock(m_fd, LOCK_SH);
+}
+
+} // namespace jitcache

@@ -1,0 +1,68 @@
+// LmdbStore's records: small values kept beside the entries (manifests, runtime identities).
+#include "core/tiers/user/lmdb_txn.hpp"
+
+namespace jitcache {
+
+Expected<std::optional<std::string>> LmdbStore::get_record(const Digest& name) {
+  std::optional<std::string> found;
+  auto seen = visit_record(name, [&](std::string_view bytes) { found.emplace(bytes); });
+  if (!seen)
+    return std::move(seen).error();
+  return found;
+}
+
+Expected<bool> visit_value(LmdbStore::Env& e, MDB_dbi dbi, const Digest& name,
+                           const std::function<void(std::string_view)>& use) {
+  bool found = false;
+  const int rc = e.read([&](MDB_txn* txn) {
+    MDB_val k = as_val(name), v;
+    const int r = mdb_get(txn, dbi, &k, &v);
+    if (r == MDB_SUCCESS) {
+      // Guarded, unlike an entry's use (see visit): a record is not verified before it is
+      // used, so reading it may be the first touch of a damaged value's pages.
+      use({static_cast<const char*>(v.mv_data), v.mv_size});
+      found = true;
+    }
+    return r;
+  });
+  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+    return lmdb_error("read", rc, e.dir);
+  return found;
+}
+
+Expected<bool> LmdbStore::visit_record(const Digest& name,
+                                       const std::function<void(std::string_view)>& use) {
+  auto e = env();
+  if (!e->has_records)
+    return false;
+  return visit_value(*e, e->records, name, use);
+}
+
+Expected<void> LmdbStore::put_records(const Records& records) {
+  auto e = env();
+  if (!writes(*e) || !e->has_records)
+    return read_only_error(e->dir);
+  std::size_t bytes = 0;
+  for (const auto& [name, value] : records)
+    bytes += value.size();
+  const int rc = write_transaction(
+      *e,
+      [&](MDB_txn* txn) {
+        // Records only speed lookups up: when there would be too many, all of them go.
+        MDB_stat st{};
+        int r = mdb_stat(txn, e->records, &st);
+        if (r == MDB_SUCCESS && st.ms_entries + records.size() > k_max_records)
+          r = mdb_drop(txn, e->records, 0);
+        for (auto it = records.begin(); r == MDB_SUCCESS && it != records.end(); ++it) {
+          MDB_val k = as_val(it->first), v{it->second.size(), const_cast<char*>(it->second.data())};
+          r = mdb_put(txn, e->records, &k, &v, 0);
+        }
+        return r;
+      },
+      bytes);
+  if (rc != MDB_SUCCESS)
+    return lmdb_error("write", rc, e->dir);
+  return {};
+}
+
+} // namespace jitcache

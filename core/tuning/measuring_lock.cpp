@@ -1,0 +1,41 @@
+#include "core/tuning/measuring_lock.hpp"
+
+#include "core/tuning/tuning_record.hpp"
+
+#include <cerrno>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace jitcache::tuning {
+
+namespace {
+
+std::mutex g_measuring;
+
+} // namespace
+
+MeasuringLock::MeasuringLock(const std::optional<CacheDir>& leases, const Device& device) {
+  if (leases) {
+    const std::string name = "measure-" + Digest::of(device_fields(device)).hex().substr(0, 32);
+    if (auto fd = leases->open_file(name, O_RDWR | O_CREAT)) {
+      int rc;
+      while ((rc = ::flock(*fd, LOCK_EX)) != 0 && errno == EINTR) {
+      }
+      if (rc == 0) {
+        m_fd = *fd;
+        return;
+      }
+      ::close(*fd); // no flock here (ENOLCK): the mutex at least
+    }
+  }
+  m_held = std::unique_lock<std::mutex>(g_measuring);
+}
+
+MeasuringLock::~MeasuringLock() {
+  if (m_fd >= 0)
+    ::close(m_fd); // drops the flock
+}
+
+} // namespace jitcache::tuning
