@@ -7,9 +7,11 @@
 # usage (from the repository root): bench/cuda/run_gpu.sh   (RUNS=N: N fresh processes per column, default 21)
 # PARTS: the parts after the build, default "tests python bench tuning warm" (warm: `jitcache warm`
 # throughput against --jobs on this machine's cores, bench/core/warm_jobs.py, into warm_jobs.md).
-# Needs CUDA 13 (NVRTC), cmake, and the core's dependencies; says which are missing. Where lmdb or
-# xxhash lack their -dev packages, a git-ignored build-deps/ (include/, lib/*.a and
-# lib/pkgconfig/*.pc with prefix=${pcfiledir}/../..) copied from another machine stands in.
+# Needs CUDA 13 (NVRTC), cmake, and the core's dependencies; says which are missing. Where lmdb,
+# xxhash or hiredis lack their -dev packages, a git-ignored build-deps/ (include/, lib/*.a built
+# with -fPIC, since libjitcache is a shared library, lib/pkgconfig/*.pc with
+# prefix=${pcfiledir}/../.., and the CMake package files of the header-only dependencies, GoogleTest
+# and OpenSSL where the machine lacks them) copied from another machine stands in.
 set -u
 OUT=${OUT:-$PWD/out}
 PARTS=" ${PARTS:-tests python bench tuning warm} "
@@ -61,10 +63,35 @@ echo "all found (tests: $tests, cupy: $cupy)"
 section configure and build
 # pybind11 for the Python module: installed, or its headers and CMake files in build-deps.
 [ -d "$deps" ] && export CMAKE_PREFIX_PATH="$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DJITCACHE_WITH_CUDA=ON \
-  -DJITCACHE_WITH_OPENCL=OFF -DJITCACHE_WITH_HIP=OFF -DJITCACHE_BUILD_TESTS=$tests \
-  -DJITCACHE_BUILD_BENCH=ON -DPython3_EXECUTABLE="$(command -v python3)" \
-  >"$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
+# The module is on by default and a missing pybind11 fails configure: ask for it only when the
+# python part runs and pybind11 is there (the pybind11 package of this python3, as pip installs
+# it, or its CMake files), and configure without it when the module's configure fails all the same
+# (Python's headers missing), so that the tests and the benchmark still run.
+python_opts=(-DJITCACHE_PYTHON=OFF)
+if part python; then
+  if pybind11_dir=$(python3 -m pybind11 --cmakedir 2>/dev/null) && [ -d "$pybind11_dir" ]; then
+    python_opts=(-DJITCACHE_PYTHON=ON -Dpybind11_DIR="$pybind11_dir")
+  elif has_cmake_package pybind11; then
+    python_opts=(-DJITCACHE_PYTHON=ON)
+  else
+    echo "pybind11 missing: building without the Python module"
+  fi
+fi
+configure() {
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DJITCACHE_WITH_CUDA=ON \
+    -DJITCACHE_WITH_OPENCL=OFF -DJITCACHE_WITH_HIP=OFF -DJITCACHE_BUILD_TESTS=$tests \
+    -DJITCACHE_BUILD_BENCH=ON -DPython3_EXECUTABLE="$(command -v python3)" "$@" \
+    >"$OUT/configure.txt" 2>&1
+}
+if ! configure "${python_opts[@]}"; then
+  if [ "${python_opts[0]}" = -DJITCACHE_PYTHON=OFF ]; then
+    tail -30 "$OUT/configure.txt"
+    exit 1
+  fi
+  grep -A3 'CMake Error' "$OUT/configure.txt" | head -8
+  echo "configure with the Python module failed: building without it"
+  configure -DJITCACHE_PYTHON=OFF || { tail -30 "$OUT/configure.txt"; exit 1; }
+fi
 targets=(jitcache_cli bench_cuda bench_cuda_tuning)
 [ "$tests" = ON ] && targets+=(test_cuda)
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$OUT/build.txt" 2>&1 ||
