@@ -214,8 +214,11 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
     return std::move(compiled).error();
   }
   const std::uint64_t compile_ns = clock.ns();
-  auto ticket = std::make_shared<Ticket>(m_records, key.backend, std::move(claim->lease),
-                                         std::move(claim->remote_lease));
+  // What `compiles` counts: real compiles. A build over the runtime's cache, warm from another
+  // process's compile of the same program whose store is still pending, is a `warm_builds`.
+  auto ticket = std::make_shared<Ticket>(
+      m_records, key.backend, std::move(claim->lease), std::move(claim->remote_lease),
+      claim->handed_over ? Counter::warm_builds : Counter::compiles);
   Flight flight;
   std::uint64_t bytes = 0;
   if (compiled->entry) {
@@ -241,7 +244,11 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
     };
     auto refresh = compiled->refresh ? timed(std::move(compiled->refresh)) : nullptr;
     if (compiled->handover) {
-      // Other processes need not wait for a store that happens after this one exits.
+      // Other processes need not wait for a store that happens after this one exits; they
+      // build over the runtime's cache this compile warmed (marked first: they look once the
+      // lease is let go).
+      if (claim->lease_dir)
+        CompileLease::mark_handed_over(*claim->lease_dir, key.digest);
       ticket->release();
       m_write_back.hand_over_later(key, std::move(*compiled->handover),
                                    timed(std::move(compiled->later)), std::move(refresh));
@@ -437,6 +444,10 @@ Expected<CacheCore::Claim> CacheCore::claim(const Key& key, const EntryReceiver&
       claim.lease = std::move(*lease);
     if (claim.served)
       return claim;
+    if (dir) {
+      claim.handed_over = CompileLease::handed_over(*dir, key.digest);
+      claim.lease_dir = std::move(*dir);
+    }
   }
   // The machine's lease first: one process per machine asks the fleet.
   if (auto ok = claim_remote(key, ready, claim, failed); !ok)

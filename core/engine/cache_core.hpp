@@ -189,6 +189,10 @@ private:
     std::optional<Served> served;        ///< a tier has it (perhaps after waiting for it)
     std::unique_ptr<CompileLease> lease; ///< else: held while compiling; null when none applies
     std::shared_ptr<RemoteLease> remote_lease; ///< likewise, across machines
+    std::optional<CacheDir> lease_dir;         ///< where `lease` is, when one applies
+    /// Another process compiled the key here and handed its store over (not stored yet): the
+    /// compile that follows runs over the runtime's warm cache (CompileLease::handed_over).
+    bool handed_over = false;
   };
 
   Expected<std::optional<Served>> walk(const Key& key, const EntryReceiver& use, BuildInfo& info,

@@ -198,9 +198,34 @@ std::optional<LeaseRecord> CompileLease::read(const CacheDir& dir, const Digest&
   return record;
 }
 
+namespace {
+
+constexpr std::string_view k_handed_suffix = ".handed";
+constexpr std::int64_t k_handed_life_s = 24 * 3600;
+
+} // namespace
+
+void CompileLease::mark_handed_over(const CacheDir& dir, const Digest& key) {
+  if (auto fd = dir.open_file(key.hex() + std::string(k_handed_suffix), O_WRONLY | O_CREAT))
+    ::close(*fd);
+}
+
+bool CompileLease::handed_over(const CacheDir& dir, const Digest& key) {
+  const auto found = dir.stat(key.hex() + std::string(k_handed_suffix));
+  return found && S_ISREG(found->st_mode);
+}
+
 std::size_t CompileLease::reap(const CacheDir& dir) {
   std::size_t removed = 0;
+  const std::int64_t now_s = now_ms() / 1000;
   for (const std::string& name : dir.names()) {
+    if (name.size() > k_handed_suffix.size() &&
+        name.compare(name.size() - k_handed_suffix.size(), k_handed_suffix.size(),
+                     k_handed_suffix) == 0) {
+      if (const auto found = dir.stat(name); found && now_s - found->st_mtime > k_handed_life_s)
+        dir.remove(name);
+      continue;
+    }
     if (!Digest::from_hex(name))
       continue;
     const auto opened = dir.open_file(name, O_RDWR);

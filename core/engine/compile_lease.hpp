@@ -72,8 +72,17 @@ public:
   /// The record of `key`'s lease file in `dir`, if there is one.
   static std::optional<LeaseRecord> read(const CacheDir& dir, const Digest& key);
 
-  /// Removes the lease files in `dir` that no live process holds (left by killed processes).
-  /// Safe while other processes use leases. Returns how many were removed.
+  /// Marks `key` as compiled on this machine with its store handed over to a detached process
+  /// (the file `<dir>/<key hex>.handed`): until the entry is stored, a process that misses the
+  /// key builds it again over the runtime's own cache (PoCL's, warm from that compile), which
+  /// is not a real compile. Best effort: a marker that cannot be made is not an error.
+  static void mark_handed_over(const CacheDir& dir, const Digest& key);
+  /// Whether `key` is marked as mark_handed_over() left it.
+  static bool handed_over(const CacheDir& dir, const Digest& key);
+
+  /// Removes the lease files in `dir` that no live process holds (left by killed processes),
+  /// and hand-over markers older than a day (their stores are done or lost). Safe while other
+  /// processes use leases. Returns how many lease files were removed.
   static std::size_t reap(const CacheDir& dir);
 
 private:

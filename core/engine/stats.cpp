@@ -36,6 +36,8 @@ const char* to_string(Counter counter) noexcept {
     return "remote_refused";
   case Counter::remote_down:
     return "remote_down";
+  case Counter::warm_builds:
+    return "warm_builds";
   }
   return "unknown";
 }

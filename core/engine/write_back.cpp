@@ -20,23 +20,23 @@ constexpr std::size_t k_store_workers = 4;
 } // namespace
 
 Ticket::Ticket(RecordBuffer& counters, std::string backend, std::unique_ptr<CompileLease> lease,
-               std::shared_ptr<RemoteLease> remote_lease)
+               std::shared_ptr<RemoteLease> remote_lease, Counter counter)
     : m_counters(counters), m_backend(std::move(backend)), m_lease(std::move(lease)),
-      m_remote_lease(std::move(remote_lease)) {
-  m_counters.count_in_session(m_backend, Counter::compiles);
+      m_remote_lease(std::move(remote_lease)), m_counter(counter) {
+  m_counters.count_in_session(m_backend, m_counter);
 }
 
 Ticket::~Ticket() {
   if (m_counted)
     return;
-  m_counters.count_unsaved(m_backend, Counter::compiles);
+  m_counters.count_unsaved(m_backend, m_counter);
 }
 
 std::optional<Stats> Ticket::take_count() {
   if (m_counted)
     return std::nullopt;
   Stats count;
-  count.add(m_backend, Counter::compiles);
+  count.add(m_backend, m_counter);
   return count;
 }
 

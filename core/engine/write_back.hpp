@@ -34,8 +34,9 @@ class CacheCore;
 /// other counters.
 class Ticket {
 public:
+  /// `counter`: what the compile counts as (compiles, or warm_builds).
   Ticket(RecordBuffer& counters, std::string backend, std::unique_ptr<CompileLease> lease,
-         std::shared_ptr<RemoteLease> remote_lease);
+         std::shared_ptr<RemoteLease> remote_lease, Counter counter);
   ~Ticket();
   Ticket(const Ticket&) = delete;
   Ticket& operator=(const Ticket&) = delete;
@@ -53,6 +54,7 @@ private:
   std::string m_backend;
   std::unique_ptr<CompileLease> m_lease;
   std::shared_ptr<RemoteLease> m_remote_lease;
+  Counter m_counter;
   bool m_counted = false;
 };
 

@@ -28,6 +28,10 @@ enum class Counter {
   remote_writes,  ///< entries written to a remote tier
   remote_refused, ///< remote entries refused for their signature (unsigned, another key, ...)
   remote_down,    ///< times a remote tier failed and was left alone for its back-off ("all")
+  /// Misses built again over the runtime's own cache, warm from another process's compile of
+  /// the same program whose store was handed over and is still pending (OpenCL on PoCL,
+  /// JITCACHE_OPENCL_STORE=detach): not counted in `compiles`, which are real compiles.
+  warm_builds,
 };
 
 /// The stored and printed name of `counter` ("misses", "compile_errors", ...).

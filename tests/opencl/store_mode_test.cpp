@@ -716,6 +716,15 @@ TEST_F(StoreModeTest, EightProcessesAtOnceStoreEachKeyOnceAndTheWaitEndsWhenDone
   // would count a whole binary more.
   EXPECT_LE(opencl["bytes_stored"].get<std::uint64_t>(), opencl["bytes"].get<std::uint64_t>())
       << "each key stored once: " << stats.out;
+  // One real compile per program across the eight: the others waited for its lease, then
+  // built over PoCL's cache that compile warmed (its store still pending), or hit once stored.
+  EXPECT_EQ(opencl["compiles"], std::size(k_kernels)) << stats.out;
+  EXPECT_EQ(opencl["misses"].get<std::uint64_t>(),
+            opencl["compiles"].get<std::uint64_t>() + opencl["warm_builds"].get<std::uint64_t>())
+      << stats.out;
+  EXPECT_EQ(opencl["misses"].get<std::uint64_t>() + opencl["hits"].get<std::uint64_t>(),
+            8 * std::size(k_kernels))
+      << stats.out;
   Cache again(config("detach"));
   EXPECT_EQ(build_all(again), all(Outcome::hit));
   EXPECT_EQ(again.session_stats().get("opencl", Counter::compiles), 0u);

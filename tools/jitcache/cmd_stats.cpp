@@ -68,6 +68,7 @@ int run_stats(const Config& config, const Output& out) {
         {"hits_by_tier", hits_by_tier},
         {"misses", get(Counter::misses)},
         {"compiles", get(Counter::compiles)},
+        {"warm_builds", get(Counter::warm_builds)},
         {"compile_errors", get(Counter::compile_errors)},
         {"rejected", get(Counter::rejected)},
         {"corrupt", get(Counter::corrupt)},
@@ -88,8 +89,12 @@ int run_stats(const Config& config, const Output& out) {
           (tiers.empty() ? " (" : ", ") + tier + " " + std::to_string(hits.get<std::uint64_t>());
     text << backend << ": " << counters.hits(backend) << " hits"
          << (tiers.empty() ? "" : tiers + ")") << ", " << get(Counter::misses) << " misses, "
-         << get(Counter::compiles) << " compiles, " << entries << " entries (" << format_size(bytes)
-         << "), " << get(Counter::saved_ns) / 1000000 << " ms of compiling saved";
+         << get(Counter::compiles) << " compiles";
+    // Builds over the runtime's cache warmed by another process's compile are not compiles.
+    if (const std::uint64_t warm = get(Counter::warm_builds); warm > 0)
+      text << " (and " << warm << " builds over the runtime's warm cache)";
+    text << ", " << entries << " entries (" << format_size(bytes) << "), "
+         << get(Counter::saved_ns) / 1000000 << " ms of compiling saved";
     if (!config.remote.empty())
       text << "; remote: " << counters.hits(backend, "remote") << " hits, "
            << get(Counter::remote_writes) << " writes, " << get(Counter::remote_refused)
