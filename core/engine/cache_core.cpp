@@ -22,9 +22,7 @@ bool refusal(const Error& error) {
 }
 
 std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return clock().steady_ns();
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include "core/support/fork_guard.hpp"
 #include "core/support/log.hpp"
+#include "core/support/clock.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +14,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 namespace jitcache {
 
@@ -34,8 +34,7 @@ bool lock_byte(int fd, short type, std::uint32_t generation) {
 }
 
 std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  return detail::clock().wall_ms();
 }
 
 const std::string& host_name() {
@@ -184,7 +183,7 @@ Expected<std::unique_ptr<CompileLease>> CompileLease::acquire(const CacheDir& di
       ::close(fd);
       return std::unique_ptr<CompileLease>();
     }
-    std::this_thread::sleep_for(pause);
+    detail::clock().sleep_for(pause);
     pause = std::min(pause * 2, options.max_poll);
   }
 }

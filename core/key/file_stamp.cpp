@@ -1,6 +1,7 @@
 #include "core/key/file_stamp.hpp"
 
 #include "core/support/regular_file.hpp"
+#include "core/support/clock.hpp"
 
 #include <limits>
 
@@ -10,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ctime>
 #include <map>
 #include <utility>
 
@@ -42,9 +42,7 @@ std::optional<std::string> read_stamped(const std::string& path, FileStamp& stam
 }
 
 std::int64_t real_time_ns() {
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return now.tv_sec * 1000000000ll + now.tv_nsec;
+  return clock().wall_ns();
 }
 
 bool too_recent(const FileStamp& stamp, StampClock clock, int seconds) {

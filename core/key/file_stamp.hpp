@@ -36,10 +36,12 @@ FileStamp stamp_from(const std::string& path, const struct stat& st);
 std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp);
 
 /// What too_recent() takes "now" from: nanoseconds since the epoch on the clock that file
-/// timestamps are taken from (CLOCK_REALTIME). The real one is real_time_ns; tests pass a clock
-/// they set (through CacheCore::set_stamp_clock) instead of sleeping until stamps settle.
+/// timestamps are taken from (CLOCK_REALTIME). The default is real_time_ns (the process's clock,
+/// detail::clock()); tests pass a clock they set, for one cache (CacheCore::set_stamp_clock) or
+/// the whole process (ScopedClock), instead of sleeping until stamps settle.
 using StampClock = std::int64_t (*)();
-/// CLOCK_REALTIME now, in nanoseconds since the epoch.
+/// detail::clock().wall_ns(): CLOCK_REALTIME now, in nanoseconds since the epoch, unless a test
+/// installed another clock.
 std::int64_t real_time_ns();
 
 /// Whether a stamp was modified or changed within `seconds` of `clock()`. Timestamps are only as

@@ -3,13 +3,13 @@
 #include "core/support/fd_write.hpp"
 #include "core/support/log.hpp"
 #include "core/support/regular_file.hpp"
+#include "core/support/clock.hpp"
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include <fcntl.h>
@@ -40,13 +40,14 @@ Expected<void> append_line(const std::string& file, const std::string& line) {
     return std::move(fd).error();
   // O_APPEND alone keeps a small write whole; the lock keeps large lines (sources, headers) and
   // the retries of a short write from interleaving with another process's.
-  const auto deadline = std::chrono::steady_clock::now() + k_lock_wait;
+  detail::Clock& clock = detail::clock();
+  const auto deadline = clock.steady() + k_lock_wait;
   while (::flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-    if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() > deadline) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) || clock.steady() > deadline) {
       ::close(*fd);
       return Error(ErrorCode::io_error, "another process holds its lock");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    clock.sleep_for(std::chrono::milliseconds(1));
   }
   auto written = write_all(*fd, line);
   ::flock(*fd, LOCK_UN);

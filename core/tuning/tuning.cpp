@@ -14,7 +14,6 @@
 #include <jitcache/version.hpp>
 
 #include <algorithm>
-#include <ctime>
 #include <mutex>
 #include <set>
 
@@ -165,7 +164,7 @@ double median(std::vector<double> times) {
 Expected<std::vector<double>> time_runs(const std::vector<const Trial*>& trials,
                                         const Device& device, const TuneOptions& options,
                                         const std::optional<CacheDir>& leases, double* waited_ms) {
-  const Stopwatch waiting;
+  const detail::ClockStopwatch waiting;
   const MeasuringLock measuring(leases, device);
   *waited_ms += waiting.ms();
   for (const Trial* trial : trials)
@@ -175,7 +174,7 @@ Expected<std::vector<double>> time_runs(const std::vector<const Trial*>& trials,
   std::vector<std::vector<double>> times(trials.size());
   for (int i = 0; i < std::max(1, options.repeats); ++i)
     for (std::size_t t = 0; t < trials.size(); ++t) {
-      const Stopwatch watch;
+      const detail::ClockStopwatch watch;
       if (auto ran = trials[t]->run(); !ran)
         return std::move(ran).error();
       times[t].push_back(watch.ms());
@@ -218,7 +217,7 @@ bool acceptable(const Trials& trials, const Measured& reference, const Measured&
 Expected<Record> measure_all(const Family& family, const Problem& problem, const Device& device,
                              const Trials& trials, const TuneOptions& options,
                              const std::optional<CacheDir>& leases) {
-  const Stopwatch clock;
+  const detail::ClockStopwatch clock;
   double waited_ms = 0;
   std::vector<Parameters> queue{complete(family, family.defaults)};
   for (const Parameters& candidate : trials.candidates)
@@ -287,7 +286,7 @@ Expected<Record> measure_all(const Family& family, const Problem& problem, const
   record.best_ms = best.ms;
   record.default_ms = default_ms;
   record.method = Method::tuned;
-  record.when = static_cast<std::int64_t>(std::time(nullptr));
+  record.when = detail::clock().wall_ns() / 1'000'000'000;
   record.jitcache_version = k_version;
   return record;
 }

@@ -4,6 +4,7 @@
 #include "core/engine/store_handover.hpp"
 #include "core/record/request_record.hpp"
 #include "core/support/regular_file.hpp"
+#include "core/support/clock.hpp"
 
 #include <jitcache/cache.hpp>
 
@@ -11,13 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -131,11 +130,10 @@ std::vector<std::string> take_from(int dir_fd, const std::string& folder,
   // The duplicate shares the folder's read position with `dir_fd`: a worker lists it again and
   // again, each time from its start.
   ::rewinddir(dir);
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::int64_t now_ns = detail::clock().wall_ns();
   const auto age_of = [&](const struct stat& st) {
-    return std::chrono::seconds(now.tv_sec - st.st_mtim.tv_sec) +
-           std::chrono::nanoseconds(now.tv_nsec - st.st_mtim.tv_nsec);
+    return std::chrono::nanoseconds(now_ns -
+                                    (st.st_mtim.tv_sec * 1'000'000'000ll + st.st_mtim.tv_nsec));
   };
   while (const dirent* item = ::readdir(dir)) {
     const std::string name = item->d_name;
@@ -376,9 +374,10 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
   if (environment.read_only)
     return fail(Error(ErrorCode::read_only,
                       "store --wait: JITCACHE_READONLY is set; no store can be made"));
-  const auto start = std::chrono::steady_clock::now();
+  detail::Clock& clock = detail::clock();
+  const auto start = clock.steady();
   const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration<double>(clock.steady() - start).count();
   };
   const std::filesystem::path folder = pending_dir.empty() ? environment.cache_dir / "pending"
                                                            : std::filesystem::absolute(pending_dir);
@@ -430,7 +429,7 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
       std::cerr << "jitcache: waiting for " << worker << ": " << left()
                 << " request files pending (" << static_cast<long>(waited) << " s)\n";
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    clock.sleep_for(std::chrono::milliseconds(50));
   }
   out.emit({{"pending", 0}, {"waited_s", elapsed()}},
            "every pending store is done (" + std::to_string(static_cast<long>(elapsed())) + " s)");

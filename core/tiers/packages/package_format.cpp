@@ -3,6 +3,7 @@
 #include "core/support/byte_io.hpp"
 #include "core/support/fault_guard.hpp"
 #include "core/tiers/entry_codec.hpp"
+#include "core/support/clock.hpp"
 
 #include <jitcache/version.hpp>
 
@@ -314,9 +315,7 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
   Provenance p;
   p.entry_format_version = static_cast<std::uint32_t>(k_format_version);
   p.jitcache_version = k_version;
-  p.created = std::chrono::duration_cast<std::chrono::seconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
+  p.created = detail::clock().wall_ns() / 1'000'000'000;
   p.target = target;
   p.entries = entries.size();
   for (const PackageEntry& entry : entries) {

@@ -1,6 +1,7 @@
 #include "core/tiers/remote/remote_lease.hpp"
 
 #include "core/support/fork_guard.hpp"
+#include "core/support/clock.hpp"
 
 #include <unistd.h>
 
@@ -52,6 +53,8 @@ RemoteLease::~RemoteLease() {
   static_cast<void>(m_remote->run({"EVAL", k_release, "1", m_name, m_owner}));
 }
 
+// The real clock throughout: the server expires the lease in its real time, so a renewal paced
+// by any other clock would let it lapse (the waits in acquire() read the injected one).
 void RemoteLease::renew() {
   const auto lease = m_remote->url().lease;
   const std::string ms = std::to_string(lease.count());
@@ -76,13 +79,13 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
                                                             const Digest& key,
                                                             const std::function<bool()>& ready,
                                                             const Options& options) {
-  using Clock = std::chrono::steady_clock;
+  detail::Clock& clock = detail::clock(); // the waits, not the lease's renewal (see renew())
   const std::string name = remote->redis_key("lease:" + key.hex());
   const std::string owner = owner_name();
   const auto lease_ms = remote->url().lease;
   const std::string ms = std::to_string(lease_ms.count());
   const auto max_wait = options.max_wait.value_or(k_lease_waits * lease_ms);
-  const auto start = Clock::now();
+  const auto start = clock.steady();
   const auto not_waited = [&](const std::string& why) {
     return Error(ErrorCode::unsupported,
                  "the lease on " + key.hex() + " at " + remote->url().display() + " " + why);
@@ -93,7 +96,7 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
   // expiry): a lease nobody renews is not a holder's, whatever its expiry says.
   std::string seen_value;
   long long seen_ttl = -3;
-  Clock::time_point renewed_at = start;
+  std::chrono::steady_clock::time_point renewed_at = start;
   for (;;) {
     if (ready())
       return std::shared_ptr<RemoteLease>();
@@ -112,7 +115,7 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
     auto ttl = remote->run({"PTTL", name});
     if (!ttl)
       return std::move(ttl).error();
-    const auto now = Clock::now();
+    const auto now = clock.steady();
     const bool gone = value->kind == RedisReply::Kind::nil ||
                       (ttl->kind == RedisReply::Kind::integer && ttl->integer == -2);
     if (!gone) { // not let go of (or expired) since the SET
@@ -135,7 +138,7 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
       return not_waited("is still held after " + std::to_string(max_wait.count()) +
                         " ms of waiting for another machine's compile; compiling here too");
     waited = true;
-    std::this_thread::sleep_for(pause);
+    clock.sleep_for(pause);
     // At least four looks per lease period: a holder renews every third of it, so a renewal
     // shows between two looks well within one period.
     pause = std::min(

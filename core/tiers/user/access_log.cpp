@@ -1,18 +1,19 @@
 #include "core/tiers/user/access_log.hpp"
 
+#include "core/support/clock.hpp"
+
 #include <algorithm>
 
 namespace jitcache {
 
 std::uint64_t AccessLog::now_us() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+  return static_cast<std::uint64_t>(detail::clock().wall_ns() / 1000);
 }
 
 void AccessLog::record(const Digest& key, std::uint64_t when_us) {
   std::lock_guard<std::mutex> lock(m_mutex);
   if (m_times.empty())
-    m_oldest = std::chrono::steady_clock::now();
+    m_oldest = detail::clock().steady();
   auto& slot = m_times[key];
   slot = std::max(slot, when_us);
 }
@@ -37,7 +38,7 @@ bool AccessLog::empty() const {
 bool AccessLog::due() const {
   std::lock_guard<std::mutex> lock(m_mutex);
   return !m_times.empty() &&
-         (m_times.size() >= k_max_keys || std::chrono::steady_clock::now() - m_oldest >= k_max_age);
+         (m_times.size() >= k_max_keys || detail::clock().steady() - m_oldest >= k_max_age);
 }
 
 } // namespace jitcache

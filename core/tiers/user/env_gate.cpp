@@ -1,12 +1,13 @@
 #include "core/tiers/user/env_gate.hpp"
 
+#include "core/support/clock.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <thread>
 
 namespace jitcache {
 
@@ -15,16 +16,17 @@ namespace {
 // flock with LOCK_NB, retried until `wait` has passed. Polling (rather than a blocking flock)
 // keeps the wait bounded.
 bool lock_within(int fd, int operation, std::chrono::milliseconds wait) {
-  const auto deadline = std::chrono::steady_clock::now() + wait;
+  detail::Clock& clock = detail::clock();
+  const auto deadline = clock.steady() + wait;
   auto pause = std::chrono::milliseconds(1);
   for (;;) {
     if (::flock(fd, operation | LOCK_NB) == 0)
       return true;
     if (errno != EWOULDBLOCK && errno != EINTR)
       return false;
-    if (std::chrono::steady_clock::now() >= deadline)
+    if (clock.steady() >= deadline)
       return false;
-    std::this_thread::sleep_for(pause);
+    clock.sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
 }

@@ -4,6 +4,7 @@
 #include "core/support/log.hpp"
 #include "core/tiers/user/eviction.hpp"
 #include "core/tiers/user/lmdb_health.hpp"
+#include "core/support/clock.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,7 +18,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 
 namespace jitcache {
 
@@ -334,7 +334,8 @@ void prepare_fresh_start(const CacheDir& cache) {
 
 void quarantine(const CacheDir& cache, const std::string& why) {
   prepare_fresh_start(cache);
-  const std::string aside = "data.mdb.corrupt-" + std::to_string(std::time(nullptr));
+  const std::string aside =
+      "data.mdb.corrupt-" + std::to_string(detail::clock().wall_ns() / 1'000'000'000);
   cache.rename("data.mdb", aside);
   log::warn("user tier " + (cache.path() / "data.mdb").string() + " is damaged (" + why +
             "); moved it to " + (cache.path() / aside).string() + " and started a fresh one");
