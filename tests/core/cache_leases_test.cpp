@@ -5,6 +5,7 @@
 #include "core/engine/tier_set.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/fake_clock.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -16,6 +17,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <thread>
 
 namespace jitcache {
@@ -33,17 +35,17 @@ protected:
   Config config() const { return Config::from_variables({{"JITCACHE_DIR", dir.path().string()}}); }
   std::filesystem::path log_path() const { return dir.path() / "compiles.log"; }
 
-  // A compile that appends one line to the shared log (O_APPEND: whole lines), then sleeps.
-  std::function<Expected<Entry>()> logged_compile(const std::string& binary,
-                                                  std::chrono::milliseconds sleep = 0ms) const {
+  // A compile that appends one line to the shared log (O_APPEND: whole lines), then does `then`.
+  std::function<Expected<Entry>()> logged_compile(
+      const std::string& binary, std::function<void()> then = [] {}) const {
     const std::string path = log_path().string();
-    return [path, binary, sleep]() -> Expected<Entry> {
+    return [path, binary, then]() -> Expected<Entry> {
       const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       const std::string line = std::to_string(::getpid()) + "\n";
       if (fd < 0 || ::write(fd, line.data(), line.size()) < 0)
         return Error(ErrorCode::io_error, "log");
       ::close(fd);
-      std::this_thread::sleep_for(sleep);
+      then();
       return Entry{"", binary, {}, 0};
     };
   }
@@ -76,15 +78,35 @@ protected:
 };
 
 TEST_F(CacheLeasesTest, FourProcessesMissingTogetherCompileOnce) {
+  // The compile goes on once every other process has paused to wait: for the lease, the only
+  // wait there is once the user tier exists.
+  { Cache(config()).flush(); }
+  int go[2] = {-1, -1};
+  ASSERT_EQ(::pipe(go), 0);
+  const auto compile = logged_compile("BIN", [&] {
+    ChildProcess::tell_parent("compiling");
+    char word = 0;
+    EXPECT_EQ(::read(go[0], &word, 1), 1);
+  });
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int i = 0; i < 4; ++i)
     children.push_back(std::make_unique<ChildProcess>([&] {
+      test::ReportingClock clock([] { ChildProcess::tell_parent("waiting"); });
       Cache cache(config());
-      auto got = cache.get_or_compile(key_for("shared"), logged_compile("BIN", 300ms));
+      auto got = cache.get_or_compile(key_for("shared"), compile);
       return got && got->entry.payload == "BIN" ? 0 : 1;
     }));
+  std::map<std::string, int> said; // each one's first word: "compiling" or "waiting"
+  for (auto& child : children)
+    ++said[child->next_message().value_or("nothing")];
+  EXPECT_EQ(said["compiling"], 1);
+  EXPECT_EQ(said["waiting"], 3);
+  // One word for each compile: a second compile (the bug this looks for) is counted, not hung.
+  ASSERT_EQ(::write(go[1], "gggg", 4), 4);
   for (auto& child : children)
     EXPECT_EQ(child->wait(), 0) << child->err();
+  ::close(go[0]);
+  ::close(go[1]);
   EXPECT_EQ(compiles_logged(), 1u);
   const Stats stats = persisted();
   EXPECT_EQ(stats.get("opencl", Counter::compiles), 1u);
@@ -94,18 +116,18 @@ TEST_F(CacheLeasesTest, FourProcessesMissingTogetherCompileOnce) {
 TEST_F(CacheLeasesTest, AWaiterTakesOverFromAKilledCompilerWhichCountsNothing) {
   auto doomed = stuck_compiler("k");
   ChildProcess waiter([&] {
+    test::ReportingClock clock([] { ChildProcess::tell_parent("waiting"); });
     Cache cache(config());
     BuildInfo info;
     auto got = cache.get_or_compile(key_for("k"), logged_compile("FROM WAITER"), &info);
     return got && got->entry.payload == "FROM WAITER" && info.outcome == Outcome::miss ? 0 : 1;
   });
-  std::this_thread::sleep_for(300ms); // the waiter is waiting on the lease now
+  EXPECT_EQ(waiter.next_message(), "waiting"); // on the lease
   EXPECT_EQ(compiles_logged(), 0u);
-  const auto killed_at = std::chrono::steady_clock::now();
   doomed->kill(SIGKILL);
   EXPECT_EQ(waiter.wait(), 0) << waiter.err();
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count(),
-            5.0);
+  // Taken over because the holder died, not because its lease (2 minutes) ran out.
+  EXPECT_EQ(waiter.err().find("has run past its lease"), std::string::npos) << waiter.err();
   EXPECT_EQ(compiles_logged(), 1u);
   EXPECT_EQ(persisted().get("opencl", Counter::compiles), 1u)
       << "a compile killed before its store is not counted";
@@ -113,10 +135,10 @@ TEST_F(CacheLeasesTest, AWaiterTakesOverFromAKilledCompilerWhichCountsNothing) {
 
 TEST_F(CacheLeasesTest, MissesOnOtherKeysDoNotWait) {
   auto slow = stuck_compiler("slow");
-  const auto start = std::chrono::steady_clock::now();
+  test::FakeClock clock;
   Cache cache(config());
   ASSERT_TRUE(cache.get_or_compile(key_for("other"), logged_compile("OTHER")));
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  EXPECT_EQ(clock.slept(), 0ns) << "nothing paused to wait";
 }
 
 class FaultyTierTest : public ::testing::Test {

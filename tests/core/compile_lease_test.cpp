@@ -3,15 +3,18 @@
 #include "core/engine/compile_lease.hpp"
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <thread>
 
 namespace jitcache {
@@ -34,9 +37,23 @@ bool never() {
   return false;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+// A pipe from the parent to a child: the child's wait() returns once the parent called go().
+class Signal {
+public:
+  Signal() { EXPECT_EQ(::pipe(m_fds), 0); }
+  ~Signal() {
+    ::close(m_fds[0]);
+    ::close(m_fds[1]);
+  }
+  void go() { EXPECT_EQ(::write(m_fds[1], "g", 1), 1); }
+  void wait() {
+    char c = 0;
+    EXPECT_EQ(::read(m_fds[0], &c, 1), 1);
+  }
+
+private:
+  int m_fds[2] = {-1, -1};
+};
 
 class CompileLeaseTest : public ::testing::Test {
 protected:
@@ -65,22 +82,31 @@ protected:
 
 TEST_F(CompileLeaseTest, AWaiterLoadsWhatTheHolderStoredInsteadOfCompiling) {
   const auto stored = dir.path() / "stored";
+  Signal store;
   auto child = holder(k_key, quick(), [&] {
-    std::this_thread::sleep_for(300ms);
+    store.wait();
     std::ofstream(stored) << "binary"; // the holder stores, then lets go
   });
+  test::FakeClock clock(test::FakeClock::Sleep::waits);
   int looks = 0;
-  auto lease = CompileLease::acquire(
-      leases(), k_key,
-      [&] {
-        ++looks;
-        return std::filesystem::exists(stored);
-      },
-      quick());
+  Expected<std::unique_ptr<CompileLease>> lease = Error();
+  std::thread waiter([&] {
+    lease = CompileLease::acquire(
+        leases(), k_key,
+        [&] {
+          ++looks;
+          return std::filesystem::exists(stored);
+        },
+        quick());
+  });
+  ASSERT_TRUE(clock.wait_for_sleepers(1)); // the waiter found the lease held
+  store.go();
+  EXPECT_EQ(child->wait(), 0);
+  clock.advance(10ms); // its next look
+  waiter.join();
   ASSERT_TRUE(lease) << lease.error().message;
   EXPECT_EQ(*lease, nullptr) << "the entry was stored: nothing to compile";
   EXPECT_GT(looks, 1);
-  EXPECT_EQ(child->wait(), 0);
   EXPECT_FALSE(std::filesystem::exists(lease_path() / k_key.hex()))
       << "the holder removes its file";
 }
@@ -92,25 +118,28 @@ TEST_F(CompileLeaseTest, AWaiterTakesOverAtOnceFromAKilledHolder) {
   ASSERT_TRUE(record);
   EXPECT_EQ(record->pid, holder_pid);
   EXPECT_GT(record->expires_ms, record->start_ms);
-  std::thread killer([&] {
-    std::this_thread::sleep_for(200ms);
-    child->kill(SIGKILL);
-  });
-  const auto start = std::chrono::steady_clock::now();
-  auto lease = CompileLease::acquire(leases(), k_key, never, quick());
-  const double waited = seconds_since(start);
-  killer.join();
+  test::FakeClock clock(test::FakeClock::Sleep::waits);
+  Expected<std::unique_ptr<CompileLease>> lease = Error();
+  std::thread waiter([&] { lease = CompileLease::acquire(leases(), k_key, never, quick()); });
+  ASSERT_TRUE(clock.wait_for_sleepers(1)); // the waiter found the lease held
+  child->kill(SIGKILL);
+  child->wait();
+  clock.advance(10ms); // its next look
+  waiter.join();
   ASSERT_TRUE(lease && *lease);
   ASSERT_TRUE((*lease)->taken_from());
   EXPECT_EQ((*lease)->taken_from()->pid, holder_pid);
-  EXPECT_LT(waited, 5.0) << "a dead holder is detected at once, not after its lease";
+  EXPECT_LE(clock.slept(), 10ms) << "a dead holder is detected at once, not after its lease";
   EXPECT_EQ(CompileLease::read(leases(), k_key)->pid, ::getpid());
 }
 
 TEST_F(CompileLeaseTest, OneWaiterTakesOverFromAHolderThatRanPastItsLease) {
-  auto hung = holder(k_key, quick(300ms)); // alive, never lets go
+  auto hung = holder(k_key, quick(std::chrono::minutes(1))); // alive, never lets go
+  std::optional<test::FakeClock> clock(std::in_place);       // its pauses pass its minute at once
   auto lease = CompileLease::acquire(leases(), k_key, never, quick());
   ASSERT_TRUE(lease && *lease);
+  EXPECT_GE(clock->slept(), std::chrono::minutes(1)) << "taken over once the lease ran out";
+  clock.reset();
   ASSERT_TRUE((*lease)->taken_from());
   EXPECT_EQ((*lease)->taken_from()->pid, hung->pid());
   EXPECT_EQ(CompileLease::read(leases(), k_key)->generation, 1u);
@@ -118,12 +147,18 @@ TEST_F(CompileLeaseTest, OneWaiterTakesOverFromAHolderThatRanPastItsLease) {
   // lease while we hold it (our lease is fresh), and loads what we store.
   const auto stored = dir.path() / "stored";
   ChildProcess second([&] {
+    int looks = 0;
     auto got = CompileLease::acquire(
-        leases(), k_key, [&] { return std::filesystem::exists(stored); },
+        leases(), k_key,
+        [&] {
+          if (++looks == 5)
+            ChildProcess::tell_parent("waited");
+          return std::filesystem::exists(stored);
+        },
         quick(std::chrono::minutes(2)));
     return got && !*got ? 0 : 3;
   });
-  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(second.next_message(), "waited");
   std::ofstream(stored) << "binary";
   lease->reset();
   EXPECT_EQ(second.wait(), 0) << second.err();
@@ -131,10 +166,10 @@ TEST_F(CompileLeaseTest, OneWaiterTakesOverFromAHolderThatRanPastItsLease) {
 
 TEST_F(CompileLeaseTest, OtherKeysNeverWait) {
   auto child = holder(k_key);
-  const auto start = std::chrono::steady_clock::now();
+  test::FakeClock clock;
   auto lease = CompileLease::acquire(leases(), k_other, never, quick());
   ASSERT_TRUE(lease && *lease);
-  EXPECT_LT(seconds_since(start), 1.0);
+  EXPECT_EQ(clock.slept(), 0ns);
   EXPECT_FALSE((*lease)->taken_from());
 }
 

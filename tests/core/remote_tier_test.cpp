@@ -9,6 +9,7 @@
 #include "core/tiers/remote/remote_seal.hpp"
 #include "core/tiers/remote/remote_store.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/fake_clock.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/scripted_redis.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -26,6 +27,7 @@
 #include <csignal>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <stdexcept>
 #include <thread>
 
@@ -349,6 +351,7 @@ TEST_F(RemoteTierTest, GarbageIsCountedCorruptLikeADamagedLocalEntry) {
 TEST_F(RemoteTierTest, AServerThatDiesIsLeftAloneForItsBackOffThenUsedAgain) {
   test::TempDir dir;
   const Config config = host(dir, "?backoff_ms=300");
+  test::FakeClock clock; // the back-off passes when the test says, however slow the run
   Cache cache(config);
   const auto get = [&](const std::string& source) {
     BuildInfo info;
@@ -369,12 +372,14 @@ TEST_F(RemoteTierTest, AServerThatDiesIsLeftAloneForItsBackOffThenUsedAgain) {
   EXPECT_EQ(get("still down").tier, "compile");
   EXPECT_EQ(cache.session_stats().get("all", Counter::remote_down), 1u);
   server.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(400)); // past the back-off
+  clock.advance(std::chrono::milliseconds(299));
+  EXPECT_EQ(get("still down, at the back-off's end").tier, "compile");
+  clock.advance(std::chrono::milliseconds(1)); // past the back-off
   get("after");
   const Stats stats = cache.session_stats();
   EXPECT_EQ(stats.get("all", Counter::remote_down), 1u);
   EXPECT_EQ(stats.get("opencl", Counter::remote_writes), 2u);
-  EXPECT_EQ(stats.get("opencl", Counter::misses), 4u);
+  EXPECT_EQ(stats.get("opencl", Counter::misses), 5u);
 }
 
 TEST_F(RemoteTierTest, AStalledServerCostsOneTimeoutNotItsStall) {
@@ -408,6 +413,11 @@ TEST_F(RemoteTierTest, AStalledServerCostsOneTimeoutNotItsStall) {
 TEST_F(RemoteTierTest, TwoHostsCompileOnceAndTheOtherReadsTheRemote) {
   test::TempDir a, b;
   const Key key = key_for("fleet");
+  // The compile goes on once the other host has paused to wait for the fleet's lease (the only
+  // wait there is: each host has a cache directory of its own).
+  std::promise<void> waiting;
+  const std::shared_future<void> other_waits = waiting.get_future().share();
+  test::ReportingClock clock([&] { waiting.set_value(); });
   std::atomic<int> started{0};
   std::vector<BuildInfo> infos(2);
   const auto host_build = [&](const test::TempDir& dir, BuildInfo& info) {
@@ -419,7 +429,7 @@ TEST_F(RemoteTierTest, TwoHostsCompileOnceAndTheOtherReadsTheRemote) {
         key,
         [&]() -> Expected<Entry> {
           ++compiles;
-          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          EXPECT_EQ(other_waits.wait_for(std::chrono::minutes(1)), std::future_status::ready);
           return Entry{"", "ONCE", {}, 0};
         },
         &info);
@@ -446,6 +456,11 @@ TEST_F(RemoteTierTest, ABadValueOnTheServerStillMeansOneCompileForTheFleet) {
   test::TempDir a, b;
   const Key key = key_for("planted");
   set_value(key, seal(key.digest, encode_entry(key.digest, Entry{"opencl", "EVIL", {}, 0}), ""));
+  // The compile goes on once the other host has paused to wait for the fleet's lease (the only
+  // wait there is: each host has a cache directory of its own).
+  std::promise<void> waiting;
+  const std::shared_future<void> other_waits = waiting.get_future().share();
+  test::ReportingClock clock([&] { waiting.set_value(); });
   std::atomic<int> started{0};
   std::vector<Built> built(2);
   const auto host_build = [&](const test::TempDir& dir, Built& out) {
@@ -457,7 +472,7 @@ TEST_F(RemoteTierTest, ABadValueOnTheServerStillMeansOneCompileForTheFleet) {
         key,
         [&]() -> Expected<Entry> {
           ++compiles;
-          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          EXPECT_EQ(other_waits.wait_for(std::chrono::minutes(1)), std::future_status::ready);
           return Entry{"", "GOOD", {}, 0};
         },
         &out.info);
@@ -511,7 +526,7 @@ TEST_F(RemoteTierTest, AWaiterTakesOverFromAHolderThatWasKilled) {
     Cache cache(host(a, query));
     auto found = cache.get_or_compile(key, []() -> Expected<Entry> {
       test::ChildProcess::tell_parent("compiling");
-      std::this_thread::sleep_for(std::chrono::minutes(1));
+      ::pause(); // until killed
       return Entry{"", "NEVER", {}, 0};
     });
     return found ? 0 : 1;
@@ -520,6 +535,8 @@ TEST_F(RemoteTierTest, AWaiterTakesOverFromAHolderThatWasKilled) {
   std::atomic<bool> killed{false};
   std::atomic<bool> compiled_after_kill{false};
   BuildInfo info;
+  std::promise<void> waiting;
+  test::ReportingClock clock([&] { waiting.set_value(); });
   std::thread waiter([&] {
     Cache cache(host(b, query));
     auto found = cache.get_or_compile(
@@ -532,7 +549,7 @@ TEST_F(RemoteTierTest, AWaiterTakesOverFromAHolderThatWasKilled) {
         &info);
     EXPECT_TRUE(found);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  waiting.get_future().wait(); // the waiter found the lease held
   killed = true;
   holder.kill(SIGKILL);
   holder.wait();

@@ -6,6 +6,7 @@
 #include "core/tiers/user/lmdb_store.hpp"
 #include "core/tuning/tuning_record.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/fake_clock.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -14,7 +15,11 @@
 
 #include <atomic>
 #include <fstream>
+#include <future>
+#include <optional>
 #include <thread>
+
+#include <unistd.h>
 
 namespace jitcache::tuning {
 namespace {
@@ -51,7 +56,7 @@ struct HostTrials {
       auto output = std::make_shared<std::string>();
       Trial trial;
       trial.run = [tile, output]() -> Expected<void> {
-        std::this_thread::sleep_for(std::chrono::microseconds(200 * (1 + std::abs(tile - 32))));
+        detail::clock().sleep_for(std::chrono::microseconds(200 * (1 + std::abs(tile - 32))));
         *output = tile == 16 ? "wrong" : "sum=2016";
         return {};
       };
@@ -60,6 +65,9 @@ struct HostTrials {
     };
     return t;
   }
+  // The trials take the time they say on it, and no real time: the tuner's choice and its time
+  // limit never depend on how busy the machine is.
+  test::FakeClock clock;
 };
 
 TuneOptions quick() {
@@ -206,6 +214,7 @@ TEST(TuningTest, TuneSkipsCandidatesThatFailToCompileOrAnswerWrong) {
 // with the runoff's times. One that stays faster wins with the runoff's times.
 TEST(TuningTest, TheRunoffKeepsTheDefaultOverACandidateFastOnlyAlone) {
   test::TempDir dir;
+  test::FakeClock clock; // each run takes what it says, exactly
   Cache cache(config_in(dir.path()));
   const auto trials_where = [](int candidate_ms_after_first_run) {
     Trials t;
@@ -216,7 +225,7 @@ TEST(TuningTest, TheRunoffKeepsTheDefaultOverACandidateFastOnlyAlone) {
       Trial trial;
       trial.run = [=]() -> Expected<void> { // fast for its own three timed runs
         const int ms = is_default ? 6 : (++*runs <= 3 ? 0 : candidate_ms_after_first_run);
-        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        detail::clock().sleep_for(std::chrono::milliseconds(ms));
         return {};
       };
       return trial;
@@ -230,14 +239,14 @@ TEST(TuningTest, TheRunoffKeepsTheDefaultOverACandidateFastOnlyAlone) {
   EXPECT_EQ(kept->parameters, family().defaults);
   ASSERT_TRUE(kept->record);
   EXPECT_EQ(kept->record->best_ms, kept->record->default_ms);
-  EXPECT_GE(kept->record->default_ms, 6.0);
+  EXPECT_EQ(kept->record->default_ms, 6.0);
   EXPECT_EQ(kept->record->candidates, 2u);
 
   auto won = tune(cache, family(), {{"N", "65"}}, k_device, trials_where(0), options);
   ASSERT_TRUE(won) << won.error().message;
   EXPECT_EQ(won->parameters.at("TILE"), "32");
-  EXPECT_LT(won->record->best_ms, won->record->default_ms);
-  EXPECT_GE(won->record->default_ms, 6.0);
+  EXPECT_EQ(won->record->best_ms, 0.0);
+  EXPECT_EQ(won->record->default_ms, 6.0);
 }
 
 TEST(TuningTest, TheTimeLimitStopsAfterTheDefault) {
@@ -362,29 +371,41 @@ TEST(TuningTest, ADamagedRecordIsACountedMissWithOneWarning) {
 }
 
 // Two processes meet the same problem at once: the first holds the tuning lease (it is inside its
-// measurements, held there until the second has started), the second finds no record, waits for
-// the lease and takes the first one's record: it prepares nothing.
+// measurements, held there until the second waits for the lease), the second finds no record,
+// waits for the lease and takes the first one's record: it prepares nothing.
 TEST(TuningTest, TwoProcessesTuneAProblemOnce) {
   test::TempDir dir;
   const Config config = config_in(dir.path());
   { Cache(config).flush(); } // the user tier exists before the processes start
-  const auto go = dir.path() / "go";
+  int go[2] = {-1, -1};      // the parent's word to the first process: the second one waits
+  ASSERT_EQ(::pipe(go), 0);
   // Exit status: 10 + the candidates this process prepared, 1 for a wrong choice.
   const auto select_here = [&](bool first) {
+    // The first one's trials take the time they say (TILE=32 is the faster); the second one
+    // says when it starts waiting for the lease.
+    std::optional<test::FakeClock> fake;
+    std::optional<test::ReportingClock> reporting;
+    if (first)
+      fake.emplace();
+    else
+      reporting.emplace([] { test::ChildProcess::tell_parent("waiting"); });
     Cache cache(config);
     std::atomic<int> prepared{0};
+    bool heard = false; // the parent's word
     Trials trials;
     trials.candidates = {{{"TILE", "32"}}};
     trials.prepare = [&](const Parameters& p, const std::string&) -> Expected<Trial> {
       ++prepared;
       const bool fast = p.at("TILE") == "32";
       return Trial{[&, fast]() -> Expected<void> {
-                     if (first && !fast && !std::filesystem::exists(go)) {
+                     if (first && !fast && !heard) { // its first run
+                       heard = true;
                        test::ChildProcess::tell_parent("tuning"); // the lease is held
-                       while (!std::filesystem::exists(go))
-                         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                       char word = 0;
+                       if (::read(go[0], &word, 1) != 1)
+                         return Error(ErrorCode::io_error, "no word from the parent");
                      }
-                     std::this_thread::sleep_for(std::chrono::milliseconds(fast ? 100 : 200));
+                     detail::clock().sleep_for(std::chrono::milliseconds(fast ? 100 : 200));
                      return {};
                    },
                    {}};
@@ -399,13 +420,14 @@ TEST(TuningTest, TwoProcessesTuneAProblemOnce) {
   ASSERT_EQ(a.next_message(), "tuning") << a.err();
   test::ChildProcess b([&] { return select_here(false); });
   ASSERT_EQ(b.next_message(), "selecting") << b.err();
-  // The first process's record comes at least 300 ms of measuring after this: the second
-  // process has looked for it (and found the lease taken) long before.
-  std::ofstream(go).put('\n');
+  ASSERT_EQ(b.next_message(), "waiting") << b.err(); // found no record, and the lease taken
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
   EXPECT_EQ(a.wait(), 12) << a.err(); // tuned: the default and TILE=32
   EXPECT_EQ(b.wait(), 10) << b.err(); // waited, and read the record
   Cache cache(config);
   EXPECT_EQ(lookup(cache, family(), k_problem, k_device).origin, Origin::user);
+  ::close(go[0]);
+  ::close(go[1]);
 }
 
 TEST(TuningTest, WithoutWaitingAnotherTunerMeansTheLookupAnswer) {
@@ -413,23 +435,21 @@ TEST(TuningTest, WithoutWaitingAnotherTunerMeansTheLookupAnswer) {
   const Config config = config_in(dir.path());
   Cache cache(config);
   cache.flush();
-  std::atomic<bool> inside{false}, release{false};
+  HostTrials host;
+  std::promise<void> inside, release;
   Trials slow;
   slow.prepare = [&](const Parameters&, const std::string&) -> Expected<Trial> {
-    inside = true;
-    while (!release)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    inside.set_value(); // the lease is held
+    release.get_future().wait();
     return Trial{[]() -> Expected<void> { return {}; }, {}};
   };
   std::thread tuner(
       [&] { EXPECT_TRUE(tune(cache, family(), k_problem, k_device, slow, quick())); });
-  while (!inside)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  HostTrials host;
+  inside.get_future().wait();
   TuneOptions no_wait = quick();
   no_wait.wait = false;
   auto other = tune(cache, family(), k_problem, k_device, host.trials(), no_wait);
-  release = true;
+  release.set_value();
   tuner.join();
   ASSERT_TRUE(other);
   EXPECT_EQ(other->origin, Origin::declared);
