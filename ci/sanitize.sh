@@ -69,9 +69,8 @@ for run in "${runs[@]}"; do
       # Left to the normal run: the tests that fill a small tmpfs, run as other users, or kill
       # processes at random test what lies between processes and the filesystem, run the same
       # code as the damage and stress tests kept here, and take a tenth of this run's time.
-      # PackagesCliTest.NoticeNames... is run apart by ci/test.sh (see there).
       ci/ctest.sh build-asan "${ctest_args[@]}" -LE downstream \
-        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment|^PackagesCliTest\.NoticeNames'
+        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment'
       ;;
     tsan)
       # The stress test (PoCL) is required here: without OpenCL nothing would run many processes.
