@@ -1,8 +1,8 @@
 #include "core/engine/compile_lease.hpp"
 
+#include "core/support/clock.hpp"
 #include "core/support/fork_guard.hpp"
 #include "core/support/log.hpp"
-#include "core/support/clock.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,7 +1,7 @@
 #include "core/key/file_stamp.hpp"
 
-#include "core/support/regular_file.hpp"
 #include "core/support/clock.hpp"
+#include "core/support/regular_file.hpp"
 
 #include <limits>
 

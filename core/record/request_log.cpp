@@ -1,9 +1,9 @@
 #include "core/record/request_log.hpp"
 
+#include "core/support/clock.hpp"
 #include "core/support/fd_write.hpp"
 #include "core/support/log.hpp"
 #include "core/support/regular_file.hpp"
-#include "core/support/clock.hpp"
 
 #include <cerrno>
 #include <chrono>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/clock.hpp"
+#include "core/support/clock.hpp"
 
 #include <chrono>
 #include <condition_variable>

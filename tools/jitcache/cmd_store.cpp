@@ -3,8 +3,8 @@
 
 #include "core/engine/store_handover.hpp"
 #include "core/record/request_record.hpp"
-#include "core/support/regular_file.hpp"
 #include "core/support/clock.hpp"
+#include "core/support/regular_file.hpp"
 
 #include <jitcache/cache.hpp>
 

@@ -1,9 +1,9 @@
 #include "core/tiers/packages/package_format.hpp"
 
 #include "core/support/byte_io.hpp"
+#include "core/support/clock.hpp"
 #include "core/support/fault_guard.hpp"
 #include "core/tiers/entry_codec.hpp"
-#include "core/support/clock.hpp"
 
 #include <jitcache/version.hpp>
 

@@ -1,7 +1,7 @@
 #include "core/tiers/remote/remote_lease.hpp"
 
-#include "core/support/fork_guard.hpp"
 #include "core/support/clock.hpp"
+#include "core/support/fork_guard.hpp"
 
 #include <unistd.h>
 

@@ -1,10 +1,10 @@
 #include "core/tiers/user/lmdb_env.hpp"
 
+#include "core/support/clock.hpp"
 #include "core/support/fork_guard.hpp"
 #include "core/support/log.hpp"
 #include "core/tiers/user/eviction.hpp"
 #include "core/tiers/user/lmdb_health.hpp"
-#include "core/support/clock.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
