@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -200,6 +202,24 @@ TEST_F(CompileLeaseTest, ReapRemovesOnlyFilesNobodyHolds) {
   EXPECT_EQ(CompileLease::reap(leases()), 1u);
   EXPECT_FALSE(std::filesystem::exists(lease_path() / k_key.hex()));
   EXPECT_TRUE(std::filesystem::exists(lease_path() / k_other.hex()));
+}
+
+// A hand-over marker says the key was compiled here with its store pending; reap keeps it for a
+// day (the store may still come), then removes it, and never takes it for a lease.
+TEST_F(CompileLeaseTest, AHandOverMarkerIsSeenUntilReapedADayLater) {
+  EXPECT_FALSE(CompileLease::handed_over(leases(), k_key));
+  CompileLease::mark_handed_over(leases(), k_key);
+  CompileLease::mark_handed_over(leases(), k_key); // twice: still one marker
+  EXPECT_TRUE(CompileLease::handed_over(leases(), k_key));
+  EXPECT_FALSE(CompileLease::handed_over(leases(), k_other));
+  EXPECT_EQ(CompileLease::reap(leases()), 0u);
+  EXPECT_TRUE(CompileLease::handed_over(leases(), k_key)) << "a fresh marker is kept";
+  const auto marker = lease_path() / (k_key.hex() + ".handed");
+  const timespec times[2] = {{::time(nullptr) - 25 * 3600, 0}, {::time(nullptr) - 25 * 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, marker.c_str(), times, 0), 0);
+  CompileLease::reap(leases());
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a day-old marker is removed";
+  EXPECT_FALSE(CompileLease::handed_over(leases(), k_key));
 }
 
 std::string bytes_of(const std::filesystem::path& path) {
