@@ -10,6 +10,8 @@
 
 namespace jitcache::bench {
 
+using detail::Stopwatch;
+
 namespace {
 
 double median(std::vector<double> v) {

@@ -14,6 +14,10 @@
 
 namespace jitcache {
 
+using detail::Backend;
+using detail::BuildRequest;
+using detail::split_options;
+
 namespace {
 
 // NVRTC takes one option per element: the CLI's --options string is split like a shell would.
@@ -159,7 +163,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Backend> make_cuda_backend() {
+std::unique_ptr<Backend> detail::make_cuda_backend() {
   return std::make_unique<CudaBackend>();
 }
 

@@ -9,6 +9,10 @@
 
 namespace jitcache::cuda {
 
+using detail::library_file;
+using detail::loaded_once;
+using detail::SymbolLoader;
+
 namespace {
 
 Expected<DriverApi> load_driver() {

@@ -14,6 +14,12 @@
 
 namespace jitcache::cuda {
 
+using detail::add_compile_environment;
+using detail::add_option_list;
+using detail::add_source_fields;
+using detail::Dependencies;
+using detail::SourceInputs;
+
 namespace fs = std::filesystem;
 
 constexpr const char* k_backend = "cuda";

@@ -61,7 +61,7 @@ const std::vector<std::filesystem::path>& toolkit_include_dirs();
 
 /// The key of `program` compiled for `target` under `config` (fields as load_module() documents),
 /// and the files it was built from.
-std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& target,
-                                      const Config& config, const Program& program);
+std::pair<Key, detail::Dependencies> make_key(const Toolchain& toolchain, const Target& target,
+                                              const Config& config, const Program& program);
 
 } // namespace jitcache::cuda

@@ -11,6 +11,8 @@
 
 namespace jitcache::cuda {
 
+using detail::Dependencies;
+
 namespace {
 
 constexpr std::string_view k_elf_magic = "\177ELF"; // a cubin is an ELF file

@@ -19,6 +19,10 @@
 
 namespace jitcache {
 
+using detail::Backend;
+using detail::BuildRequest;
+using detail::split_options;
+
 namespace {
 
 // hipRTC takes one option per element; the CLI's --options string is split like a shell would.
@@ -166,7 +170,7 @@ public:
 
 } // namespace
 
-std::unique_ptr<Backend> make_hip_backend() {
+std::unique_ptr<Backend> detail::make_hip_backend() {
   return std::make_unique<HipBackend>();
 }
 

@@ -11,6 +11,11 @@
 
 namespace jitcache::hip {
 
+using detail::library_file;
+using detail::loaded_library;
+using detail::loaded_once;
+using detail::SymbolLoader;
+
 #define JITCACHE_HIP_LOAD(fn) symbols.load(api.fn, JITCACHE_HIP_STR(fn));
 
 namespace {

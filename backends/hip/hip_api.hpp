@@ -61,8 +61,9 @@ struct RuntimeApi {
   JITCACHE_HIPRTC_FUNCTIONS(JITCACHE_HIP_MEMBER)
   /// hipMalloc is overloaded by a template in C++, so its type is spelled out.
   hipError_t (*hipMalloc)(void**, std::size_t) = nullptr;
-  LibraryFile runtime_file; ///< libamdhip64
-  LibraryFile hiprtc_file;  ///< the library hipRTC came from (libamdhip64 itself before ROCm 6)
+  detail::LibraryFile runtime_file; ///< libamdhip64
+  /// The library hipRTC came from (libamdhip64 itself before ROCm 6).
+  detail::LibraryFile hiprtc_file;
 };
 
 /// The comgr functions jitcache calls: the ISA list that says which targets hipRTC can take.
@@ -80,7 +81,7 @@ struct ComgrApi {
   JITCACHE_COMGR_FUNCTIONS(JITCACHE_HIP_MEMBER)
 #undef JITCACHE_HIP_MEMBER
   std::string version; ///< amd_comgr_get_version, e.g. "2.4"
-  LibraryFile file;
+  detail::LibraryFile file;
 };
 
 /// The soname matching the HIP headers built against (hipDeviceProp_t's layout changes between

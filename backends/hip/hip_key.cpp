@@ -12,6 +12,12 @@
 
 namespace jitcache::hip {
 
+using detail::add_compile_environment;
+using detail::add_option_list;
+using detail::add_source_fields;
+using detail::Dependencies;
+using detail::SourceInputs;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -64,7 +64,7 @@ Expected<void> check_program(const Program& program);
 /// The key of `program` for `target`, which must already be canonical (canonical_target), built
 /// with `toolchain` under `config` (the environment variables that change hipRTC's code), and
 /// the files it was built from.
-std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, std::string_view target,
-                                      const Config& config, const Program& program);
+std::pair<Key, detail::Dependencies> make_key(const Toolchain& toolchain, std::string_view target,
+                                              const Config& config, const Program& program);
 
 } // namespace jitcache::hip

@@ -13,6 +13,8 @@
 
 namespace jitcache::hip {
 
+using detail::Dependencies;
+
 namespace {
 
 // Why a stored entry cannot be used for `target` (code corrupt), or its lowered names: the code

@@ -10,6 +10,10 @@
 
 namespace jitcache {
 
+using detail::Backend;
+using detail::BuildRequest;
+using detail::Stopwatch;
+
 namespace {
 
 // Every OpenCL device of every platform, in platform order: the CLI's --device index.
@@ -182,7 +186,7 @@ public:
 
 } // namespace
 
-std::unique_ptr<Backend> make_opencl_backend() {
+std::unique_ptr<Backend> detail::make_opencl_backend() {
   return std::make_unique<OpenclBackend>();
 }
 

@@ -12,6 +12,11 @@
 
 namespace jitcache::opencl {
 
+using detail::add_compile_environment;
+using detail::add_source_fields;
+using detail::Dependencies;
+using detail::SourceInputs;
+
 namespace {
 
 template <typename Getter, typename Handle, typename Param>

@@ -35,8 +35,8 @@ Key key_for(const Identity& id, const Config& config, std::string_view source,
             std::string_view options);
 
 /// key_for() with the files the key was built from.
-std::pair<Key, Dependencies> make_key(const Identity& id, const Config& config,
-                                      std::string_view source, std::string_view options);
+std::pair<Key, detail::Dependencies> make_key(const Identity& id, const Config& config,
+                                              std::string_view source, std::string_view options);
 
 /// The stored form of an identity, and back; nullopt on bytes that are not one.
 std::string encode_identity(const Identity& id);

@@ -11,6 +11,8 @@
 
 namespace jitcache::opencl {
 
+using detail::Dependencies;
+
 namespace {
 
 bool pocl(const Identity& id) {

@@ -31,7 +31,7 @@ public:
   std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
                                                const std::string* known) const override;
   Expected<std::string> select(const std::string& identity) override;
-  std::pair<Key, Dependencies> make_key() const override;
+  std::pair<Key, detail::Dependencies> make_key() const override;
   Expected<detail::Compiled> compile(const Key& key, Handle& handle) override;
   Expected<Handle> load(const EntryView& entry, std::string& note) override;
   detail::RequestRecord describe() const override;

@@ -31,6 +31,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace jitcache;
+using jitcache::detail::encode_entry;
+using jitcache::detail::LmdbStore;
+using jitcache::detail::verify_entry;
 
 constexpr int k_entries = 10000;
 constexpr int k_probe_every = 100; // every 100th entry is a 100 KB one

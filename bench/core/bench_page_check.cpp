@@ -95,10 +95,10 @@ int main(int argc, char** argv) {
     std::uint64_t pages[2];
     for (int mode = 0; mode < 2; ++mode) {
       std::vector<double> ms;
-      jitcache::PageCheck check;
+      jitcache::detail::PageCheck check;
       for (int rep = 0; rep < 5; ++rep) {
         const auto start = std::chrono::steady_clock::now();
-        check = jitcache::check_lmdb_pages(dir / "data.mdb", {std::nullopt, mode == 0});
+        check = jitcache::detail::check_lmdb_pages(dir / "data.mdb", {std::nullopt, mode == 0});
         ms.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count());

@@ -26,6 +26,9 @@
 namespace {
 
 using namespace jitcache;
+using jitcache::detail::open_user_store;
+using jitcache::detail::parse_redis_url;
+using jitcache::detail::RemoteStore;
 using clock_type = std::chrono::steady_clock;
 
 constexpr int k_reads = 200;

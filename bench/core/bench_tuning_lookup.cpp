@@ -19,6 +19,7 @@
 namespace {
 
 using namespace jitcache;
+using jitcache::detail::LmdbStore;
 
 tuning::Family family() {
   tuning::Family f;

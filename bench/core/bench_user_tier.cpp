@@ -32,7 +32,7 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using jitcache::Digest;
 using jitcache::Entry;
-using jitcache::LmdbStore;
+using jitcache::detail::LmdbStore;
 
 constexpr int k_probe_every = 100;
 constexpr std::size_t k_probe_bytes = 100 << 10;

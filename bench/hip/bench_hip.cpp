@@ -20,6 +20,7 @@
 namespace {
 
 using namespace jitcache;
+using jitcache::detail::Stopwatch;
 
 [[noreturn]] void die(const std::string& message) {
   std::cerr << "bench_hip: " << message << "\n";

@@ -26,6 +26,14 @@ extern char** environ;
 
 namespace jitcache {
 
+using detail::EnvRole;
+using detail::EnvTable;
+using detail::EnvVariable;
+using detail::hide_passwords;
+using detail::parse_redis_urls;
+using detail::RedisUrl;
+using detail::shown_value;
+
 namespace {
 
 using Complaints = std::vector<std::string>;
@@ -371,7 +379,7 @@ std::filesystem::path default_cache_dir(const std::map<std::string, std::string>
 
 } // namespace
 
-std::string shown_value(std::string_view name, const std::string& value) {
+std::string detail::shown_value(std::string_view name, const std::string& value) {
   if (name == "JITCACHE_REMOTE_KEY")
     return "(secret, " + std::to_string(value.size()) + " bytes)";
   if (name == "JITCACHE_REMOTE")
@@ -379,7 +387,7 @@ std::string shown_value(std::string_view name, const std::string& value) {
   return value;
 }
 
-EnvTable env_table() {
+detail::EnvTable detail::env_table() {
   return {std::begin(k_env_variables), std::size(k_env_variables)};
 }
 
@@ -548,7 +556,8 @@ Config Config::from_environment() {
   return config;
 }
 
-std::vector<std::string> child_environment(const std::map<std::string, std::string>& variables) {
+std::vector<std::string>
+detail::child_environment(const std::map<std::string, std::string>& variables) {
   std::set<std::string> replaced;
   for (const EnvVariable& v : k_env_variables)
     if (v.role == EnvRole::setting || v.role == EnvRole::compile || variables.count(v.name))

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// What jitcache does with an environment variable.
 enum class EnvRole {
@@ -60,14 +60,10 @@ EnvTable env_table();
 /// travel this way, readable by this user only, never in a file.
 std::vector<std::string> child_environment(const std::map<std::string, std::string>& variables);
 
-namespace detail {
-
 /// config.persistence(backend).enabled; and, the first time in this process that a runtime's own
 /// cache control (POCL_KERNEL_CACHE=0, CUDA_CACHE_DISABLE=1, AMD_COMGR_CACHE=0) is what turns
 /// `backend`'s persistent tiers off, one warning saying so, why and how to keep them. What asks
 /// on behalf of a request calls this; `jitcache info` reads persistence() and says it there.
 bool persistence_noticed(const Config& config, std::string_view backend);
 
-} // namespace detail
-
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// One build request as the command-line tool gives it (DESIGN.md CLI contract).
 struct BuildRequest {
@@ -75,4 +75,4 @@ std::unique_ptr<Backend> make_opencl_backend();
 std::unique_ptr<Backend> make_cuda_backend();
 std::unique_ptr<Backend> make_hip_backend();
 
-} // namespace jitcache
+} // namespace jitcache::detail

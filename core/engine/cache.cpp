@@ -6,6 +6,9 @@
 
 namespace jitcache {
 
+using detail::Stopwatch;
+using detail::to_entry;
+
 const char* to_string(Outcome outcome) noexcept {
   return outcome == Outcome::hit ? "hit" : "miss";
 }

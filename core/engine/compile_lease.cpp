@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -245,4 +245,4 @@ std::size_t CompileLease::reap(const CacheDir& dir) {
   return removed;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// Who holds a compile lease, as the lease file records it (for messages and for expiry).
 struct LeaseRecord {
@@ -96,4 +96,4 @@ private:
   std::optional<LeaseRecord> m_taken_from;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

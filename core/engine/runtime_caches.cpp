@@ -1,6 +1,6 @@
 #include "core/engine/runtime_caches.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -50,4 +50,4 @@ std::vector<RuntimeCache> runtime_caches(const Config& config) {
   return out;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// A cache that a GPU runtime or a Python binding keeps of its own (not jitcache's).
 struct RuntimeCache {
@@ -23,4 +23,4 @@ struct RuntimeCache {
 /// `jitcache clear --runtime-caches`. An empty variable counts as unset. Never fails.
 std::vector<RuntimeCache> runtime_caches(const Config& config);
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// Collapses concurrent calls for the same key into one: the first caller (the leader) runs the
 /// function; callers arriving while it runs wait and receive a copy of its result. Calls after it
@@ -79,4 +79,4 @@ private:
   std::map<K, std::shared_ptr<Call>> m_calls;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

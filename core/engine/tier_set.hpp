@@ -10,15 +10,12 @@
 #include <memory>
 #include <vector>
 
-namespace jitcache {
-class DeferredUserTier;
-class MemoryStore;
-class RemoteStore;
-} // namespace jitcache
-
 namespace jitcache::detail {
 
+class DeferredUserTier;
+class MemoryStore;
 class PackageStore;
+class RemoteStore;
 
 /// One tier of a cache, with its role and what the core keeps about it.
 struct Tier {

@@ -21,13 +21,10 @@
 #include <string>
 #include <vector>
 
-namespace jitcache {
-class MemoryStore;
-} // namespace jitcache
-
 namespace jitcache::detail {
 
 class CacheCore;
+class MemoryStore;
 
 /// A compile on its way to the tiers: holds the compile lease until the entry is stored (or
 /// given up), and counts the compile in the user tier's write of the entry, or else with the

@@ -4,7 +4,7 @@
 
 #include <set>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -155,4 +155,4 @@ void add_compile_environment(KeyBuilder& builder, const Config& config, std::str
     builder.toolchain("env " + name, value);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

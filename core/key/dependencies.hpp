@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// What a compiler reads besides the source: the inputs every backend describes the same way.
 struct SourceInputs {
@@ -70,4 +70,4 @@ void add_option_list(KeyBuilder& builder, const std::vector<std::string>& option
 /// the code it generates (e.g. POCL_EXTRA_BUILD_FLAGS), where they are set.
 void add_compile_environment(KeyBuilder& builder, const Config& config, std::string_view backend);
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -4,7 +4,7 @@
 #include <set>
 #include <unordered_set>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -170,4 +170,4 @@ IncludeScan scan_includes(std::string_view source, const std::vector<fs::path>& 
   return scanner.take();
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

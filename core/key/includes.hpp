@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// A header found while scanning a source's includes.
 /// The path recorded for headers given in memory.
@@ -48,4 +48,4 @@ IncludeScan scan_includes(std::string_view source,
 /// separates, single and double quotes group (and are removed).
 std::vector<std::string> split_options(std::string_view options);
 
-} // namespace jitcache
+} // namespace jitcache::detail

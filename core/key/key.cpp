@@ -9,6 +9,8 @@
 
 namespace jitcache {
 
+using detail::encode_key_fields;
+
 const char* to_string(KeySection section) noexcept {
   switch (section) {
   case KeySection::schema:

@@ -2,7 +2,7 @@
 
 #include "core/support/byte_io.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 constexpr std::size_t k_inline_value_limit = 128;
@@ -34,4 +34,4 @@ std::optional<std::vector<KeyField>> decode_key_fields(std::string_view in) {
   return fields;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// Monotonic stopwatch for the timings reported in BuildInfo. It reads the real clock, never the
 /// injected one (detail::clock()): it measures, and decides nothing.
@@ -21,8 +21,6 @@ private:
   }
   std::chrono::steady_clock::time_point m_start;
 };
-
-namespace detail {
 
 /// Where every decision of the core that depends on time reads it: compile lease expiry and the
 /// waits for a lease, the remote tier's back-off, whether a file stamp is too recent to vouch,
@@ -86,6 +84,4 @@ private:
   Clock* m_previous;
 };
 
-} // namespace detail
-
-} // namespace jitcache
+} // namespace jitcache::detail

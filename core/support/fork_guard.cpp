@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -27,4 +27,4 @@ unsigned fork_generation() noexcept {
   return g_generation.load();
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

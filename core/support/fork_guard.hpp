@@ -1,6 +1,6 @@
 #pragma once
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// How many fork()s separate this process from the one that started the program: 0 in the
 /// original process, bumped in every child (pthread_atfork). An object that owns something a
@@ -8,4 +8,4 @@ namespace jitcache {
 /// generation it was made in and compares it before use. Never fails; thread-safe.
 unsigned fork_generation() noexcept;
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -74,4 +74,4 @@ std::optional<std::string> foreign_directory_problem(const struct stat& st) {
   return std::nullopt;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

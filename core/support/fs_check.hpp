@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// What statfs says about the filesystem holding a path.
 struct Filesystem {
@@ -35,4 +35,4 @@ std::optional<std::string> foreign_directory_problem(const std::filesystem::path
 /// The same, for a directory already examined (`st` from fstat of the open directory).
 std::optional<std::string> foreign_directory_problem(const struct stat& st);
 
-} // namespace jitcache
+} // namespace jitcache::detail

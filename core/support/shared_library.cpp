@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 void* SymbolLoader::lookup(const char* name) const {
   return dlsym(m_library, name);
@@ -46,4 +46,4 @@ std::string loaded_library(const char* part) {
   return search.found;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// Fills a table of function pointers from a dlopen'ed library: each load() resolves one symbol;
 /// missing() names the first that was absent, so a table with a null pointer is never handed
@@ -54,4 +54,4 @@ LibraryFile library_file(const void* symbol);
 /// ("libclang-cpp.so"); empty when none is.
 std::string loaded_library(const char* part);
 
-} // namespace jitcache
+} // namespace jitcache::detail

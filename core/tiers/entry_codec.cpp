@@ -14,7 +14,7 @@
 
 #include <cstring>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -125,4 +125,4 @@ Expected<std::string> verify_entry(const Digest& key, std::string_view bytes) {
   return std::string(view->backend);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

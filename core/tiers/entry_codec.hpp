@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// The stored form of an Entry (DESIGN.md: magic, format version, backend, payload size,
 /// checksum), shared by every persistent tier and package format:
@@ -37,4 +37,4 @@ Entry to_entry(const EntryView& view);
 /// Verifies bytes without copying the payload; returns the backend name.
 Expected<std::string> verify_entry(const Digest& key, std::string_view bytes);
 
-} // namespace jitcache
+} // namespace jitcache::detail

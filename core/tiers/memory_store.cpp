@@ -1,6 +1,6 @@
 #include "core/tiers/memory_store.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 MemoryStore::MemoryStore(std::uint64_t max_bytes) : m_max_bytes(max_bytes) {}
 
@@ -54,4 +54,4 @@ void MemoryStore::erase(List::iterator it) {
   m_lru.erase(it);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// Per-process byte-bounded LRU of entries. Never fails. An entry larger than the bound is not
 /// kept. Thread-safe.
@@ -37,4 +37,4 @@ private:
   std::unordered_map<Digest, List::iterator> m_index;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -8,7 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-namespace jitcache::tuning {
+namespace jitcache::detail {
 
 namespace {
 
@@ -16,9 +16,10 @@ std::mutex g_measuring;
 
 } // namespace
 
-MeasuringLock::MeasuringLock(const std::optional<CacheDir>& leases, const Device& device) {
+MeasuringLock::MeasuringLock(const std::optional<CacheDir>& leases, const tuning::Device& device) {
   if (leases) {
-    const std::string name = "measure-" + Digest::of(device_fields(device)).hex().substr(0, 32);
+    const std::string name =
+        "measure-" + Digest::of(tuning::device_fields(device)).hex().substr(0, 32);
     if (auto fd = leases->open_file(name, O_RDWR | O_CREAT)) {
       int rc;
       while ((rc = ::flock(*fd, LOCK_EX)) != 0 && errno == EINTR) {
@@ -38,4 +39,4 @@ MeasuringLock::~MeasuringLock() {
     ::close(m_fd); // drops the flock
 }
 
-} // namespace jitcache::tuning
+} // namespace jitcache::detail

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <optional>
 
-namespace jitcache::tuning {
+namespace jitcache::detail {
 
 /// The right to time runs on a device, held for its lifetime: one holder at a time across
 /// processes and threads, so that tunings of different problems at once (`jitcache tune
@@ -18,7 +18,7 @@ namespace jitcache::tuning {
 /// of a process that dies. Waits as long as the holder holds it.
 class MeasuringLock {
 public:
-  MeasuringLock(const std::optional<CacheDir>& leases, const Device& device);
+  MeasuringLock(const std::optional<CacheDir>& leases, const tuning::Device& device);
   ~MeasuringLock();
   MeasuringLock(const MeasuringLock&) = delete;
   MeasuringLock& operator=(const MeasuringLock&) = delete;
@@ -28,4 +28,4 @@ private:
   std::unique_lock<std::mutex> m_held;
 };
 
-} // namespace jitcache::tuning
+} // namespace jitcache::detail

@@ -19,6 +19,11 @@
 
 namespace jitcache::tuning {
 
+using detail::CacheDir;
+using detail::CompileLease;
+using detail::MeasuringLock;
+using detail::Stopwatch;
+
 namespace {
 
 // How long past its time limit a tuner may go before a waiting process tunes too: the default

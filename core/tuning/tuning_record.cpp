@@ -5,6 +5,9 @@
 
 namespace jitcache::tuning {
 
+using detail::encode_entry;
+using detail::view_entry;
+
 namespace {
 
 constexpr std::string_view k_schema = "jitcache tuning record key 1";

@@ -16,6 +16,9 @@ namespace py = pybind11;
 
 namespace jitcache::python {
 
+using detail::hide_passwords;
+using detail::shown_value;
+
 PyCache::PyCache(Config config) : m_cache(std::make_shared<Cache>(std::move(config))) {}
 
 std::shared_ptr<Cache> PyCache::get() const {

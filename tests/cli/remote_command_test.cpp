@@ -12,6 +12,9 @@
 #include <chrono>
 
 namespace jitcache {
+
+using detail::parse_redis_url;
+using detail::RemoteStore;
 namespace {
 
 using test::json_lines;

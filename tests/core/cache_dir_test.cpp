@@ -14,6 +14,8 @@
 #include <iterator>
 
 namespace jitcache {
+
+using detail::CacheDir;
 namespace {
 
 namespace fs = std::filesystem;

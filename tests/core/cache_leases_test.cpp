@@ -21,6 +21,8 @@
 #include <thread>
 
 namespace jitcache {
+
+using detail::LmdbStore;
 namespace {
 
 using namespace std::chrono_literals;

@@ -16,6 +16,8 @@
 #include <thread>
 
 namespace jitcache {
+
+using detail::LmdbStore;
 namespace {
 
 Key key_for(const std::string& source, const std::string& backend = "opencl") {

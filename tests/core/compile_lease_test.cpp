@@ -20,6 +20,9 @@
 #include <thread>
 
 namespace jitcache {
+
+using detail::CacheDir;
+using detail::CompileLease;
 namespace {
 
 using namespace std::chrono_literals;

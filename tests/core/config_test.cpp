@@ -16,6 +16,11 @@
 #include <sstream>
 
 namespace jitcache {
+
+using detail::env_table;
+using detail::EnvRole;
+using detail::EnvVariable;
+using detail::shown_value;
 namespace {
 
 TEST(ConfigTest, DefaultsFromHomeAndXdg) {

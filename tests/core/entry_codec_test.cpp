@@ -6,6 +6,13 @@
 #include <gtest/gtest.h>
 
 namespace jitcache {
+
+using detail::decode_entry;
+using detail::decode_key_fields;
+using detail::encode_entry;
+using detail::encode_key_fields;
+using detail::k_entry_header_size;
+using detail::verify_entry;
 namespace {
 
 const Digest k_key = Digest::of("key");

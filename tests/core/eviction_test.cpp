@@ -15,6 +15,11 @@
 #include <iostream>
 
 namespace jitcache {
+
+using detail::choose_victims;
+using detail::EvictionCandidate;
+using detail::file_bound;
+using detail::LmdbStore;
 namespace {
 
 Digest key(int i) {

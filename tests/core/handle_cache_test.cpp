@@ -17,6 +17,8 @@
 #include <memory>
 
 namespace jitcache {
+
+using detail::Filesystem;
 namespace {
 
 namespace fs = std::filesystem;

@@ -12,6 +12,12 @@
 #include <unistd.h>
 
 namespace jitcache {
+
+using detail::add_source_fields;
+using detail::Dependencies;
+using detail::scan_includes;
+using detail::SourceInputs;
+using detail::split_options;
 namespace {
 
 void write(const std::filesystem::path& p, const std::string& text) {

@@ -13,6 +13,8 @@
 #include <fstream>
 
 namespace jitcache {
+
+using detail::LmdbStore;
 namespace {
 
 namespace fs = std::filesystem;

@@ -13,6 +13,10 @@
 #include <random>
 
 namespace jitcache {
+
+using detail::check_lmdb_pages;
+using detail::LmdbStore;
+using detail::PageCheck;
 namespace {
 
 namespace fs = std::filesystem;

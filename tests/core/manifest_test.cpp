@@ -17,6 +17,12 @@
 #include <functional>
 
 namespace jitcache {
+
+using detail::add_source_fields;
+using detail::Dependencies;
+using detail::LmdbStore;
+using detail::open_user_store;
+using detail::SourceInputs;
 namespace {
 
 namespace fs = std::filesystem;

@@ -12,6 +12,8 @@
 #include <sstream>
 
 namespace jitcache {
+
+using detail::LmdbStore;
 namespace {
 
 using test::run_cli;

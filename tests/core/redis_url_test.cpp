@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 
 namespace jitcache {
+
+using detail::hide_passwords;
+using detail::k_remote_timeout;
+using detail::parse_redis_url;
+using detail::parse_redis_urls;
 namespace {
 
 TEST(RedisUrlTest, EveryPartIsRead) {

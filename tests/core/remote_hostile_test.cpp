@@ -35,6 +35,11 @@
 #include <sstream>
 
 namespace jitcache {
+
+using detail::encode_entry;
+using detail::parse_redis_url;
+using detail::RemoteStore;
+using detail::seal;
 namespace {
 
 using S = test::ScriptedRedis;

@@ -32,6 +32,15 @@
 #include <thread>
 
 namespace jitcache {
+
+using detail::encode_entry;
+using detail::parse_redis_url;
+using detail::RedisConnection;
+using detail::RedisReply;
+using detail::RedisUrl;
+using detail::RemoteLease;
+using detail::RemoteStore;
+using detail::seal;
 namespace {
 
 constexpr char k_secret[] = "fleet secret";

@@ -25,6 +25,14 @@
 #include <thread>
 
 namespace jitcache {
+
+using detail::DeferredUserTier;
+using detail::encode_entry;
+using detail::LmdbStore;
+using detail::MemoryStore;
+using detail::parse_redis_url;
+using detail::RemoteStore;
+using detail::UserTier;
 namespace {
 
 namespace fs = std::filesystem;

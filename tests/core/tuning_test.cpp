@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 namespace jitcache::tuning {
+
+using detail::LmdbStore;
 namespace {
 
 Family family() {

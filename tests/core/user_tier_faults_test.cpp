@@ -23,6 +23,12 @@
 #include <set>
 
 namespace jitcache {
+
+using detail::Filesystem;
+using detail::LmdbStore;
+using detail::network_filesystem_name;
+using detail::open_user_store;
+using detail::probe_filesystem;
 namespace {
 
 namespace fs = std::filesystem;

@@ -20,6 +20,12 @@
 #include <thread>
 
 namespace jitcache {
+
+using detail::CacheDir;
+using detail::k_poisoned;
+using detail::k_runaway;
+using detail::LmdbStore;
+using detail::open_env;
 namespace {
 
 namespace fs = std::filesystem;

@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 namespace jitcache::cuda {
+
+using detail::encode_entry;
 namespace {
 
 namespace fs = std::filesystem;

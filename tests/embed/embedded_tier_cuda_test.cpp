@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 namespace jitcache {
+
+using detail::loaded_library;
 namespace {
 
 TEST(EmbeddedTierCuda, ServesSm90WithNothingCompiledAndNoFileWritten) {

@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 namespace jitcache {
+
+using detail::LmdbStore;
 namespace {
 
 using tuning::Origin;

@@ -21,6 +21,9 @@
 namespace {
 
 using namespace jitcache;
+using jitcache::detail::encode_entry;
+using jitcache::detail::verify_entry;
+using jitcache::detail::view_entry;
 using namespace jitcache::detail;
 
 [[noreturn]] void broken(const char* what) {

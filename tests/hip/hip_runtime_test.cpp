@@ -10,6 +10,8 @@
 #include <future>
 
 namespace jitcache {
+
+using detail::Stopwatch;
 namespace {
 
 // The libraries the executable at `path` names as DT_NEEDED (from its section headers).

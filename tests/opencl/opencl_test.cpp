@@ -19,6 +19,9 @@
 #include <thread>
 
 namespace jitcache {
+
+using detail::encode_key_fields;
+using detail::LmdbStore;
 namespace {
 
 std::string read_kernel(const std::string& name) {

@@ -15,6 +15,9 @@
 
 namespace jitcache::test {
 
+using detail::encode_entry;
+using detail::LmdbStore;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -13,6 +13,8 @@
 
 namespace jitcache::test {
 
+using detail::LmdbStore;
+
 namespace {
 int g_to_parent = -1; // in a child: the write end of its message pipe
 } // namespace

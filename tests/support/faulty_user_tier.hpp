@@ -15,7 +15,7 @@ namespace jitcache::test {
 /// be told to fail any one of them, for faults that cannot be caused for real: fail every call
 /// of an operation from the Nth on, or only the Nth; hand back the bytes of another request;
 /// be slow. Thread-safe.
-class FaultyUserTier : public UserTier {
+class FaultyUserTier : public detail::UserTier {
 public:
   /// Every operation of a user tier.
   enum class Op {
@@ -36,7 +36,7 @@ public:
   };
   static constexpr std::size_t k_ops = 14;
 
-  explicit FaultyUserTier(std::shared_ptr<UserTier> inner) : m_inner(std::move(inner)) {}
+  explicit FaultyUserTier(std::shared_ptr<detail::UserTier> inner) : m_inner(std::move(inner)) {}
 
   /// Calls of `op` number `n` (1-based) and later fail with `code`; 0 = never.
   void fail_from(Op op, int n, ErrorCode code = ErrorCode::io_error) {
@@ -109,7 +109,7 @@ public:
       return *failed;
     return m_inner->visit_record(name, use);
   }
-  Expected<void> put_records(const Records& records) override {
+  Expected<void> put_records(const detail::Records& records) override {
     if (auto failed = fault(Op::put_records))
       return *failed;
     return m_inner->put_records(records);
@@ -146,7 +146,7 @@ public:
       return *failed;
     return m_inner->counters();
   }
-  Expected<CacheDir> lease_dir() const override { return m_inner->lease_dir(); }
+  Expected<detail::CacheDir> lease_dir() const override { return m_inner->lease_dir(); }
 
 private:
   static std::size_t index(Op op) { return static_cast<std::size_t>(op); }
@@ -172,7 +172,7 @@ private:
       "for_each",     "visit_record", "put_records",   "add_counters",   "counters",
       "visit_tuning", "put_tuning",   "remove_tuning", "for_each_tuning"};
 
-  std::shared_ptr<UserTier> m_inner;
+  std::shared_ptr<detail::UserTier> m_inner;
   std::array<std::atomic<int>, k_ops> m_from{};
   std::array<std::atomic<int>, k_ops> m_number{};
   std::array<std::atomic<ErrorCode>, k_ops> m_code{};

@@ -16,6 +16,9 @@
 
 namespace jitcache::test {
 
+using detail::parse_redis_url;
+using detail::RedisConnection;
+
 namespace {
 
 constexpr const char* k_binary = "redis-server"; // found on PATH

@@ -4,6 +4,8 @@
 
 namespace jitcache::cli {
 
+using detail::Backend;
+
 namespace {
 
 struct Row {
@@ -14,17 +16,17 @@ struct Row {
 // The one table of backends, chosen at compile time.
 constexpr Row k_table[] = {
 #ifdef JITCACHE_HAVE_OPENCL
-    {"opencl", &make_opencl_backend},
+    {"opencl", &detail::make_opencl_backend},
 #else
     {"opencl", nullptr},
 #endif
 #ifdef JITCACHE_HAVE_CUDA
-    {"cuda", &make_cuda_backend},
+    {"cuda", &detail::make_cuda_backend},
 #else
     {"cuda", nullptr},
 #endif
 #ifdef JITCACHE_HAVE_HIP
-    {"hip", &make_hip_backend},
+    {"hip", &detail::make_hip_backend},
 #else
     {"hip", nullptr},
 #endif

@@ -11,7 +11,7 @@ namespace jitcache::cli {
 
 /// The backend named `name`. Errors: invalid_argument for an unknown name, unsupported for a
 /// known backend that this build does not include.
-Expected<std::unique_ptr<Backend>> find_backend(const std::string& name);
+Expected<std::unique_ptr<detail::Backend>> find_backend(const std::string& name);
 
 /// Whether `name` is built into this binary.
 bool backend_built(const std::string& name);

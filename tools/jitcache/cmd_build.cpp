@@ -8,6 +8,8 @@
 
 namespace jitcache::cli {
 
+using detail::BuildRequest;
+
 int run_build(const Config& environment, const BuildOptions& options, const Output& out) {
   auto backend = find_backend(options.backend);
   if (!backend)

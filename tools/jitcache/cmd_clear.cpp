@@ -8,6 +8,13 @@
 
 namespace jitcache::cli {
 
+using detail::dir_usage;
+using detail::DirUsage;
+using detail::LmdbStore;
+using detail::runtime_caches;
+using detail::RuntimeCache;
+using detail::user_store_dir;
+
 int run_clear(const Config& config, const Output& out) {
   if (!has_user_tier(config)) {
     out.emit({{"cleared", 0}, {"bytes", 0}}, "nothing to clear");

@@ -8,6 +8,11 @@
 
 namespace jitcache::cli {
 
+using detail::BuildRequest;
+using detail::decode_key_fields;
+using detail::encode_key_fields;
+using detail::LmdbStore;
+
 namespace {
 
 using FieldId = std::pair<KeySection, std::string>;

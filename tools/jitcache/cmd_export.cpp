@@ -12,6 +12,9 @@
 
 namespace jitcache::cli {
 
+using detail::encode_entry;
+using detail::to_entry;
+
 namespace {
 
 std::string describe(const detail::PackageTarget& target) {

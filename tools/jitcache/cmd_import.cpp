@@ -11,6 +11,9 @@
 
 namespace jitcache::cli {
 
+using detail::to_entry;
+using detail::view_entry;
+
 int run_import(const Config& config, const std::string& file, const Output& out) {
   if (auto ok = may_change(config); !ok)
     return fail(ok.error());

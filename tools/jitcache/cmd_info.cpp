@@ -13,6 +13,12 @@
 
 namespace jitcache::cli {
 
+using detail::describe_dir_size;
+using detail::hide_passwords;
+using detail::runtime_caches;
+using detail::RuntimeCache;
+using detail::shown_value;
+
 int run_info(const Config& config, const Output& out) {
   static const char* const k_levels[] = {"error", "warn", "info", "debug"};
   nlohmann::json system_path = nlohmann::json::array();

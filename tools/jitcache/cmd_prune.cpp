@@ -7,6 +7,9 @@
 
 namespace jitcache::cli {
 
+using detail::CompileLease;
+using detail::LmdbStore;
+
 int run_prune(const Config& config, const std::string& max_size, const Output& out) {
   // 0 is "no limit", as JITCACHE_MAX_SIZE=0 and ccache's -M 0: nothing is evicted (`jitcache
   // clear` empties the cache).

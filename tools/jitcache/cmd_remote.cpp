@@ -9,6 +9,12 @@
 
 namespace jitcache::cli {
 
+using detail::LmdbStore;
+using detail::parse_redis_urls;
+using detail::RedisUrl;
+using detail::RemoteStore;
+using detail::Stopwatch;
+
 namespace {
 
 // The remote tiers of `config`, in lookup order (config.remote holds only URLs that parsed).

@@ -11,6 +11,9 @@
 
 namespace jitcache::cli {
 
+using detail::file_bound;
+using detail::user_store_dir;
+
 int run_stats_zero(const Config& config, const Output& out) {
   if (auto allowed = may_change(config); !allowed)
     return fail(allowed.error());

@@ -29,6 +29,9 @@
 
 namespace jitcache::cli {
 
+using detail::Backend;
+using detail::BuildRequest;
+
 namespace {
 
 // The device of `backend` on which `request` has the key `digest`, with that key; nullopt when

@@ -9,6 +9,8 @@
 
 namespace jitcache::cli {
 
+using detail::LmdbStore;
+
 namespace {
 
 using tuning::Record;

@@ -21,6 +21,8 @@ extern char** environ;
 
 namespace jitcache::cli {
 
+using detail::Stopwatch;
+
 namespace {
 
 // One problem of the record: its line (the runner's input) and where it is.

@@ -6,6 +6,10 @@
 
 namespace jitcache::cli {
 
+using detail::check_lmdb_pages;
+using detail::PageCheck;
+using detail::user_store_dir;
+
 namespace {
 
 // The data file's pages, checked before LMDB reads any (a damaged page can crash it). Without

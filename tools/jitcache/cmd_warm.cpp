@@ -31,6 +31,9 @@ extern char** environ;
 
 namespace jitcache::cli {
 
+using detail::Backend;
+using detail::Stopwatch;
+
 namespace {
 
 namespace fs = std::filesystem;

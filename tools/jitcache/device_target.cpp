@@ -4,6 +4,8 @@
 
 namespace jitcache::cli {
 
+using detail::BuildRequest;
+
 Expected<detail::PackageTarget> device_target(const Config& config, const std::string& backend,
                                               int index) {
   auto found = find_backend(backend);

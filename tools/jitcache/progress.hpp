@@ -35,7 +35,7 @@ private:
   const std::size_t m_total;
   const Output& m_out;
   const bool m_terminal;
-  const Stopwatch m_clock;
+  const detail::Stopwatch m_clock;
   std::size_t m_done = 0;
   std::size_t m_failed = 0;
 };

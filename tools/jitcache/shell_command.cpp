@@ -17,6 +17,8 @@
 
 namespace jitcache::cli {
 
+using detail::Stopwatch;
+
 namespace {
 
 Error os_error(const std::string& what) {

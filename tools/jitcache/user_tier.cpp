@@ -6,6 +6,10 @@
 
 namespace jitcache::cli {
 
+using detail::LmdbStore;
+using detail::open_user_store;
+using detail::user_store_dir;
+
 bool has_user_tier(const Config& config) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(user_store_dir(config) / "data.mdb", ec);

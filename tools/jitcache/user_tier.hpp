@@ -15,7 +15,7 @@ bool has_user_tier(const Config& config);
 /// Opens the user tier of `config` for inspection (`write` false: never creates anything) or
 /// for changes. Returns nullptr, not an error, when there is no user tier yet and `write` is
 /// false: an absent cache is an empty one. Errors: io_error/read_only with the reason.
-Expected<std::shared_ptr<LmdbStore>> open_user_tier(const Config& config, bool write);
+Expected<std::shared_ptr<detail::LmdbStore>> open_user_tier(const Config& config, bool write);
 
 /// Whether `config` lets a command change the user tier. Errors: invalid_argument (no cache
 /// directory), read_only (JITCACHE_READONLY).

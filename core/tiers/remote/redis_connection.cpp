@@ -12,7 +12,7 @@
 #include <climits>
 #include <cstring>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -237,4 +237,4 @@ Expected<RedisReply> RedisConnection::run(const std::vector<std::string_view>& a
   return convert(*reply);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -14,7 +14,7 @@
 
 struct redisContext;
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// A Redis reply, reduced to what the remote tier reads.
 struct RedisReply {
@@ -67,4 +67,4 @@ private:
   bool m_broken = false;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -7,7 +7,7 @@
 #include <charconv>
 #include <optional>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -245,4 +245,4 @@ std::vector<RedisUrl> parse_redis_urls(std::string_view text,
   return urls;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// The default time a remote has to connect (and authenticate), and then to answer each
 /// command: small, so that a slow or absent remote costs a hit or a miss little more than no
@@ -67,4 +67,4 @@ std::string hide_passwords(std::string_view text);
 /// line to `complaints` (naming it, password hidden) and is left out.
 std::vector<RedisUrl> parse_redis_urls(std::string_view text, std::vector<std::string>& complaints);
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -146,4 +146,4 @@ Expected<std::shared_ptr<RemoteLease>> RemoteLease::acquire(std::shared_ptr<Remo
   }
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// The right to compile one key across a fleet: the remote half of single flight (CompileLease
 /// orders the processes of one machine, this one the machines sharing a remote tier). A lease
@@ -83,4 +83,4 @@ private:
   std::unique_ptr<std::thread> m_renewer;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

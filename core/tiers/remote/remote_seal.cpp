@@ -7,7 +7,7 @@
 
 #include <array>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -92,4 +92,4 @@ Unsealed unseal(const Digest& key, std::string_view value, std::string_view hmac
   return out;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// The form of an entry in a remote tier: the entry's stored bytes (core/tiers/entry_codec) behind
 /// a small header that says whether they are signed, and with what:
@@ -40,4 +40,4 @@ struct Unsealed {
 /// every well-formed value is ok (the server is trusted: see README "Remote tier").
 Unsealed unseal(const Digest& key, std::string_view value, std::string_view hmac_key);
 
-} // namespace jitcache
+} // namespace jitcache::detail

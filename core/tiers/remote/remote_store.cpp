@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -255,4 +255,4 @@ Expected<void> RemoteStore::for_each(const std::function<void(const Item&)>& fn)
   }
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// A remote tier on a Redis server: each entry is one string value, the entry's stored bytes
 /// (core/tiers/entry_codec) sealed (core/tiers/remote/remote_seal: signed with the fleet's key when
@@ -96,4 +96,4 @@ private:
   std::atomic<std::uint64_t> m_refused{0};
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 std::uint64_t AccessLog::now_us() {
   return static_cast<std::uint64_t>(detail::clock().wall_ns() / 1000);
@@ -41,4 +41,4 @@ bool AccessLog::due() const {
          (m_times.size() >= k_max_keys || detail::clock().steady() - m_oldest >= k_max_age);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// When entries were last used, gathered in memory on hits and written in batches by the next
 /// write transaction, so that a hit never costs a write (LRU eviction reads them). Thread-safe.
@@ -46,4 +46,4 @@ private:
   std::chrono::steady_clock::time_point m_oldest;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -156,4 +156,4 @@ bool CacheDir::sync() const {
   return ::fsync(m_dir->fd) == 0;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

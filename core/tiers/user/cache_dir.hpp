@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// A directory of the cache (the user tier's directory, its `leases/`), opened once: every
 /// file jitcache creates, opens, renames or deletes inside it goes through this object, relative
@@ -70,4 +70,4 @@ private:
   std::shared_ptr<const Handle> m_dir;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -148,4 +148,4 @@ Expected<CacheDir> DeferredUserTier::lease_dir() const {
   return writing([&](UserTier& tier) { return tier.lease_dir(); });
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

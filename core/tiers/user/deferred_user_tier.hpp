@@ -8,7 +8,7 @@
 #include <mutex>
 #include <utility>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// A user tier that does not exist yet, made on its first write. A new machine's first run
 /// whose requests a package serves then loads its first kernel without making an LMDB
@@ -75,4 +75,4 @@ private:
   mutable Error m_error{ErrorCode::io_error, ""};
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

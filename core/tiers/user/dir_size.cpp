@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 DirUsage dir_usage(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -42,4 +42,4 @@ std::string describe_dir_size(const std::string& dir) {
   return format_size(usage.bytes) + " in " + std::to_string(usage.files) + " files";
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// What a directory tree holds. Symlinks are neither followed nor counted as files.
 struct DirUsage {
@@ -20,4 +20,4 @@ DirUsage dir_usage(const std::string& dir);
 /// fails; symlinks are not followed. For `jitcache info`'s report of the runtimes' own caches.
 std::string describe_dir_size(const std::string& dir);
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -100,4 +100,4 @@ void EnvGate::share() {
     ::flock(m_fd, LOCK_SH);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// The gate of an LMDB environment directory: a flock on `<dir>/gate` that every process holds
 /// shared for as long as it has the environment open, and that moving the data file aside
@@ -54,4 +54,4 @@ private:
   int m_fd = -1;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

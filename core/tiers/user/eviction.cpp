@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 std::vector<EvictionCandidate> choose_victims(std::vector<EvictionCandidate> candidates,
                                               std::uint64_t total, std::uint64_t target,
@@ -25,4 +25,4 @@ std::vector<EvictionCandidate> choose_victims(std::vector<EvictionCandidate> can
   return victims;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

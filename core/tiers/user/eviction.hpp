@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// One stored entry as eviction sees it.
 struct EvictionCandidate {
@@ -60,4 +60,4 @@ inline std::uint64_t map_bound(std::uint64_t limit) {
   return file_bound(limit) & ~std::uint64_t(0xffff);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

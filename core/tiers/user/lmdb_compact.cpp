@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -90,4 +90,4 @@ Expected<LmdbStore::Compacted> LmdbStore::compact(const fs::path& dir) {
   return result;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -1,7 +1,7 @@
 // LmdbStore's counters: kept in the environment, shared by every process using the cache.
 #include "core/tiers/user/lmdb_txn.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -68,4 +68,4 @@ Expected<Stats> LmdbStore::counters() {
   return stats;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

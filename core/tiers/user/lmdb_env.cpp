@@ -19,7 +19,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -602,4 +602,4 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
   return Error(ErrorCode::corrupt, "cannot open the user tier in " + dir.string());
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

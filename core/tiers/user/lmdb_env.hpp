@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// The file a transaction that found the data file damaged leaves in its directory: the next
 /// open moves the data file aside.
@@ -232,4 +232,4 @@ Expected<CacheDir> prepare_dir(const std::filesystem::path& dir, bool& read_only
 Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool read_only,
                                                    const LmdbStore::Options& options);
 
-} // namespace jitcache
+} // namespace jitcache::detail

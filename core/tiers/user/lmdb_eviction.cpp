@@ -4,7 +4,7 @@
 #include "core/tiers/user/eviction.hpp"
 #include "core/tiers/user/lmdb_txn.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -104,4 +104,4 @@ Expected<LmdbStore::Pruned> LmdbStore::prune(std::uint64_t max_size) {
   return pruned;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -75,4 +75,4 @@ int check_before_first_write(LmdbStore::Env& e) {
   return e.pages_checked ? MDB_SUCCESS : MDB_CORRUPTED;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

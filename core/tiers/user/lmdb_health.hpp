@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <string>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// At open, after LMDB opened the environment in `cache` (no transaction begun yet): when this
 /// process is the only one with the environment open and the last one did not end cleanly, checks
@@ -40,4 +40,4 @@ void mark_clean_end(const CacheDir& cache, EnvGate& gate);
 /// open). Thread-safe.
 int check_before_first_write(LmdbStore::Env& e);
 
-} // namespace jitcache
+} // namespace jitcache::detail

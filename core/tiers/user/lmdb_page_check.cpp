@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -374,4 +374,4 @@ PageCheck check_lmdb_pages(const std::filesystem::path& data_file,
   return result;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// What check_lmdb_pages() found.
 struct PageCheck {
@@ -63,4 +63,4 @@ struct PageCheckOptions {
 PageCheck check_lmdb_pages(const std::filesystem::path& data_file,
                            const PageCheckOptions& options = {});
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -1,7 +1,7 @@
 // LmdbStore's records: small values kept beside the entries (manifests, runtime identities).
 #include "core/tiers/user/lmdb_txn.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 Expected<std::optional<std::string>> LmdbStore::get_record(const Digest& name) {
   std::optional<std::string> found;
@@ -65,4 +65,4 @@ Expected<void> LmdbStore::put_records(const Records& records) {
   return {};
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <set>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -374,4 +374,4 @@ Expected<LmdbStore::Usage> LmdbStore::usage() {
   return usage;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

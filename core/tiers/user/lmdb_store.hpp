@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// How to open the user tier's LMDB environment (LmdbStore::Options).
 struct LmdbOptions {
@@ -195,4 +195,4 @@ private:
   Options m_options;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail

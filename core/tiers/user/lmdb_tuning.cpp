@@ -2,7 +2,7 @@
 // its own beside the entries, so that it can be listed and is never dropped to make room.
 #include "core/tiers/user/lmdb_txn.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 Expected<bool> LmdbStore::visit_tuning(const Digest& name,
                                        const std::function<void(std::string_view)>& use) {
@@ -78,4 +78,4 @@ Expected<std::uint64_t> LmdbStore::clear_tuning() {
   return count;
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -2,7 +2,7 @@
 
 #include "core/tiers/user/eviction.hpp"
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace {
 
@@ -55,4 +55,4 @@ int set_total(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t total) {
   return mdb_put(txn, e.meta, &k, &v, 0);
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string_view>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 inline MDB_val as_val(const Digest& d) {
   return MDB_val{d.bytes.size(), const_cast<std::uint8_t*>(d.bytes.data())};
@@ -118,4 +118,4 @@ int evict_over_limit(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total,
                      const std::optional<std::uint64_t>& limit, const Digest& stored,
                      LmdbStore::Pruned& pruned);
 
-} // namespace jitcache
+} // namespace jitcache::detail

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 namespace fs = std::filesystem;
 
@@ -61,4 +61,4 @@ Expected<CacheUserTier> cache_user_tier(const Config& config) {
   return CacheUserTier(std::move(*opened));
 }
 
-} // namespace jitcache
+} // namespace jitcache::detail

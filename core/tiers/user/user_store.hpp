@@ -8,7 +8,7 @@
 #include <memory>
 #include <variant>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 class DeferredUserTier;
 
@@ -39,4 +39,4 @@ open_user_store(const Config& config, bool read_only, LmdbStore::Options options
 using CacheUserTier = std::variant<std::shared_ptr<LmdbStore>, std::shared_ptr<DeferredUserTier>>;
 Expected<CacheUserTier> cache_user_tier(const Config& config);
 
-} // namespace jitcache
+} // namespace jitcache::detail

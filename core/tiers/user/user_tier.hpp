@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace jitcache {
+namespace jitcache::detail {
 
 /// Records to store (see UserTier::put_records), by name.
 using Records = std::map<Digest, std::string>;
@@ -64,4 +64,4 @@ public:
   virtual Expected<CacheDir> lease_dir() const = 0;
 };
 
-} // namespace jitcache
+} // namespace jitcache::detail
