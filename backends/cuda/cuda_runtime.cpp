@@ -58,11 +58,17 @@ Expected<void> Runtime::check() {
   if (!context)
     return std::move(context).error();
   m_context = *context;
-  auto capability = context_capability(*m_api);
-  if (!capability)
-    return std::move(capability).error();
-  m_capability = *capability;
   return {};
+}
+
+Expected<int> Runtime::capability() {
+  if (m_capability == 0) { // not in check(): a request the memory tier answers asks nothing
+    auto asked = context_capability(*m_api);
+    if (!asked)
+      return std::move(asked).error();
+    m_capability = *asked;
+  }
+  return m_capability;
 }
 
 std::string Runtime::arguments() const {
@@ -76,10 +82,13 @@ std::optional<detail::Place> Runtime::place() const {
   return detail::Place{m_context, nullptr};
 }
 
-Expected<Target> Runtime::untold_target() const {
-  if (m_arch.empty())
-    return native_target(m_capability);
-  return named_target(m_arch);
+Expected<Target> Runtime::untold_target() {
+  if (!m_arch.empty())
+    return named_target(m_arch);
+  auto asked = capability();
+  if (!asked)
+    return std::move(asked).error();
+  return native_target(*asked);
 }
 
 Expected<detail::PackageTarget> Runtime::package_target(const std::string*) {
@@ -106,9 +115,17 @@ Expected<std::string> Runtime::select(const std::string& identity) {
   if (!tools)
     return Error(ErrorCode::corrupt, "a remembered NVRTC identity cannot be read");
   // A package's identity names no archs: its cubins are for the target asked about.
-  Expected<Target> target = tools->archs.empty() ? untold_target()
-                            : m_arch.empty()     ? device_target(*tools, m_capability)
-                                                 : arch_target(*tools, m_arch);
+  Expected<Target> target = Error();
+  if (tools->archs.empty()) {
+    target = untold_target();
+  } else if (!m_arch.empty()) {
+    target = arch_target(*tools, m_arch);
+  } else {
+    auto asked = capability();
+    if (!asked)
+      return std::move(asked).error();
+    target = device_target(*tools, *asked);
+  }
   if (!target)
     return std::move(target).error();
   m_tools = std::move(*tools);

@@ -51,7 +51,9 @@ public:
 
 private:
   // The target without asking NVRTC: the device's own architecture, or the one named.
-  Expected<Target> untold_target() const;
+  Expected<Target> untold_target();
+  // The current context's compute capability (major * 10 + minor), asked once.
+  Expected<int> capability();
 
   const Config& m_config;
   const Program& m_program;

@@ -70,10 +70,6 @@ Expected<void> Runtime::check() {
   if (!device)
     return device.error();
   m_device = *device;
-  auto properties = device_properties(m_device);
-  if (!properties)
-    return std::move(properties).error();
-  m_device_arch = properties->gcnArchName;
   return {};
 }
 
@@ -89,8 +85,16 @@ std::optional<detail::Place> Runtime::place() const {
                        reinterpret_cast<const void*>(static_cast<std::uintptr_t>(m_device))};
 }
 
-Expected<std::string> Runtime::canonical(const TargetTable& table) const {
-  return canonical_target(m_asked.empty() ? m_device_arch : m_asked, table);
+Expected<std::string> Runtime::canonical(const TargetTable& table) {
+  if (!m_asked.empty())
+    return canonical_target(m_asked, table);
+  if (m_device_arch.empty()) { // not in check(): a request the memory tier answers asks nothing
+    auto properties = device_properties(m_device);
+    if (!properties)
+      return std::move(properties).error();
+    m_device_arch = properties->gcnArchName;
+  }
+  return canonical_target(m_device_arch, table);
 }
 
 Expected<detail::PackageTarget> Runtime::package_target(const std::string* known) {

@@ -53,16 +53,16 @@ public:
   detail::RequestRecord describe() const override;
 
 private:
-  // The canonical target of what is asked for (the device's target id, or the one named),
-  // with `table` the targets a toolchain compiles.
-  Expected<std::string> canonical(const TargetTable& table) const;
+  // The canonical target of what is asked for (the device's target id, asked once, or the one
+  // named), with `table` the targets a toolchain compiles.
+  Expected<std::string> canonical(const TargetTable& table);
 
   const Config& m_config;
   const Program& m_program;
   const std::string m_asked;         ///< the target named; empty: the current device's
   const RuntimeApi* m_api = nullptr; ///< when loading
   int m_device = 0;                  ///< when loading
-  std::string m_device_arch;         ///< when loading: gcnArchName, not yet canonical
+  std::string m_device_arch;         ///< when loading, once asked: gcnArchName, not canonical
   std::string m_packaged;            ///< the canonical target packages were asked about
   std::optional<Toolchain> m_tools;  ///< selected
   std::string m_target;              ///< selected, canonical

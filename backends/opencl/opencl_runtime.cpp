@@ -103,11 +103,17 @@ Expected<void> Runtime::check() {
     return Error(ErrorCode::invalid_argument, "build_program: null context or device");
   if (m_source.empty())
     return Error(ErrorCode::invalid_argument, "build_program: empty source");
-  auto id = identity(m_device);
-  if (!id)
-    return std::move(id).error();
-  m_own = std::move(*id);
   return {};
+}
+
+Expected<const Identity*> Runtime::own() {
+  if (!m_own) { // not before: a request the memory tier of handles answers asks nothing
+    auto id = identity(m_device);
+    if (!id)
+      return std::move(id).error();
+    m_own = std::move(*id);
+  }
+  return &*m_own;
 }
 
 std::string Runtime::arguments() const {
@@ -126,12 +132,18 @@ std::optional<detail::Place> Runtime::place() const {
 }
 
 Expected<detail::ProbedLibraries<std::string>> Runtime::probe() {
-  return detail::ProbedLibraries<std::string>{encode_identity(*m_own), {}};
+  auto id = own();
+  if (!id)
+    return id.error();
+  return detail::ProbedLibraries<std::string>{encode_identity(**id), {}};
 }
 
 Expected<detail::PackageTarget> Runtime::package_target(const std::string*) {
+  auto id = own();
+  if (!id)
+    return id.error();
   KeyBuilder device("opencl");
-  for (const auto& [name, value] : m_own->device)
+  for (const auto& [name, value] : (*id)->device)
     device.device(name, value);
   return detail::target_of("opencl", device.finish().fields);
 }
@@ -140,6 +152,8 @@ std::optional<std::string> Runtime::packaged_identity(const std::vector<KeyField
                                                       const std::string*) const {
   // A package made with another driver of the same device (PoCL's build hash is a device
   // field); this driver's own entries are the next step's.
+  if (!m_own) // package_target() asks it first
+    return std::nullopt;
   Identity packaged = *m_own;
   packaged.toolchain.clear();
   for (const KeyField& field : fields)

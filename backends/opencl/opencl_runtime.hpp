@@ -37,12 +37,15 @@ public:
   detail::RequestRecord describe() const override;
 
 private:
+  // The device's identity, asked once per object (and once per device and process: identity()).
+  Expected<const Identity*> own();
+
   Cache& m_cache;
   const cl_context m_context;
   const cl_device_id m_device;
   const std::string_view m_source;
   const std::string m_options;
-  std::optional<Identity> m_own; ///< the device's, once checked
+  std::optional<Identity> m_own; ///< the device's, once own() asked
   std::optional<Identity> m_id;  ///< selected
 };
 

@@ -47,12 +47,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--build", default="build")
-    ap.add_argument("--files", default="", help="comma-separated sample kernels (default: all)")
+    ap.add_argument("--files", default="",
+                    help="comma-separated sample kernels (default: all in bench/opencl/kernels.json)")
     args = ap.parse_args()
     cli = os.path.join(ROOT, args.build, "tools", "jitcache", "jitcache")
     bench = os.path.join(ROOT, args.build, "bench", "opencl", "bench_opencl")
     py = [python_with_pyopencl(), os.path.join(ROOT, "bench", "opencl", "pyopencl_bench.py")]
-    files = sorted(f for f in os.listdir(os.path.join(ROOT, "kernels")) if f.endswith(".cl"))
+    # The kernels the bench knows how to launch (a tuning kernel such as matmul_tuned.cl needs
+    # its parameters, and has its own benchmark).
+    with open(os.path.join(ROOT, "bench", "opencl", "kernels.json")) as f:
+        files = sorted(name for name in json.load(f) if name.endswith(".cl"))
     if args.files:
         files = [f for f in files if f in args.files.split(",")]
     work = tempfile.mkdtemp(prefix="jitcache-bench-")
