@@ -192,11 +192,12 @@ private:
     const EntryReceiver use = receiver(handle, info);
     HandleCache& handles = m_core.handles();
 
-    // The speculative step: the module is loaded while the stamps are checked on another
-    // thread (a heavy module's load, milliseconds, hides the hundreds of stat calls of a key
-    // with many headers). The hit is counted, and the handle used, only once they held;
-    // otherwise it is dropped and the key built from the files takes the usual path.
-    PendingKey pending = pending_key(identity, *target, true);
+    // The speculative step: the module is loaded while the stamps are checked (on another
+    // thread where the runtime says it pays: a heavy module's load, milliseconds, hides the
+    // hundreds of stat calls of a key with many headers). The hit is counted, and the handle used,
+    // only once they held; otherwise it is dropped and the key built from the files takes the usual
+    // path.
+    PendingKey pending = pending_key(identity, *target, m_runtime.check_stamps_aside());
     std::optional<Loaded> speculative;
     std::optional<Served> served;
     bool from_handles = false;
@@ -328,7 +329,7 @@ PendingKey remembered_key(Cache& cache, Runtime& runtime, const std::string& ide
   return PendingKey(
       core_of(cache), runtime.backend(),
       key_name(cache.config(), runtime.backend(), identity, target, runtime.arguments()),
-      key_builder(runtime), true);
+      key_builder(runtime), runtime.check_stamps_aside());
 }
 
 } // namespace jitcache::detail

@@ -22,8 +22,9 @@ struct Answer {
 /// 3. packages first: a key for each compiler identity the packages' entries for this target
 ///    were made with, so that a packaged binary is found without opening the compiler, or on a
 ///    machine without one;
-/// 4. the remembered key: its entry is looked up and loaded while the stamps that prove the key
-///    are checked (on another thread when they are many); used only once proven, else dropped;
+/// 4. the remembered key: its entry is looked up and loaded before the stamps that prove the key
+///    are checked (meanwhile, on a thread of their own, where Runtime::check_stamps_aside says so);
+///    used only once proven, else dropped;
 /// 5. the tier walk and, on a miss, the compile (CacheCore::obtain: single flight, leases,
 ///    stores), with the compiler checked against the identity the key was built with: when it
 ///    changed since it was remembered, the key is built again with what it really is (once);

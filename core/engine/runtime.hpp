@@ -89,6 +89,11 @@ public:
     static_cast<void>(handle);
     return {};
   }
+  /// Whether the remembered key's stamps are checked on a thread of their own while its entry
+  /// loads: worth it where a load takes milliseconds and a key has hundreds of headers (a CUB
+  /// module), not where a thread's start costs more than the check. The thread is not joined
+  /// (its exit would cost the process as much as its start).
+  virtual bool check_stamps_aside() const { return false; }
   /// The request as a record carries it (record_request fills the key's part).
   virtual RequestRecord describe() const = 0;
 };
