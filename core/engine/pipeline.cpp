@@ -203,7 +203,10 @@ private:
     bool from_handles = false;
     CacheCore::Refusals refusals; // what the speculative step refused is not tried again
     std::optional<Digest> guessed;
-    if (const Key* guess = pending.guess()) {
+    // Without the thread, nothing hides the check: prove the key first rather than load an entry
+    // that may be thrown away.
+    const Key* guess = m_runtime.check_stamps_aside() ? pending.guess() : nullptr;
+    if (guess) {
       guessed = guess->digest;
       if (auto place = slot(guess->digest); place && (speculative = handles.find(*place))) {
         from_handles = true;
