@@ -4,6 +4,7 @@
 #include "core/engine/store_handover.hpp"
 #include "core/record/request_record.hpp"
 #include "core/support/clock.hpp"
+#include "core/support/log.hpp"
 #include "core/support/regular_file.hpp"
 
 #include <jitcache/cache.hpp>
@@ -280,10 +281,13 @@ Expected<void> open_pending(const std::filesystem::path& folder, Pending& pendin
 }
 
 // Says who holds the worker lock (for `store --wait`): this process's pid, while it holds it.
+// Only a name for `store --wait` to print, so a failed write is a debug line: the lock itself is
+// the flock, not these bytes.
 void write_pid(int lock) {
   const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(lock, 0) == 0)
-    static_cast<void>(::pwrite(lock, pid.data(), pid.size(), 0));
+  if (::ftruncate(lock, 0) != 0 ||
+      ::pwrite(lock, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
+    log::debug(std::string("store: cannot write the worker's pid: ") + std::strerror(errno));
 }
 
 // The pid a worker wrote into its lock; empty when none.
@@ -315,7 +319,8 @@ int drain(const Config& config, const Pending& pending, const Output& out, bool*
         tried.insert(name);
         status |= store_file(config, pending.dir_fd, name, pending.folder + "/" + name, true, out);
       }
-    static_cast<void>(::ftruncate(pending.lock, 0));
+    if (::ftruncate(pending.lock, 0) != 0)
+      log::debug(std::string("store: cannot clear the worker's pid: ") + std::strerror(errno));
     ::flock(pending.lock, LOCK_UN);
     if (take_from(pending.dir_fd, pending.folder, tried).empty())
       return status;
