@@ -15,9 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <fstream>
-#include <thread>
+#include <cerrno>
 
 namespace jitcache {
 
@@ -109,15 +107,18 @@ TEST_F(UserTierGuard, AnAssertionInAWriteIsContainedAndNamed) {
 
 TEST_F(UserTierGuard, AProcessPoisonedMidWriteDoesNotBlockAnotherProcesssWrites) {
   ASSERT_TRUE(open()->put(key(1), entry_of(1)));
-  const fs::path go = dir.path() / "go";
+  // The gate: A blocks reading it until the parent writes a byte, once B is about to write.
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
   // A: faults inside a write transaction (holding LMDB's writer mutex), then stays alive.
   ChildProcess a([&] {
+    ::alarm(60); // a parent that never opens the gate ends A, not the test
     auto env = open_env(CacheDir::open(dir.path()).value(), false, {}).value();
     const int rc = env->transact(true, [&](MDB_txn*) {
       ChildProcess::tell_parent("writing");
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      while (!fs::exists(go) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      char byte = 0;
+      while (::read(gate[0], &byte, 1) < 0 && errno == EINTR) {
+      }
       touch_forbidden_page();
       return MDB_SUCCESS;
     });
@@ -137,7 +138,9 @@ TEST_F(UserTierGuard, AProcessPoisonedMidWriteDoesNotBlockAnotherProcesssWrites)
     return (*store)->put(key(2), entry_of(2)) ? 0 : 3;
   });
   ASSERT_EQ(b.next_message(), std::optional<std::string>("starting"));
-  { std::ofstream(go.string()) << "go"; }
+  ASSERT_EQ(::write(gate[1], "g", 1), 1);
+  ::close(gate[0]);
+  ::close(gate[1]);
   EXPECT_EQ(a.next_message(), std::optional<std::string>("contained")) << a.err();
   EXPECT_EQ(b.wait(), 0) << b.err();
   a.kill(SIGKILL);
