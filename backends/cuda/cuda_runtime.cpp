@@ -71,8 +71,8 @@ Expected<int> Runtime::capability() {
   return m_capability;
 }
 
-std::string Runtime::arguments() const {
-  return detail::flatten_request(m_program);
+void Runtime::arguments(detail::RequestHasher& out) const {
+  detail::hash_request_arguments(m_program, out);
 }
 
 std::optional<detail::Place> Runtime::place() const {

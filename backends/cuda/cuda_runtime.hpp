@@ -35,7 +35,7 @@ public:
 
   const char* backend() const override { return "cuda"; }
   Expected<void> check() override;
-  std::string arguments() const override;
+  void arguments(detail::RequestHasher& out) const override;
   std::optional<detail::Place> place() const override;
   const detail::LibrarySearch* library_search() const override { return &cuda::library_search(); }
   Expected<detail::ProbedLibraries<std::string>> probe() override { return probe_libraries(); }

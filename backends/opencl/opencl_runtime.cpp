@@ -116,15 +116,13 @@ Expected<const Identity*> Runtime::own() {
   return &*m_own;
 }
 
-std::string Runtime::arguments() const {
+void Runtime::arguments(detail::RequestHasher& out) const {
   // Relative paths in the options depend on the current directory (empty when it was removed,
   // which the key step then reports).
   std::error_code ec;
-  std::string out;
-  detail::append_sized(out, std::filesystem::current_path(ec).string());
-  detail::append_sized(out, m_options);
-  detail::append_sized(out, m_source);
-  return out;
+  out.add(std::filesystem::current_path(ec).string());
+  out.add(m_options);
+  out.add(m_source);
 }
 
 std::optional<detail::Place> Runtime::place() const {

@@ -1,27 +1,6 @@
 #include "core/engine/handle_cache.hpp"
 
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-#ifdef JITCACHE_HAVE_XXH_DISPATCH
-// The library's default XXH3 is its SSE2 build; its dispatching entry points pick AVX2 or
-// AVX-512 where the CPU has them: the request hash of a 10 KB source is most of a memory hit.
-// (Only the shared libxxhash has them: Debian's static archive does not; see core/CMakeLists.)
-#include <xxh_x86dispatch.h>
-#endif
-
 namespace jitcache::detail {
-
-HandleCache::RequestHash HandleCache::hash_request(std::initializer_list<std::string_view> parts) {
-  XXH3_state_t state;
-  XXH3_128bits_reset(&state);
-  for (std::string_view part : parts) {
-    const std::uint64_t len = part.size();
-    XXH3_128bits_update(&state, &len, sizeof len);
-    XXH3_128bits_update(&state, part.data(), part.size());
-  }
-  const XXH128_hash_t h = XXH3_128bits_digest(&state);
-  return {h.low64, h.high64};
-}
 
 std::optional<HandleCache::Loaded> HandleCache::find(const Slot& slot) const {
   std::lock_guard<std::mutex> lock(m_mutex);

@@ -4,6 +4,7 @@
 #include <jitcache/digest.hpp>
 
 #include "core/engine/file_watch.hpp"
+#include "core/engine/request_hash.hpp"
 #include "core/engine/single_flight.hpp"
 #include "core/key/file_stamp.hpp"
 
@@ -49,17 +50,6 @@ public:
     Handle handle;
     BuildInfo info; ///< how it was first obtained (key, bytes)
   };
-
-  /// 128-bit hash of a request's raw arguments.
-  struct RequestHash {
-    std::uint64_t lo = 0, hi = 0;
-    friend bool operator<(const RequestHash& a, const RequestHash& b) {
-      return std::tie(a.hi, a.lo) < std::tie(b.hi, b.lo);
-    }
-  };
-
-  /// Hashes `parts` (each length-delimited) into a RequestHash.
-  static RequestHash hash_request(std::initializer_list<std::string_view> parts);
 
   std::optional<Loaded> find(const Slot& slot) const;
   /// The shortcut remembered for `request` (alias), when the files its key was built from are

@@ -31,6 +31,12 @@ Digest key_name(const Config& config, const char* backend, const std::string& id
       {identity, target, fields_text(config.compile_environment(backend)), arguments});
 }
 
+RequestHash arguments_of(const Runtime& runtime) {
+  RequestHasher hasher;
+  runtime.arguments(hasher);
+  return hasher.digest();
+}
+
 PendingKey::Build key_builder(const Runtime& runtime) {
   return [&runtime]() -> Expected<std::pair<Key, Dependencies>> { return runtime.make_key(); };
 }
@@ -45,12 +51,15 @@ public:
     if (auto ok = m_runtime.check(); !ok)
       return std::move(ok).error();
     m_place = m_runtime.place();
-    m_arguments = m_runtime.arguments();
+    m_arguments = arguments_of(m_runtime);
     HandleCache& handles = m_core.handles();
-    std::optional<HandleCache::RequestHash> request;
+    std::optional<RequestHash> request;
     if (m_place) {
-      request = HandleCache::hash_request(
-          {m_backend, bytes_of(m_place->context), bytes_of(m_place->device), m_arguments});
+      RequestHasher hasher;
+      for (std::string_view part : {std::string_view(m_backend), bytes_of(m_place->context),
+                                    bytes_of(m_place->device), m_arguments.bytes()})
+        hasher.add(part);
+      request = hasher.digest();
       if (auto loaded = handles.find(*request))
         return answer(*loaded, false);
     }
@@ -118,7 +127,7 @@ private:
   PendingKey pending_key(const std::string& identity, const std::string& target,
                          bool background) const {
     return PendingKey(m_core, m_backend,
-                      key_name(m_cache.config(), m_backend, identity, target, m_arguments),
+                      key_name(m_cache.config(), m_backend, identity, target, m_arguments.bytes()),
                       key_builder(m_runtime), background);
   }
 
@@ -279,7 +288,7 @@ private:
   Runtime& m_runtime;
   const char* const m_backend;
   std::optional<Place> m_place;
-  std::string m_arguments;
+  RequestHash m_arguments;
   bool m_ran = true; ///< false when the handle came from the memory tier of handles
 };
 
@@ -331,7 +340,7 @@ PendingKey remembered_key(Cache& cache, Runtime& runtime, const std::string& ide
                           const std::string& target) {
   return PendingKey(
       core_of(cache), runtime.backend(),
-      key_name(cache.config(), runtime.backend(), identity, target, runtime.arguments()),
+      key_name(cache.config(), runtime.backend(), identity, target, arguments_of(runtime).bytes()),
       key_builder(runtime), runtime.check_stamps_aside());
 }
 

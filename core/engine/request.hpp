@@ -1,7 +1,7 @@
 #pragma once
 
+#include "core/engine/request_hash.hpp"
 #include "core/record/request_record.hpp"
-#include "core/support/byte_io.hpp"
 
 #include <filesystem>
 #include <string>
@@ -9,36 +9,34 @@
 
 namespace jitcache::detail {
 
-/// Every argument of a compile request in one string, for a record name's parts and the memory
-/// tier's request hash: the current directory (relative paths in options depend on it; empty
-/// when it was removed, which the key step then reports), then `program`'s name, source,
-/// options, in-memory headers and name expressions, each length-prefixed and each list counted,
-/// so no two requests flatten alike. `Program` is a backend's program type with those members
-/// (cuda::Program, hip::Program).
-template <typename Program> std::string flatten_request(const Program& program) {
-  std::string out;
+/// Adds every argument of a compile request to `out`, each where it lies: the current directory
+/// (relative paths in options depend on it; empty when it was removed, which the key step then
+/// reports), then `program`'s name, source, options, in-memory headers and name expressions, each
+/// list counted, so no two requests hash alike. `Program` is a backend's program type with those
+/// members (cuda::Program, hip::Program).
+template <typename Program>
+void hash_request_arguments(const Program& program, RequestHasher& out) {
   std::error_code ec;
-  append_sized(out, std::filesystem::current_path(ec).string());
-  append_sized(out, program.name);
-  append_sized(out, program.source);
-  append_sized(out, std::to_string(program.options.size()));
+  out.add(std::filesystem::current_path(ec).string());
+  out.add(program.name);
+  out.add(program.source);
+  out.add_count(program.options.size());
   for (const std::string& option : program.options)
-    append_sized(out, option);
-  append_sized(out, std::to_string(program.headers.size()));
+    out.add(option);
+  out.add_count(program.headers.size());
   for (const auto& header : program.headers) {
-    append_sized(out, header.name);
-    append_sized(out, header.content);
+    out.add(header.name);
+    out.add(header.content);
   }
-  append_sized(out, std::to_string(program.name_expressions.size()));
+  out.add_count(program.name_expressions.size());
   for (const std::string& expression : program.name_expressions)
-    append_sized(out, expression);
-  return out;
+    out.add(expression);
 }
 
 /// The request `program` makes for `target`, as a record carries it (the key's
 /// part is filled by record_request): the program's name, source, options and name expressions,
 /// the target and the current directory (the variables are the key's compile environment,
-/// which record_request fills). `Program` as for flatten_request().
+/// which record_request fills). `Program` as for hash_request_arguments().
 template <typename Program>
 RequestRecord describe_request(const Program& program, const std::string& target) {
   RequestRecord record;

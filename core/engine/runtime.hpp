@@ -2,6 +2,7 @@
 
 #include "core/engine/compiled.hpp"
 #include "core/engine/handle_cache.hpp"
+#include "core/engine/request_hash.hpp"
 #include "core/key/dependencies.hpp"
 #include "core/key/library_identity.hpp"
 #include "core/record/request_record.hpp"
@@ -45,9 +46,10 @@ public:
   /// invalid_argument saying what is wrong with the request; the runtime's (no driver, no
   /// context, no such device).
   virtual Expected<void> check() = 0;
-  /// Every argument of the request in one string (see flatten_request): hashed for the memory
-  /// tier of handles and part of the name its key is remembered under.
-  virtual std::string arguments() const = 0;
+  /// Adds every argument of the request to `out`, part by part where it lies (see
+  /// hash_request_arguments): what the memory tier of handles finds a repeated request by, and
+  /// part of the name its key is remembered under.
+  virtual void arguments(RequestHasher& out) const = 0;
   /// Where the handle is loaded; nullopt for a request that loads nothing (an offline compile:
   /// its handle is a copy of the entry's bytes).
   virtual std::optional<Place> place() const = 0;

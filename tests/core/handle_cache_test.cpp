@@ -23,6 +23,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using detail::HandleCache;
+using detail::RequestHash;
+
+RequestHash request_of(std::string_view options, std::string_view source) {
+  detail::RequestHasher hasher;
+  hasher.add(options);
+  hasher.add(source);
+  return hasher.digest();
+}
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -56,7 +64,7 @@ class HandleCacheTest : public ::testing::Test {
 protected:
   void SetUp() override { make_tree(dir.path()); }
   std::string guards() const { return guards_of_tree(dir.path()); }
-  const HandleCache::RequestHash request = HandleCache::hash_request({"options", "source"});
+  const RequestHash request = request_of("options", "source");
   test::TempDir dir;
 };
 
@@ -68,7 +76,7 @@ void expect_each_change_drops_the_shortcut(
   test::TempDir tree;
   const fs::path& root = tree.path();
   make_tree(root);
-  const auto request = HandleCache::hash_request({"options", "source"});
+  const auto request = request_of("options", "source");
   const std::vector<std::pair<const char*, std::function<void()>>> changes{
       {"a header edited", [&] { write(root / "real/a.h", "int abc;\n"); }},
       {"a header created earlier in the include path", [&] { write(root / "first/a.h", "x\n"); }},
@@ -121,7 +129,7 @@ TEST_F(HandleCacheTest, AWatchedShortcutIsServedWithoutStatCallsUntilAFileChange
 TEST_F(HandleCacheTest, AnEventOnOneShortcutsFilesReprovesTheOthersByStatNotByRebuilding) {
   HandleCache handles;
   write(dir.path() / "b/b.h", "int b;\n");
-  const auto other = HandleCache::hash_request({"options", "other source"});
+  const auto other = request_of("options", "other source");
   handles.alias(request, loaded(), guards());
   handles.alias(other, loaded(),
                 detail::encode_stamps({detail::stamp_of((dir.path() / "b/b.h").string())}));
