@@ -1,12 +1,10 @@
 #include "backends/opencl/opencl_runtime.hpp"
 
 #include "backends/opencl/opencl_compile.hpp"
-#include "core/support/byte_io.hpp"
+#include "core/support/current_directory.hpp"
 #include "core/tiers/packages/package_target.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
 #include <utility>
 
 namespace jitcache::opencl {
@@ -31,12 +29,11 @@ bool pocl_cache_on(const Identity& id, const Config& config) {
 // and the store process runs with the requesting process's settings from its environment.
 detail::RequestRecord describe(const Identity& id, std::string_view source,
                                const std::string& options) {
-  std::error_code ec;
   detail::RequestRecord record;
   record.backend = "opencl";
   record.device = id.device_name;
   record.options = {options};
-  record.directory = std::filesystem::current_path(ec).string();
+  record.directory = std::string(detail::CurrentDirectory().path());
   record.source = std::string(source);
   return record;
 }
@@ -119,8 +116,7 @@ Expected<const Identity*> Runtime::own() {
 void Runtime::arguments(detail::RequestHasher& out) const {
   // Relative paths in the options depend on the current directory (empty when it was removed,
   // which the key step then reports).
-  std::error_code ec;
-  out.add(std::filesystem::current_path(ec).string());
+  out.add(detail::CurrentDirectory().path());
   out.add(m_options);
   out.add(m_source);
 }

@@ -1,6 +1,7 @@
 #include "core/engine/file_watch.hpp"
 
 #include "core/key/file_stamp.hpp"
+#include "core/support/current_directory.hpp"
 #include "core/support/fork_guard.hpp"
 
 #include <sys/inotify.h>
@@ -53,13 +54,6 @@ void split_into(const std::string& path, std::deque<std::string>& out) {
     start = end + 1;
   }
   out.insert(out.begin(), parts.begin(), parts.end());
-}
-
-std::optional<std::string> current_directory() {
-  char buf[PATH_MAX];
-  if (!::getcwd(buf, sizeof buf))
-    return std::nullopt;
-  return std::string(buf);
 }
 
 } // namespace
@@ -190,10 +184,10 @@ std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
     if (stamp.path.empty())
       return std::nullopt;
     if (stamp.path.front() != '/' && cwd.empty()) {
-      auto now = current_directory();
-      if (!now)
+      const CurrentDirectory now;
+      if (now.path().empty())
         return std::nullopt;
-      cwd = ticket.cwd = std::move(*now);
+      cwd = ticket.cwd = std::string(now.path());
     }
     if (done.insert(stamp.path).second && !watch_path(stamp.path, cwd))
       return std::nullopt;
@@ -250,8 +244,7 @@ bool FileWatch::unchanged_since(const Ticket& ticket) {
     return false;
   if (ticket.cwd.empty())
     return true;
-  char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) && ticket.cwd == buf;
+  return ticket.cwd == CurrentDirectory().path();
 }
 
 } // namespace jitcache::detail

@@ -2,10 +2,9 @@
 
 #include "core/engine/request_hash.hpp"
 #include "core/record/request_record.hpp"
+#include "core/support/current_directory.hpp"
 
-#include <filesystem>
 #include <string>
-#include <system_error>
 
 namespace jitcache::detail {
 
@@ -16,8 +15,7 @@ namespace jitcache::detail {
 /// members (cuda::Program, hip::Program).
 template <typename Program>
 void hash_request_arguments(const Program& program, RequestHasher& out) {
-  std::error_code ec;
-  out.add(std::filesystem::current_path(ec).string());
+  out.add(CurrentDirectory().path());
   out.add(program.name);
   out.add(program.source);
   out.add_count(program.options.size());
@@ -40,10 +38,9 @@ void hash_request_arguments(const Program& program, RequestHasher& out) {
 template <typename Program>
 RequestRecord describe_request(const Program& program, const std::string& target) {
   RequestRecord record;
-  std::error_code ec;
   record.device = target;
   record.options = program.options;
-  record.directory = std::filesystem::current_path(ec).string();
+  record.directory = std::string(CurrentDirectory().path());
   record.name = program.name;
   record.source = program.source;
   record.name_expressions = program.name_expressions;
