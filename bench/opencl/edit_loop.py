@@ -8,8 +8,9 @@ Each repetition, from fresh POCL_CACHE_DIR and JITCACHE_DIR and in alternating o
          seconds (the next at once when one runs longer), JITCACHE_OPENCL_STORE=detach
   alone  one such run, then nothing until its store worker is done
 Measured every 100 ms: the `jitcache store` processes of the cache, the store workers among
-them (the detached ones: nice 19; a process that hands over while a worker is alive starts
-nothing, and one that finds the lock taken exits before detaching), their CPU time, and the
+them (the detached ones: nice 19, not a child one of them forked; a process that hands over
+while a worker is alive starts nothing, and one that finds the lock taken exits before
+detaching), those that hold the worker lock, their CPU time (their children's included), and the
 request files pending. "every program stored" is from the first run's start until the pending
 folder was left empty for the last time: then every program is stored, which the run after it
 checks (every program a hit). The target: never more than one worker at once, and the loop's
@@ -35,13 +36,28 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
-def nice_of(pid):
-    """The nice value of a live process, or None once it is gone."""
+def stat_of(pid):
+    """The fields of /proc/PID/stat after the command's name (state, ppid, ...), or None once
+    the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[16])
-    except (OSError, IndexError, ValueError):
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return None
+
+
+def holds_worker_lock(pid, lock):
+    """Whether the process pid holds the worker lock (the file lock): its lock is listed in the
+    fdinfo of its descriptor of that file."""
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == lock:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    if "FLOCK" in f.read():
+                        return True
+    except OSError:
+        pass
+    return False
 
 
 class Sampler(threading.Thread):
@@ -50,8 +66,10 @@ class Sampler(threading.Thread):
     def __init__(self, pending, start):
         super().__init__(daemon=True)
         self.pending, self.start_time = pending, start
-        self.max_processes = self.max_workers = 0
+        self.lock = os.path.join(pending, "worker.lock")
+        self.max_processes = self.max_workers = self.max_holders = 0
         self.workers, self.cpu = set(), {}
+        self.held, self.seen = {}, {}  # per worker: when last seen holding the lock, alive
         self.emptied = None  # when the folder was last seen going from non-empty to empty
         self.done = threading.Event()
 
@@ -59,10 +77,19 @@ class Sampler(threading.Thread):
         busy = False
         while not self.done.is_set():
             pids = first_run.store_processes(self.pending)
-            workers = [pid for pid in pids if nice_of(pid) == 19]
+            stats = {pid: stat_of(pid) for pid in pids}
+            # A worker: detached (nice 19), and not a child it forked (PoCL starts the linker
+            # so: until its exec, the child has the worker's command line, nice and lock).
+            workers = [pid for pid, st in stats.items()
+                       if st and int(st[16]) == 19 and int(st[1]) not in stats]
             self.max_processes = max(self.max_processes, len(pids))
             self.max_workers = max(self.max_workers, len(workers))
             self.workers.update(workers)
+            now = time.perf_counter()
+            holders = [pid for pid in workers if holds_worker_lock(pid, self.lock)]
+            self.max_holders = max(self.max_holders, len(holders))
+            self.held.update({pid: now for pid in holders})
+            self.seen.update({pid: now for pid in workers})
             for pid in workers:
                 try:
                     os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -80,6 +107,10 @@ class Sampler(threading.Thread):
     def stop(self):
         self.done.set()
         self.join()
+
+    def exit_s(self):
+        """The longest a worker was seen alive after it let go of the lock (its exit)."""
+        return max((self.seen[pid] - self.held[pid] for pid in self.held), default=0.0)
 
 
 def runs(driver, work, files, env, count, interval, timeout):
@@ -112,6 +143,7 @@ def runs(driver, work, files, env, count, interval, timeout):
     if line["outcomes"] != {"hit": len(files)}:
         raise RuntimeError(f"after the stores, not every program hit: {line['outcomes']}")
     return {"stored_s": sampler.emptied, "max_workers": sampler.max_workers,
+            "max_holders": sampler.max_holders, "exit_s": sampler.exit_s(),
             "max_processes": sampler.max_processes, "workers": len(sampler.workers),
             "worker_cpu_s": sum(sampler.cpu.values()), "first_all_hits_s": first_all_hits,
             "run_cpu_s": statistics.median(cpu), "runs": len(outcomes)}
@@ -154,16 +186,21 @@ def main():
     print(f"{args.programs} programs x {args.kernels} kernels; loop: {args.count} runs every "
           f"{args.interval:g} s; medians of {args.runs} repetitions\n")
     print("| | every program stored, from the first run's start | / alone | store workers "
-          "at once (max) | `jitcache store` processes at once (max) | workers started | "
-          "workers' CPU | a run's CPU (median) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "holding the lock at once (max) | store workers alive at once, one exiting included "
+          "(max) | workers started | a worker's exit after the lock (max) | workers' CPU | "
+          "workers' CPU / alone | a run's CPU (median) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    cpu_ratio = statistics.median(a["worker_cpu_s"] / b["worker_cpu_s"]
+                                  for a, b in zip(rows["loop"], rows["alone"]))
     for name, label in (("loop", f"{args.count} runs, one every {args.interval:g} s"),
                         ("alone", "one run, its store worker alone")):
         print(f"| {label} | {med(name, 'stored_s'):.1f} s | "
               f"{ratio if name == 'loop' else 1.0:.2f}x | "
-              f"{max(x['max_workers'] for x in rows[name])} | "
-              f"{max(x['max_processes'] for x in rows[name])} | {med(name, 'workers'):.0f} | "
-              f"{med(name, 'worker_cpu_s'):.1f} s | {med(name, 'run_cpu_s'):.2f} s |")
+              f"{max(x['max_holders'] for x in rows[name])} | "
+              f"{max(x['max_workers'] for x in rows[name])} | {med(name, 'workers'):.0f} | "
+              f"{max(x['exit_s'] for x in rows[name]):.1f} s | "
+              f"{med(name, 'worker_cpu_s'):.1f} s | "
+              f"{cpu_ratio if name == 'loop' else 1.0:.2f}x | {med(name, 'run_cpu_s'):.2f} s |")
     print("\nload average (1, 5, 15 min) before -> after: " + "; ".join(loads))
     print("\n" + json.dumps(rows))
 

@@ -5,6 +5,7 @@
 
 #include "core/record/request_record.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -378,6 +379,46 @@ TEST_F(StoreModeTest, CliBuildReportsUnknownBytesUntilStoredAndWaitsWithWait) {
                     variables("detach"));
   ASSERT_EQ(hit.exit_code, 0) << hit.err;
   EXPECT_EQ(nlohmann::json::parse(hit.out)["outcome"], "hit");
+}
+
+// Issue 29's row "`jitcache build` twice in a row", the samples: the outcomes of one run.
+std::map<std::string, std::size_t>
+cli_build_outcomes(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> args{"build", "--backend", "opencl", "--options", k_options, "--json"};
+  for (const char* name : k_kernels)
+    args.push_back(std::string(JITCACHE_KERNELS) + "/" + name);
+  auto built = test::run_cli(args, env);
+  EXPECT_EQ(built.exit_code, 0) << built.err;
+  std::map<std::string, std::size_t> counts;
+  for (const auto& line : test::json_lines(built.out))
+    ++counts[line["outcome"].get<std::string>()];
+  return counts;
+}
+
+using OutcomeCounts = std::map<std::string, std::size_t>;
+
+TEST_F(StoreModeTest, CliBuildTwiceInARowWithWaitMissesThenHits) {
+  const std::size_t n = std::size(k_kernels);
+  EXPECT_EQ(cli_build_outcomes(variables("wait")), (OutcomeCounts{{"miss", n}}));
+  EXPECT_EQ(cli_build_outcomes(variables("wait")), (OutcomeCounts{{"hit", n}}));
+  EXPECT_EQ(stored_counter(Counter::compiles), n);
+}
+
+// In the default mode the second run starts while the first one's stores may still be pending:
+// it compiles nothing (each program a hit, or a build over PoCL's cache the first run warmed:
+// `warm_builds`); after `store --wait` a third run hits every program.
+TEST_F(StoreModeTest, CliBuildTwiceInARowInTheDefaultModeCompilesOnceThenHitsAfterTheWait) {
+  const std::size_t n = std::size(k_kernels);
+  EXPECT_EQ(cli_build_outcomes(variables("detach")), (OutcomeCounts{{"miss", n}}));
+  OutcomeCounts second = cli_build_outcomes(variables("detach"));
+  EXPECT_EQ(second["hit"] + second["miss"], n);
+  EXPECT_EQ(second["miss"], stored_counter(Counter::warm_builds))
+      << "each miss a build over PoCL's warm cache";
+  EXPECT_EQ(stored_counter(Counter::compiles), n) << "the second run compiles nothing";
+  auto waited = test::run_cli({"store", "--wait", "--timeout", "240"}, variables("detach"));
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(cli_build_outcomes(variables("detach")), (OutcomeCounts{{"hit", n}}));
+  EXPECT_EQ(stored_counter(Counter::compiles), n);
 }
 
 // Every file under `root` that holds `secret`, by name (every byte of each regular file read).
