@@ -31,11 +31,6 @@ import time
 import first_run
 
 
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
 def stat_of(pid):
     """The fields of /proc/PID/stat after the command's name (state, ppid, ...), or None once
     the process is gone."""
@@ -172,10 +167,10 @@ def main():
                                 "JITCACHE_OPENCL_STORE": "detach"}
             steps = [("loop", args.count), ("alone", 1)]
             for name, count in (steps if r % 2 == 0 else reversed(steps)):
-                before = loadavg()
+                before = first_run.loadavg()
                 rows[name].append(runs(driver, work, files, env(name), count, args.interval,
                                        args.timeout))
-                loads.append(f"{name} {r + 1}: {before} -> {loadavg()}")
+                loads.append(f"{name} {r + 1}: {before} -> {first_run.loadavg()}")
                 print(f"{name} {r + 1}: {json.dumps(rows[name][-1])}", file=sys.stderr)
         finally:
             shutil.rmtree(root, ignore_errors=True)

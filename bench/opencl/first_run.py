@@ -41,6 +41,12 @@ def run(argv, env):
     return wall, json.loads(out.strip().splitlines()[-1]), usage
 
 
+def loadavg():
+    """The load averages over 1, 5 and 15 minutes (the machine may be shared)."""
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def write_workload(work, programs, kernels):
     """Writes make_workload.py's workload into work; the program files."""
     return subprocess.run([sys.executable, os.path.join(HERE, "make_workload.py"), work,
@@ -166,7 +172,9 @@ def main():
         for step in (steps if r % 2 == 0 else list(reversed(steps))):
             step()
 
+    loads = []
     for r in range(args.runs):
+        before = loadavg()
         root = tempfile.mkdtemp(prefix="jitcache-first-run-")
         try:
             work = os.path.join(root, "workload")
@@ -227,10 +235,12 @@ def main():
                               "edit one program's header: jitcache (detach)"))])
         finally:
             shutil.rmtree(root, ignore_errors=True)
-        print(f"run {r + 1} of {args.runs} done", file=sys.stderr)
+        loads.append(f"run {r + 1}: {before} -> {loadavg()}")
+        print(f"run {r + 1} of {args.runs} done (load average {loads[-1]})", file=sys.stderr)
 
     print(f"{args.programs} programs x {args.kernels} kernels, medians of {args.runs} runs\n")
     print(table(rows))
+    print("\nload average (1, 5, 15 min) before -> after: " + "; ".join(loads))
     print("\n" + json.dumps(rows))
 
 

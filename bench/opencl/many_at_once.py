@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "core"))
 import many_processes  # noqa: E402 (its run_all)
-from edit_loop import loadavg  # noqa: E402
+from first_run import loadavg  # noqa: E402
 
 
 def main():
