@@ -421,6 +421,31 @@ TEST_F(StoreModeTest, CliBuildTwiceInARowInTheDefaultModeCompilesOnceThenHitsAft
   EXPECT_EQ(stored_counter(Counter::compiles), n);
 }
 
+// A key's hand-over marker (leases/KEY.handed) says that PoCL's cache is warm from a compile
+// whose store is pending; once the entry is stored it says nothing true any more, and it goes (a
+// CI job saves the cache after `store --wait`). A later miss of the key, here the entry cleared
+// and PoCL's cache empty (a new machine that restored the cache), is a real compile, counted so.
+TEST_F(StoreModeTest, AStoredKeysHandOverMarkerGoesAndALaterMissCountsAsACompile) {
+  const std::size_t n = std::size(k_kernels);
+  EXPECT_EQ(cli_build_outcomes(variables("detach")), (OutcomeCounts{{"miss", n}}));
+  auto waited = test::run_cli({"store", "--wait", "--timeout", "240"}, variables("detach"));
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  std::vector<fs::path> markers;
+  for (const auto& item : fs::directory_iterator(dir.path() / "v1" / "leases"))
+    if (item.path().extension() == ".handed")
+      markers.push_back(item.path().filename());
+  EXPECT_EQ(markers, std::vector<fs::path>{}) << "every key is stored";
+
+  auto cleared = test::run_cli({"clear"}, variables("detach"));
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  test::TempDir pocl; // PoCL's cache of a new machine
+  auto fresh = variables("detach");
+  fresh["POCL_CACHE_DIR"] = pocl.path().string();
+  EXPECT_EQ(cli_build_outcomes(fresh), (OutcomeCounts{{"miss", n}}));
+  EXPECT_EQ(stored_counter(Counter::compiles), n) << "counted since the clear";
+  EXPECT_EQ(stored_counter(Counter::warm_builds), 0u);
+}
+
 // Every file under `root` that holds `secret`, by name (every byte of each regular file read).
 std::vector<std::string> files_holding(const fs::path& root, const std::string& secret) {
   std::vector<std::string> found;
