@@ -822,6 +822,23 @@ TEST_F(StoreModeTest, TheWaitForAWorkerThatDoesNotFinishEndsAtItsLimitWithOneLin
       << waited.error().message;
 }
 
+// What `store --wait` says it waits for counts the request file the worker is storing (taken:
+// FILE.taken), not only those it has not taken yet: a worker that took every file is not "0
+// request files pending" for minutes.
+TEST_F(StoreModeTest, TheWaitCountsTheFileTheWorkerIsStoring) {
+  { Cache create(config("wait")); }
+  auto worker = hold_worker_lock(pending());
+  write_requests(config("detach"), device, pending() / "taken-by-the-worker.taken");
+  std::string err;
+  EXPECT_EQ(
+      test::run_cli_bounded({"store", "--wait", "--timeout", "2"}, variables("detach"), 60, &err),
+      1)
+      << err;
+  EXPECT_NE(err.find("still runs after 2 s, with 1 request files pending (1 being stored)"),
+            std::string::npos)
+      << err;
+}
+
 // The library's call: this process's stores handed over, then waited for; a new process hits.
 TEST_F(StoreModeTest, WaitForStoresReturnsOnceThisProcesssStoresAreDone) {
   {
