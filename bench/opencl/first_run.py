@@ -4,12 +4,14 @@ alone, PyOpenCL with its cache off, jitcache's first run (JITCACHE_OPENCL_STORE=
 edit-and-run loop (one program's header changed). Medians of --runs runs.
 
 usage: first_run.py [--build build] [--runs 3] [--programs 24] [--kernels 24] [--no-pyopencl]
-                    [--no-wait]
+                    [--no-wait] [--store-wait]
 Each run: fresh POCL_CACHE_DIR and JITCACHE_DIR, a workload written by make_workload.py. Wall
 time is from starting the process to its exit; CPU is the process's own (getrusage, children
 separate: the short-lived process that starts the detached store). For detach, the detached
 `jitcache store` process is followed to its end: how long until every program was stored and
-the CPU time it used. What is compared (PoCL alone and jitcache's first run, second run and
+the CPU time it used; with --store-wait, `jitcache store --wait` is run at once after the first
+run's exit and timed to its own exit (the issue-29 recipe: the second run follows it). What is
+compared (PoCL alone and jitcache's first run, second run and
 edit) runs side by side, in alternating order from one run to the next.
 """
 import argparse
@@ -39,6 +41,19 @@ def run(argv, env):
     return wall, json.loads(out.strip().splitlines()[-1]), usage
 
 
+def loadavg():
+    """The load averages over 1, 5 and 15 minutes (the machine may be shared)."""
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def write_workload(work, programs, kernels):
+    """Writes make_workload.py's workload into work; the program files."""
+    return subprocess.run([sys.executable, os.path.join(HERE, "make_workload.py"), work,
+                           "--programs", str(programs), "--kernels", str(kernels)], check=True,
+                          capture_output=True, text=True).stdout.split()
+
+
 def store_processes(pending):
     """Pids of the `jitcache store` processes working on files of the folder pending."""
     pids = []
@@ -53,6 +68,14 @@ def store_processes(pending):
         if b"store" in args and any(a.startswith(pending.encode()) for a in args):
             pids.append(int(pid))
     return pids
+
+
+def request_files(pending):
+    """The request files waiting in the folder pending (not the store worker's lock, which
+    stays)."""
+    if not os.path.isdir(pending):
+        return []
+    return [f for f in os.listdir(pending) if f != "worker.lock"]
 
 
 def cpu_of(pid):
@@ -81,8 +104,7 @@ def follow_stores(pending, since):
             value = cpu_of(pid)
             if value is not None:
                 cpu[pid] = value
-        files = [f for f in os.listdir(pending)] if os.path.isdir(pending) else []
-        if not files:
+        if not request_files(pending):
             return time.perf_counter() - since, sum(cpu.values())
         time.sleep(0.05)
 
@@ -132,8 +154,11 @@ def main():
     parser.add_argument("--no-pyopencl", action="store_true")
     parser.add_argument("--no-wait", action="store_true",
                         help="leave out JITCACHE_OPENCL_STORE=wait (the slow store in the process)")
+    parser.add_argument("--store-wait", action="store_true",
+                        help="after detach's first run, `jitcache store --wait` until stored")
     args = parser.parse_args()
     driver = os.path.abspath(os.path.join(args.build, "bench", "opencl", "bench_first_run"))
+    cli = os.path.abspath(os.path.join(args.build, "tools", "jitcache", "jitcache"))
     python = shutil.which("python3", path="/usr/bin") or sys.executable
     rows = {}
 
@@ -147,14 +172,13 @@ def main():
         for step in (steps if r % 2 == 0 else list(reversed(steps))):
             step()
 
+    loads = []
     for r in range(args.runs):
+        before = loadavg()
         root = tempfile.mkdtemp(prefix="jitcache-first-run-")
         try:
             work = os.path.join(root, "workload")
-            files = subprocess.run([sys.executable, os.path.join(HERE, "make_workload.py"), work,
-                                    "--programs", str(args.programs), "--kernels",
-                                    str(args.kernels)], check=True, capture_output=True,
-                                   text=True).stdout.split()
+            files = write_workload(work, args.programs, args.kernels)
             cmd = lambda mode: [driver, mode, work] + files
             env = {"POCL_CACHE_DIR": os.path.join(root, "pocl-only"), "POCL_KERNEL_CACHE": "1"}
             jit_env = lambda mode: {"POCL_CACHE_DIR": os.path.join(root, "pocl-" + mode),
@@ -176,9 +200,19 @@ def main():
 
             def detach_first():
                 start_after = jitcache("jitcache first run, JITCACHE_OPENCL_STORE=detach")
-                until, worker_cpu = follow_stores(pending, start_after)
-                add("detached store: until every program is stored (after exit)", until,
-                    worker_cpu)
+                if not args.store_wait:
+                    until, worker_cpu = follow_stores(pending, start_after)
+                    add("detached store: until every program is stored (after exit)", until,
+                        worker_cpu)
+                    return
+                waiter = subprocess.Popen([cli, "store", "--wait", "--timeout", "600"],
+                                          env={**os.environ, **jit_env("detach")},
+                                          stdout=subprocess.DEVNULL)
+                _, worker_cpu = follow_stores(pending, start_after)
+                if waiter.wait() != 0:
+                    raise RuntimeError("jitcache store --wait failed")
+                add("detached store: `jitcache store --wait` after exit, to its exit",
+                    time.perf_counter() - start_after, worker_cpu)
 
             alternate(r, [lambda: pocl("PoCL's own cache only: first run"), detach_first])
             if not args.no_pyopencl:
@@ -201,10 +235,12 @@ def main():
                               "edit one program's header: jitcache (detach)"))])
         finally:
             shutil.rmtree(root, ignore_errors=True)
-        print(f"run {r + 1} of {args.runs} done", file=sys.stderr)
+        loads.append(f"run {r + 1}: {before} -> {loadavg()}")
+        print(f"run {r + 1} of {args.runs} done (load average {loads[-1]})", file=sys.stderr)
 
     print(f"{args.programs} programs x {args.kernels} kernels, medians of {args.runs} runs\n")
     print(table(rows))
+    print("\nload average (1, 5, 15 min) before -> after: " + "; ".join(loads))
     print("\n" + json.dumps(rows))
 
 

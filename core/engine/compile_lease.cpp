@@ -214,6 +214,10 @@ bool CompileLease::handed_over(const CacheDir& dir, const Digest& key) {
   return found && S_ISREG(found->st_mode);
 }
 
+void CompileLease::clear_handed_over(const CacheDir& dir, const Digest& key) {
+  dir.remove(key.hex() + std::string(k_handed_suffix));
+}
+
 std::size_t CompileLease::reap(const CacheDir& dir) {
   std::size_t removed = 0;
   const std::int64_t now_s = now_ms() / 1000;

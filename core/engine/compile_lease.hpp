@@ -79,6 +79,10 @@ public:
   static void mark_handed_over(const CacheDir& dir, const Digest& key);
   /// Whether `key` is marked as mark_handed_over() left it.
   static bool handed_over(const CacheDir& dir, const Digest& key);
+  /// Removes `key`'s hand-over marker, once its entry is stored: from then on the marker would
+  /// say that the runtime's cache is warm where it may not be (the entry evicted or cleared,
+  /// the cache restored on another machine). Best effort, as marking.
+  static void clear_handed_over(const CacheDir& dir, const Digest& key);
 
   /// Removes the lease files in `dir` that no live process holds (left by killed processes),
   /// and hand-over markers older than a day (their stores are done or lost). Safe while other

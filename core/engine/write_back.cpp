@@ -1,6 +1,7 @@
 #include "core/engine/write_back.hpp"
 
 #include "core/engine/cache_core.hpp"
+#include "core/engine/compile_lease.hpp"
 #include "core/engine/store_handover.hpp"
 #include "core/support/log.hpp"
 #include "core/tiers/memory_store.hpp"
@@ -103,6 +104,9 @@ void WriteBack::write(const Key& key, const Entry& entry, Ticket* ticket) {
         continue;
       }
       count(key.backend, Counter::bytes_stored, entry.payload.size());
+      if (tier.get() == m_tiers.user_tier())
+        if (auto leases = m_tiers.user()->lease_dir())
+          CompileLease::clear_handed_over(*leases, key.digest);
     }
   }
   if (ticket)

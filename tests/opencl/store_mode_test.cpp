@@ -5,6 +5,7 @@
 
 #include "core/record/request_record.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -378,6 +379,71 @@ TEST_F(StoreModeTest, CliBuildReportsUnknownBytesUntilStoredAndWaitsWithWait) {
                     variables("detach"));
   ASSERT_EQ(hit.exit_code, 0) << hit.err;
   EXPECT_EQ(nlohmann::json::parse(hit.out)["outcome"], "hit");
+}
+
+// Issue 29's row "`jitcache build` twice in a row", the samples: the outcomes of one run.
+std::map<std::string, std::size_t>
+cli_build_outcomes(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> args{"build", "--backend", "opencl", "--options", k_options, "--json"};
+  for (const char* name : k_kernels)
+    args.push_back(std::string(JITCACHE_KERNELS) + "/" + name);
+  auto built = test::run_cli(args, env);
+  EXPECT_EQ(built.exit_code, 0) << built.err;
+  std::map<std::string, std::size_t> counts;
+  for (const auto& line : test::json_lines(built.out))
+    ++counts[line["outcome"].get<std::string>()];
+  return counts;
+}
+
+using OutcomeCounts = std::map<std::string, std::size_t>;
+
+TEST_F(StoreModeTest, CliBuildTwiceInARowWithWaitMissesThenHits) {
+  const std::size_t n = std::size(k_kernels);
+  EXPECT_EQ(cli_build_outcomes(variables("wait")), (OutcomeCounts{{"miss", n}}));
+  EXPECT_EQ(cli_build_outcomes(variables("wait")), (OutcomeCounts{{"hit", n}}));
+  EXPECT_EQ(stored_counter(Counter::compiles), n);
+}
+
+// In the default mode the second run starts while the first one's stores may still be pending:
+// it compiles nothing (each program a hit, or a build over PoCL's cache the first run warmed:
+// `warm_builds`); after `store --wait` a third run hits every program.
+TEST_F(StoreModeTest, CliBuildTwiceInARowInTheDefaultModeCompilesOnceThenHitsAfterTheWait) {
+  const std::size_t n = std::size(k_kernels);
+  EXPECT_EQ(cli_build_outcomes(variables("detach")), (OutcomeCounts{{"miss", n}}));
+  OutcomeCounts second = cli_build_outcomes(variables("detach"));
+  EXPECT_EQ(second["hit"] + second["miss"], n);
+  EXPECT_EQ(second["miss"], stored_counter(Counter::warm_builds))
+      << "each miss a build over PoCL's warm cache";
+  EXPECT_EQ(stored_counter(Counter::compiles), n) << "the second run compiles nothing";
+  auto waited = test::run_cli({"store", "--wait", "--timeout", "240"}, variables("detach"));
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(cli_build_outcomes(variables("detach")), (OutcomeCounts{{"hit", n}}));
+  EXPECT_EQ(stored_counter(Counter::compiles), n);
+}
+
+// A key's hand-over marker (leases/KEY.handed) says that PoCL's cache is warm from a compile
+// whose store is pending; once the entry is stored it says nothing true any more, and it goes (a
+// CI job saves the cache after `store --wait`). A later miss of the key, here the entry cleared
+// and PoCL's cache empty (a new machine that restored the cache), is a real compile, counted so.
+TEST_F(StoreModeTest, AStoredKeysHandOverMarkerGoesAndALaterMissCountsAsACompile) {
+  const std::size_t n = std::size(k_kernels);
+  EXPECT_EQ(cli_build_outcomes(variables("detach")), (OutcomeCounts{{"miss", n}}));
+  auto waited = test::run_cli({"store", "--wait", "--timeout", "240"}, variables("detach"));
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  std::vector<fs::path> markers;
+  for (const auto& item : fs::directory_iterator(dir.path() / "v1" / "leases"))
+    if (item.path().extension() == ".handed")
+      markers.push_back(item.path().filename());
+  EXPECT_EQ(markers, std::vector<fs::path>{}) << "every key is stored";
+
+  auto cleared = test::run_cli({"clear"}, variables("detach"));
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  test::TempDir pocl; // PoCL's cache of a new machine
+  auto fresh = variables("detach");
+  fresh["POCL_CACHE_DIR"] = pocl.path().string();
+  EXPECT_EQ(cli_build_outcomes(fresh), (OutcomeCounts{{"miss", n}}));
+  EXPECT_EQ(stored_counter(Counter::compiles), n) << "counted since the clear";
+  EXPECT_EQ(stored_counter(Counter::warm_builds), 0u);
 }
 
 // Every file under `root` that holds `secret`, by name (every byte of each regular file read).
@@ -754,6 +820,23 @@ TEST_F(StoreModeTest, TheWaitForAWorkerThatDoesNotFinishEndsAtItsLimitWithOneLin
   EXPECT_EQ(waited.error().code, ErrorCode::runtime_error);
   EXPECT_NE(waited.error().message.find("were not done within 1500 ms"), std::string::npos)
       << waited.error().message;
+}
+
+// What `store --wait` says it waits for counts the request file the worker is storing (taken:
+// FILE.taken), not only those it has not taken yet: a worker that took every file is not "0
+// request files pending" for minutes.
+TEST_F(StoreModeTest, TheWaitCountsTheFileTheWorkerIsStoring) {
+  { Cache create(config("wait")); }
+  auto worker = hold_worker_lock(pending());
+  write_requests(config("detach"), device, pending() / "taken-by-the-worker.taken");
+  std::string err;
+  EXPECT_EQ(
+      test::run_cli_bounded({"store", "--wait", "--timeout", "2"}, variables("detach"), 60, &err),
+      1)
+      << err;
+  EXPECT_NE(err.find("still runs after 2 s, with 1 request files pending (1 being stored)"),
+            std::string::npos)
+      << err;
 }
 
 // The library's call: this process's stores handed over, then waited for; a new process hits.

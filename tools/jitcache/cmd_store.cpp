@@ -162,6 +162,24 @@ std::vector<std::string> take_from(int dir_fd, const std::string& folder,
   return names;
 }
 
+// How many request files of the pending folder `dir_fd` a store worker has taken and not yet
+// done (`*.taken`); for `store --wait`'s messages only.
+std::size_t taken_files(int dir_fd) {
+  const int list_fd = ::dup(dir_fd);
+  DIR* dir = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
+  if (!dir) {
+    if (list_fd >= 0)
+      ::close(list_fd);
+    return 0;
+  }
+  ::rewinddir(dir);
+  std::size_t taken = 0;
+  while (const dirent* item = ::readdir(dir))
+    taken += ends_with(item->d_name, ".taken");
+  ::closedir(dir);
+  return taken;
+}
+
 // A request file read and held: `fd` locked (empty when another store process has it),
 // `bytes` its content, `done_with` its name once marked taken.
 struct Taken {
@@ -412,10 +430,14 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
     }
     const double waited = elapsed();
     // What is left, said only in a message: listing the folder (which cleans it) every 50 ms
-    // would repeat work the worker does anyway.
+    // would repeat work the worker does anyway. The files the worker took (FILE.taken) count:
+    // it is storing them.
     const auto left = [&] {
       const std::size_t n = take_from(pending.dir_fd, pending.folder).size();
-      return n == k_batch ? std::string("64 or more") : std::to_string(n);
+      const std::size_t taken = taken_files(pending.dir_fd);
+      return (n == k_batch ? std::string("64 or more") : std::to_string(n + taken)) +
+             " request files pending" +
+             (taken ? " (" + std::to_string(taken) + " being stored)" : std::string());
     };
     const std::string pid = holder(pending.lock);
     const std::string worker = "the store worker" + (pid.empty() ? "" : " (pid " + pid + ")");
@@ -428,14 +450,14 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
       ::syscall(SYS_ioprio_set, 1, std::stoi(pid), (2 << 13) | 7);
     }
     if (timeout > 0 && waited >= timeout)
-      return fail(Error(ErrorCode::runtime_error,
-                        "store --wait: " + worker + " still runs after " +
-                            std::to_string(static_cast<long>(timeout)) + " s, with " + left() +
-                            " request files pending in " + pending.folder));
+      return fail(Error(ErrorCode::runtime_error, "store --wait: " + worker + " still runs after " +
+                                                      std::to_string(static_cast<long>(timeout)) +
+                                                      " s, with " + left() + " in " +
+                                                      pending.folder));
     if (waited - reported >= (reported == 0 ? 1.0 : 5.0)) {
       reported = waited;
-      std::cerr << "jitcache: waiting for " << worker << ": " << left()
-                << " request files pending (" << static_cast<long>(waited) << " s)\n";
+      std::cerr << "jitcache: waiting for " << worker << ": " << left() << " ("
+                << static_cast<long>(waited) << " s)\n";
     }
     clock.sleep_for(std::chrono::milliseconds(50));
   }
