@@ -3,6 +3,8 @@
 #include <CL/cl_icd.h>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
 
 namespace jitcache::opencl_layer {
@@ -25,6 +27,10 @@ struct LayerProgram {
   std::atomic<cl_program> built{nullptr}; ///< from the stored binary, after a hit
   std::atomic<cl_uint> references{1};     ///< the application's
   std::atomic<cl_uint> kernels{0};        ///< live kernels created from it, as far as seen
+  std::mutex mutex;                       ///< guards `log`
+  /// After a hit: the build log of the compile that made the stored binary, when it said
+  /// something (a program built from a binary has a log of its own, empty on PoCL).
+  std::string log;
 
   /// The program that answers for this one now.
   cl_program current() const {
