@@ -20,6 +20,13 @@ Expected<LayerRuntime::Handle> LayerRuntime::load(const EntryView& entry, std::s
   return handle;
 }
 
+Expected<detail::Compiled> LayerRuntime::compile(const Key& key, Handle& handle) {
+  auto compiled = opencl::Runtime::compile(key, handle);
+  if (compiled)
+    compiled->refresh = nullptr;
+  return compiled;
+}
+
 Expected<cl_program> LayerRuntime::build_from_source() {
   m_built = true;
   // No callback: the layer tells the application's once the request is answered.

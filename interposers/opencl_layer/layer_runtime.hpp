@@ -23,6 +23,9 @@ public:
                const cl_device_id* device_list, const char* given_options);
 
   std::optional<detail::Place> place() const override { return std::nullopt; }
+  /// The backend's compile, without its refresh at flush: the layer flushes at exit, and the
+  /// refresh is a build whose compiler is by then being torn down by its own exit handlers.
+  Expected<detail::Compiled> compile(const Key& key, Handle& handle) override;
   Expected<Handle> load(const EntryView& entry, std::string& note) override;
 
   /// Whether the application's clBuildProgram ran (a compile), and what it returned.
