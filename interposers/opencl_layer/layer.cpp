@@ -213,6 +213,8 @@ cl_int CL_API_CALL build_program(cl_program program, cl_uint num_devices,
   try {
     Cache* cache = layer_cache();
     cl_device_id device = cache ? single_device(own->context, num_devices, device_list) : nullptr;
+    if (cache && !device)
+      log::debug("the OpenCL layer passes a build for several devices through");
     if (device && own->kernels.load() == 0) {
       const std::string given = options ? options : "";
       LayerRuntime runtime(*cache, own->context, device, own->text, given, own->source, num_devices,

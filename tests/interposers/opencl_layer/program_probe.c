@@ -131,7 +131,7 @@ static const char* k_scale =
     "kernel void scale(global float* x) { size_t i = get_global_id(0); x[i] = x[i] * SCALE; }\n"
     "kernel void add(global float* x, float y) { x[get_global_id(0)] += y; }\n";
 static const char* k_warning =
-    "kernel void warns(global int* x) { int unused; x[get_global_id(0)] = 7; }\n";
+    "#warning this program warns\nkernel void warns(global int* x) { x[get_global_id(0)] = 7; }\n";
 static const char* k_broken = "kernel void broken(global int* x) { x[0] = undefined_name; }\n";
 static const char* k_header = "#define OFFSET 5\n";
 static const char* k_uses_header =
@@ -259,7 +259,8 @@ int main(void) {
   scale_program("-DSCALE=3");
   scale_program("-DSCALE=4 -cl-fast-relaxed-math");
   scale_program("-DSCALE=3"); /* the same request again in this process */
-  one_program("warning", k_warning, "-Wall");
+  one_program("warning", k_warning, "");
+  one_program("bad option", k_warning, "-Wall");
   one_program("broken", k_broken, "");
   one_program("scale without SCALE", k_scale, "");
   separate_compile();
