@@ -14,6 +14,7 @@
 
 #include "core/engine/cache_core.hpp"
 #include "core/engine/pipeline.hpp"
+#include "core/engine/store_handover.hpp"
 #include "core/support/log.hpp"
 
 #include <jitcache/cache.hpp>
@@ -103,6 +104,15 @@ Cache* layer_cache() {
     } else if (::dlsym(RTLD_DEFAULT, "jitcache_version")) {
       log::info("the OpenCL layer steps aside: this process uses jitcache's library itself");
     } else {
+      // Always handed over (JITCACHE_OPENCL_STORE=detach): the layer's last flush is at exit,
+      // when a compile in the process (reading a PoCL binary) would race the compiler's own exit
+      // handlers, which tear it down.
+      s->config.opencl_store = StoreMode::detach;
+      if (!detail::store_worker()) { // nothing to hand over to: stores would be made at exit
+        log::warn("the OpenCL layer finds no jitcache executable to store in the background; "
+                  "it reads the cache but stores nothing");
+        s->config.read_only = true;
+      }
       s->cache = std::make_unique<Cache>(s->config);
       flush_after_exit(); // the counters of a run that compiles nothing
     }

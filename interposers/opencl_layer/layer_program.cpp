@@ -50,8 +50,11 @@ void kernel_created(cl_kernel kernel, LayerProgram* program) {
       k.programs.erase(it);
     }
     if (program) {
-      k.programs.emplace(kernel, program);
-      program->kernels.fetch_add(1);
+      try {
+        k.programs.emplace(kernel, program);
+        program->kernels.fetch_add(1);
+      } catch (...) { // no memory: CL_KERNEL_PROGRAM answers the runtime's program
+      }
     }
   }
   // A kernel at this address died unseen: its program is kept (leaked) rather than freed here,

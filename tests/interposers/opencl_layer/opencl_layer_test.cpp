@@ -54,6 +54,10 @@ protected:
       e[name] = value;
     ProcessResult result = run_process(argv, e);
     EXPECT_EQ(result.exit_code, 0) << argv.back() << " (layer " << layer << ")\n" << result.err;
+    if (layer) { // the layer hands its stores over to a detached process: done before the next
+      ProcessResult waited = run_cli({"store", "--wait", "--timeout", "300"}, env(false));
+      EXPECT_EQ(waited.exit_code, 0) << waited.err;
+    }
     return result;
   }
 
