@@ -252,6 +252,8 @@ const std::map<std::string, SettingCase>& setting_cases() {
        {"wait",
         [](const Config& c) { EXPECT_EQ(c.opencl_store, StoreMode::wait); },
         {"later", "1"}}},
+      {"JITCACHE_OPENCL_LAYER",
+       {"off", [](const Config& c) { EXPECT_FALSE(c.opencl_layer); }, {"sometimes", "2"}}},
       {"JITCACHE_TUNE",
        {"Missing",
         [](const Config& c) { EXPECT_EQ(c.tune, TuneMode::missing); },
