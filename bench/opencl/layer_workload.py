@@ -4,7 +4,8 @@ generated source. Prints one JSON line: ms, the time from after the context's cr
 every operation has run once (its programs built and launched).
 
 usage: layer_workload.py [--record FILE | --floor FILE]
-  --record FILE: also writes every program's binary (by source and options) to FILE;
+  --record FILE: also writes every program's binary (by source and options) to FILE, read
+                 after the launches (over PoCL's cache, as jitcache's store reads them);
   --floor FILE:  builds every program from the binary FILE has for it (the floor: kernels loaded
                  from binaries handed to the program, nothing looked up but a dictionary).
 """
@@ -41,10 +42,8 @@ def hand_binaries(mode, path):
 
     def recording(ctx, src, options_bytes, devices=None, cache_dir=None, include_path=None):
         program, built = original(ctx, src, options_bytes, devices, False, include_path)
-        if not built:
-            program.build(options_bytes, devices)
-        recorded[(src, options_bytes)] = program.get_info(cl.program_info.BINARIES)[0]
-        return program, True
+        recorded[(src, options_bytes)] = (ctx, devices)
+        return program, built
 
     pyopencl.cache.create_built_program_from_source_cached = recording
     return recorded
@@ -75,8 +74,15 @@ def main():
     queue.finish()
     ms = (time.perf_counter() - t0) * 1e3
     if recorded is not None:
+        # Read after the launches, from a program built again over PoCL's warm cache, whose
+        # program folder then holds the kernels PoCL specialised for them (as jitcache's store).
+        binaries = {}
+        for (src, options_bytes), (ctx, devices) in recorded.items():
+            program = cl._cl._Program(ctx, src)
+            program.build(options_bytes, devices)
+            binaries[(src, options_bytes)] = program.get_info(cl.program_info.BINARIES)[0]
         with open(sys.argv[2], "wb") as f:
-            pickle.dump(recorded, f)
+            pickle.dump(binaries, f)
     print(json.dumps({"ms": ms}))
 
 
