@@ -12,6 +12,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libamdhip64-dev
   python3 python3-dev python3-pyopencl python3-numpy python3-pytest pybind11-dev
+  python-pyopencl-doc
   util-linux
   dpkg-dev file
 )

@@ -169,8 +169,12 @@ std::pair<Key, Dependencies> Runtime::make_key() const {
   return opencl::make_key(*m_id, m_cache.config(), m_source, m_options);
 }
 
+Expected<cl_program> Runtime::build_from_source() {
+  return from_source(m_context, m_device, m_source, m_options);
+}
+
 Expected<detail::Compiled> Runtime::compile(const Key& key, Handle& handle) {
-  auto program = from_source(m_context, m_device, m_source, m_options);
+  auto program = build_from_source();
   if (!program)
     return std::move(program).error();
   handle = hold(*program);

@@ -14,8 +14,9 @@ namespace jitcache::opencl {
 
 /// A request to build `source` with `options` for `device` in `context`, as the request
 /// pipeline serves it (detail::Runtime); the handle is the cl_program, released when the last
-/// holder lets go. Every argument must outlive the object.
-class Runtime final : public detail::Runtime {
+/// holder lets go. Every argument must outlive the object. A front-end that answers for the
+/// application's own program (the OpenCL layer) derives from it and builds that program.
+class Runtime : public detail::Runtime {
 public:
   Runtime(Cache& cache, cl_context context, cl_device_id device, std::string_view source,
           std::string_view options);
@@ -35,6 +36,12 @@ public:
   Expected<detail::Compiled> compile(const Key& key, Handle& handle) override;
   Expected<Handle> load(const EntryView& entry, std::string& note) override;
   detail::RequestRecord describe() const override;
+
+protected:
+  /// The program a compile builds from the request's source, built for the device; the caller
+  /// owns one reference. Errors: compile_failed (with the build log), runtime_error naming the
+  /// failing call. By default a program of its own (from_source).
+  virtual Expected<cl_program> build_from_source();
 
 private:
   // The device's identity, asked once per object (and once per device and process: identity()).

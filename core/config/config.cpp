@@ -36,6 +36,9 @@ using detail::shown_value;
 
 namespace {
 
+// The OpenCL layer's switch, which jitcache's own processes are started with turned off.
+constexpr const char* k_opencl_layer_variable = "JITCACHE_OPENCL_LAYER";
+
 using Complaints = std::vector<std::string>;
 
 std::string lower(std::string_view s) {
@@ -102,6 +105,13 @@ void set_read_only(const std::string& value, Config& config, Complaints& complai
     config.read_only = *flag;
   else
     complaints.push_back("not a boolean (1/0/true/false); using read-write");
+}
+
+void set_opencl_layer(const std::string& value, Config& config, Complaints& complaints) {
+  if (auto flag = parse_bool(value))
+    config.opencl_layer = *flag;
+  else
+    complaints.push_back("not a boolean (1/0/true/false); using on");
 }
 
 void set_max_size(const std::string& value, Config& config, Complaints& complaints) {
@@ -320,6 +330,10 @@ constexpr EnvVariable k_env_variables[] = {
      "kernel in it): `detach` (default): at `Cache::flush()` or exit, by a detached "
      "idle-priority `jitcache store` process over PoCL's warm cache, not waited for; `wait`: in "
      "the process, `flush()` and exit wait. Other OpenCL runtimes always store in the process"},
+    {k_opencl_layer_variable, R::setting, set_opencl_layer, nullptr, nullptr,
+     "`0` (or `false`, `no`, `off`): the OpenCL loader layer (`OPENCL_LAYERS=.../"
+     "libjitcache-opencl-layer.so`) stays loaded but passes every call to the runtime untouched; "
+     "jitcache's own processes (`jitcache store`) always run with it off"},
     {"JITCACHE_TUNE", R::setting, set_tune, nullptr, nullptr,
      "the tuning database (`jitcache/tuning.hpp`): `off` (default): use the records and the "
      "heuristic, never tune; `missing`: tune each problem no record has, once; `all`: tune every "
@@ -569,7 +583,11 @@ detail::child_environment(const std::map<std::string, std::string>& variables) {
       out.emplace_back(text);
   }
   for (const auto& [name, value] : variables)
-    out.push_back(name + "=" + value);
+    if (name != k_opencl_layer_variable)
+      out.push_back(name + "=" + value);
+  // A jitcache process acting for another never serves through the OpenCL layer it may inherit
+  // (OPENCL_LAYERS): its own cache would open the same user tier a second time in one process.
+  out.push_back(std::string(k_opencl_layer_variable) + "=0");
   return out;
 }
 

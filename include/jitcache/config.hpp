@@ -93,6 +93,9 @@ struct JITCACHE_EXPORT Config {
   LogLevel log_level = LogLevel::warn;
   /// JITCACHE_OPENCL_STORE: when a PoCL program's binary is read and stored.
   StoreMode opencl_store = StoreMode::detach;
+  /// JITCACHE_OPENCL_LAYER: whether the OpenCL loader layer (libjitcache-opencl-layer.so), when
+  /// loaded, serves the programs it sees; false: it passes every call through.
+  bool opencl_layer = true;
   /// JITCACHE_TUNE: the tuning database's mode.
   TuneMode tune = TuneMode::off;
   /// Byte bound of the per-process blob LRU (memory tier).

@@ -252,6 +252,8 @@ const std::map<std::string, SettingCase>& setting_cases() {
        {"wait",
         [](const Config& c) { EXPECT_EQ(c.opencl_store, StoreMode::wait); },
         {"later", "1"}}},
+      {"JITCACHE_OPENCL_LAYER",
+       {"off", [](const Config& c) { EXPECT_FALSE(c.opencl_layer); }, {"sometimes", "2"}}},
       {"JITCACHE_TUNE",
        {"Missing",
         [](const Config& c) { EXPECT_EQ(c.tune, TuneMode::missing); },
@@ -419,6 +421,24 @@ TEST(ConfigTableTest, ReadmeEnvironmentTableMatchesTheDocumentation) {
     used.insert(*found);
   }
   EXPECT_EQ(used.size(), rows.size()) << "a README row names no variable jitcache reads";
+}
+
+// The OpenCL layer's switch: on unless turned off; a jitcache process started for another (the
+// detached `jitcache store`) always has it off, whatever this process has.
+TEST(ConfigTest, TheOpenCLLayerIsTurnedOffByItsVariableAndInJitcachesOwnProcesses) {
+  EXPECT_TRUE(Config::from_variables({}).opencl_layer);
+  EXPECT_FALSE(Config::from_variables({{"JITCACHE_OPENCL_LAYER", "0"}}).opencl_layer);
+  EXPECT_FALSE(Config::from_variables({{"JITCACHE_OPENCL_LAYER", "off"}}).opencl_layer);
+  auto bad = Config::from_variables({{"JITCACHE_OPENCL_LAYER", "banana"}});
+  EXPECT_TRUE(bad.opencl_layer);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("JITCACHE_OPENCL_LAYER"), std::string::npos);
+  const auto child = detail::child_environment({{"JITCACHE_OPENCL_LAYER", "1"}});
+  EXPECT_EQ(std::count(child.begin(), child.end(), "JITCACHE_OPENCL_LAYER=0"), 1);
+  EXPECT_EQ(
+      std::count_if(child.begin(), child.end(),
+                    [](const std::string& e) { return e.rfind("JITCACHE_OPENCL_LAYER=", 0) == 0; }),
+      1);
 }
 
 TEST(ConfigTest, KnownVariablesAreRecorded) {

@@ -5,6 +5,7 @@
 #include "core/tiers/user/user_store.hpp"
 #include "core/tuning/tuning_record.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -109,6 +110,24 @@ int run_stats(const Config& config, const Output& out) {
       text << "; jitcache's cache is off: " << policy.reason;
     }
     out.emit(line, text.str());
+  }
+  // The front-ends that count requests of their own (the OpenCL layer, "opencl-layer"): their
+  // hits by tier and misses, once used. Their requests are also the backend's, counted above.
+  for (const auto& [name, named] : counters.by_backend) {
+    if (name == "all" || name == tuning::k_tuning_backend ||
+        std::find(std::begin(k_backends), std::end(k_backends), name) != std::end(k_backends))
+      continue;
+    nlohmann::json by_tier = nlohmann::json::object();
+    for (const auto& [counter, value] : named)
+      if (counter.rfind(k_hits_prefix, 0) == 0)
+        by_tier[counter.substr(std::strlen(k_hits_prefix))] = value;
+    const std::uint64_t misses = counters.get(name, Counter::misses);
+    out.emit({{"front_end", name},
+              {"hits", counters.hits(name)},
+              {"hits_by_tier", by_tier},
+              {"misses", misses}},
+             name + ": " + std::to_string(counters.hits(name)) + " hits " + by_tier.dump() + ", " +
+                 std::to_string(misses) + " misses");
   }
   // The tuning database's lookups by origin, problems tuned and damaged records, once used.
   if (auto it = counters.by_backend.find(tuning::k_tuning_backend);
