@@ -23,7 +23,8 @@ if(JITCACHE_GZIP)
                   OUTPUT_FILE ${PROJECT_BINARY_DIR}/jitcache.1.gz)
   set(_manual ${PROJECT_BINARY_DIR}/jitcache.1.gz)
 endif()
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/deb/cli/jitcache.1)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/cmake/deb/cli/jitcache.1)
 install(FILES ${_manual} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT cli)
 # Read-only kernel packages installed system-wide (issue 13) go here.
 set(_components lib cli)

@@ -52,22 +52,26 @@ set(_about "jitcache keeps the binaries of GPU kernels that programs compile at 
     "milliseconds instead of compiling again. A cache per user, read-only packages\n"
     "installed system-wide, and a shared remote tier.")
 string(CONCAT _about ${_about})
-set(CPACK_DEBIAN_LIB_DESCRIPTION "cache of JIT-compiled GPU kernels - shared library\n${_about}\n\n"
+set(CPACK_DEBIAN_LIB_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - shared library\n${_about}\n\n"
     "This package holds the shared library (C++ and C API).")
-set(CPACK_DEBIAN_CLI_DESCRIPTION "cache of JIT-compiled GPU kernels - command-line tool\n${_about}\n\n"
+set(CPACK_DEBIAN_CLI_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - command-line tool\n${_about}\n\n"
     "This package holds the jitcache tool, which inspects, sizes, fills and exports\n"
     "the cache, and stores what programs hand over in the background.")
-set(CPACK_DEBIAN_DEV_DESCRIPTION "cache of JIT-compiled GPU kernels - development files\n${_about}\n\n"
+set(CPACK_DEBIAN_DEV_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - development files\n${_about}\n\n"
     "This package holds the headers, the CMake package (find_package(jitcache)) and\n"
     "jitcache.pc for pkg-config.")
-set(CPACK_DEBIAN_PYTHON_DESCRIPTION "cache of JIT-compiled GPU kernels - Python 3 module\n${_about}\n\n"
+set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - Python 3 module\n${_about}\n\n"
     "This package holds the Python 3 module (import jitcache), for PyOpenCL\n"
     "programs and CUDA through NVRTC.")
 # A .deb's binaries are stripped. `cpack -G DEB -D CPACK_STRIP_FILES=OFF` puts their debug
 # information into -dbgsym packages (.ddeb) instead (73 MB more, and twice cpack's time).
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
-# libjitcache0: a shlibs file, and ldconfig run by dpkg's trigger (cmake/deb/libjitcache0.triggers).
+# libjitcache0: a shlibs file, and ldconfig run by dpkg's trigger (cmake/deb/lib/triggers).
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/cmake/deb/lib/triggers")
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_STRICT_PERMISSION ON)
@@ -77,18 +81,20 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/cmake/deb/p
                                               "${PROJECT_SOURCE_DIR}/cmake/deb/python/prerm")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
-configure_file(${PROJECT_SOURCE_DIR}/cmake/deb/changelog.in ${PROJECT_BINARY_DIR}/deb/changelog @ONLY)
-execute_process(COMMAND gzip -9nc ${PROJECT_BINARY_DIR}/deb/changelog
-                OUTPUT_FILE ${PROJECT_BINARY_DIR}/deb/changelog.gz RESULT_VARIABLE _rc)
-if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "gzip failed (${_rc}) on ${PROJECT_BINARY_DIR}/deb/changelog")
+# JITCACHE_GZIP: cmake/JitcacheInstall.cmake (without gzip, the changelog stays uncompressed).
+configure_file(${PROJECT_SOURCE_DIR}/cmake/deb/changelog.in ${PROJECT_BINARY_DIR}/deb/changelog
+               @ONLY)
+set(_changelog ${PROJECT_BINARY_DIR}/deb/changelog)
+if(JITCACHE_GZIP)
+  execute_process(COMMAND ${JITCACHE_GZIP} -9nc ${_changelog} OUTPUT_FILE ${_changelog}.gz)
+  set(_changelog ${_changelog}.gz)
 endif()
 # Only into the packages: EXCLUDE_FROM_ALL leaves them out of a plain `cmake --install`, and cpack
 # installs each component by name.
 foreach(component LIB CLI DEV PYTHON)
   string(TOLOWER ${component} _name)
   set(_package ${CPACK_DEBIAN_${component}_PACKAGE_NAME})
-  install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright ${PROJECT_BINARY_DIR}/deb/changelog.gz
+  install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright ${_changelog}
           DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${_package} COMPONENT ${_name} EXCLUDE_FROM_ALL)
   if(EXISTS ${PROJECT_SOURCE_DIR}/cmake/deb/${_name}/lintian-overrides)
     install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/${_name}/lintian-overrides

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Debian packages installed for real on this machine (ctest install.deb, label install; CI
 # runs it as root). The packages in DEBS_DIR (made by make_debs.sh from a build for /usr) are
-# installed with `apt-get install ./*.deb`, then, with no JITCACHE_* variable set and a fresh home for each
-# program (the default cache directory, ~/.cache/jitcache, and PoCL's own cache both empty):
+# installed with `apt-get install ./*.deb`, then, with no JITCACHE_* variable set and a fresh
+# home for each program (the default cache directory, ~/.cache/jitcache, and PoCL's own cache
+# both empty):
 #   - tests/downstream/project built against the installed -dev package (find_package: app_cpp
 #     in C++, app_c in C) and app.c built with pkg-config's flags: each a miss, then a hit from
 #     the user tier;
@@ -84,10 +85,14 @@ snapshot() { find /usr /etc -xdev 2>/dev/null | LC_ALL=C sort; }
 snapshot >"$work/before.txt"
 
 # --- Installed: as short a time as the checks take. ---
+# Every step is bounded by one deadline, well inside ctest's limit (900 s), so that this script
+# always reaches its purge, whatever hangs.
 started=$SECONDS
+deadline=$((SECONDS + 600))
+left() { echo $((deadline > SECONDS ? deadline - SECONDS : 1)); }
 installed=1
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  -o DPkg::Lock::Timeout=300 "${debs[@]}" >"$work/apt.log" 2>&1 ||
+timeout 300 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+  --no-install-recommends -o DPkg::Lock::Timeout=240 "${debs[@]}" >"$work/apt.log" 2>&1 ||
   fail "apt-get install: $(tail -20 "$work/apt.log")"
 for package in "${packages[@]}"; do
   dpkg -L "$package" >>"$work/owned.txt"
@@ -102,7 +107,7 @@ fresh_home() {
 run() {
   local name=$1 expected=$2 output
   shift 2
-  output=$(timeout 300 "$@" 2>&1) || fail "$name (exit $?): $output"
+  output=$(timeout "$(left)" "$@" 2>&1) || fail "$name (exit $?): $output"
   grep -Eq "$expected" <<<"$output" || fail "$name: expected '$expected', got: $output"
   echo "install.deb: $name: $(grep -Eo "$expected" <<<"$output" | tail -1)"
 }
@@ -112,7 +117,7 @@ miss_then_hit() {
   shift
   fresh_home "$name"
   run "$name (1st)" "outcome=miss tier=compile" "$@"
-  run "$name store" "pending" /usr/bin/jitcache store --wait --timeout 240 --json
+  run "$name store" "pending" /usr/bin/jitcache store --wait --json
   run "$name (2nd)" "outcome=hit tier=user" "$@"
 }
 
@@ -122,9 +127,9 @@ run "jitcache info" "system path: \[\"$system_folder\"\]" /usr/bin/jitcache info
 
 # C++ and C through find_package, C through pkg-config: the -dev package as installed.
 project=$work/project
-cmake -S "$source_dir/tests/downstream/project" -B "$project" -DCMAKE_BUILD_TYPE=Release \
-  -DDOWNSTREAM_EMBED=OFF >"$work/project.log" 2>&1 || fail "configure: $(cat "$work/project.log")"
-cmake --build "$project" --parallel 2 >>"$work/project.log" 2>&1 ||
+timeout "$(left)" cmake -S "$source_dir/tests/downstream/project" -B "$project" \
+  -DCMAKE_BUILD_TYPE=Release -DDOWNSTREAM_EMBED=OFF >"$work/project.log" 2>&1 || fail "configure: $(cat "$work/project.log")"
+timeout "$(left)" cmake --build "$project" --parallel 2 >>"$work/project.log" 2>&1 ||
   fail "build: $(cat "$work/project.log")"
 flags=$(pkg-config --cflags --libs jitcache OpenCL) || fail "pkg-config finds no jitcache"
 # shellcheck disable=SC2086 # the flags are words
@@ -169,7 +174,10 @@ LC_ALL=C comm -13 "$work/before.txt" "$work/after.txt" >"$work/new.txt"
 LC_ALL=C sort -u "$work/owned.txt" >"$work/owned-sorted.txt"
 # Left behind: what the packages held, or anything named after jitcache. Other new paths (another
 # process installing meanwhile) are shown, not failed on.
-left=$(LC_ALL=C comm -12 "$work/new.txt" "$work/owned-sorted.txt"; grep -i jitcache "$work/new.txt" || true)
+left=$(
+  LC_ALL=C comm -12 "$work/new.txt" "$work/owned-sorted.txt"
+  grep -i jitcache "$work/new.txt" || true
+)
 [[ -z $left ]] || fail "left behind after purge:"$'\n'"$(sort -u <<<"$left")"
 if [[ -s $work/new.txt ]]; then
   echo "install.deb: new in /usr or /etc meanwhile, not the packages' (shown only):"

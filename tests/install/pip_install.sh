@@ -28,15 +28,19 @@ rm -rf "$work"
 mkdir -p "$work/src"
 if git -C "$source_dir" rev-parse --show-toplevel >/dev/null 2>&1; then
   git -C "$source_dir" ls-files -z --cached --others --exclude-standard |
-    (cd "$source_dir" && xargs -0 tar -c --no-recursion --ignore-failed-read) | tar -x -C "$work/src"
+    (cd "$source_dir" && xargs -0 tar -c --no-recursion --ignore-failed-read) |
+    tar -x -C "$work/src"
 else
   tar -c -C "$source_dir" --exclude='./build*' . | tar -x -C "$work/src"
 fi
 "$python" -m venv --system-site-packages "$work/venv"
 pip=("$work/venv/bin/python" -m pip install --no-build-isolation --no-index)
-launch_args=()
-[[ -z $launcher ]] || launch_args=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher"
-                                   "-DCMAKE_C_COMPILER_LAUNCHER=$launcher")
+# What the test checks is the way from pyproject.toml to an imported module, not the compiler's
+# work: the build is made cheap (no optimisation, the OpenCL backend only; a user's pip build is
+# optimised and has every backend found), and uses the build's compiler launcher (ccache).
+launch_args=(-DCMAKE_BUILD_TYPE=None -DJITCACHE_WITH_CUDA=OFF -DJITCACHE_WITH_HIP=OFF)
+[[ -z $launcher ]] || launch_args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher"
+                                    "-DCMAKE_C_COMPILER_LAUNCHER=$launcher")
 
 # Without pybind11: a failure that says what to install.
 cd "$work/src"
@@ -45,8 +49,7 @@ if output=$(CMAKE_ARGS="-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON ${launch_args[*
   fail "pip installed the module without pybind11: $output"
 fi
 grep -q "pybind11-dev" <<<"$output" || fail "pip's report does not name pybind11-dev: $output"
-echo "install.pip: without pybind11: $(grep -o 'needs pybind11[^(]*(Debian: pybind11-dev)' \
-  <<<"$output" | head -1)"
+echo "install.pip: without pybind11, pip says: $(grep -m1 "pybind11-dev" <<<"$output")"
 rm -rf build-python
 
 started=$SECONDS
