@@ -41,6 +41,9 @@ fi
 # No JITCACHE_* variable, and no runtime control that would turn the cache off.
 while read -r name; do unset "$name"; done < <(compgen -e | grep -E '^(JITCACHE_|POCL_)' || true)
 unset XDG_CACHE_HOME CUDA_CACHE_DISABLE
+# Python as users run it: writing bytecode next to the modules it imports (as root: into the
+# package's folder, which dpkg must still remove).
+unset PYTHONDONTWRITEBYTECODE
 
 rm -rf "$work"
 mkdir -p "$work"
