@@ -15,6 +15,8 @@ packages=(
   python-pyopencl-doc
   util-linux
   dpkg-dev file
+  # the packaging tests (tests/install): lintian, PyOpenCL's examples, `pip install .` into a venv
+  lintian python-pyopencl-doc python3-venv python3-setuptools python3-wheel
 )
 
 missing=()

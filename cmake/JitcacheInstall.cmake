@@ -15,6 +15,17 @@ install(TARGETS jitcache jitcache_cli EXPORT jitcacheTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(DIRECTORY include/jitcache DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+# The tool's manual page, compressed as Debian's policy asks (man reads it either way).
+find_program(JITCACHE_GZIP gzip)
+set(_manual ${PROJECT_SOURCE_DIR}/cmake/deb/cli/jitcache.1)
+if(JITCACHE_GZIP)
+  execute_process(COMMAND ${JITCACHE_GZIP} -9nc ${_manual}
+                  OUTPUT_FILE ${PROJECT_BINARY_DIR}/jitcache.1.gz)
+  set(_manual ${PROJECT_BINARY_DIR}/jitcache.1.gz)
+endif()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/cmake/deb/cli/jitcache.1)
+install(FILES ${_manual} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT cli)
 # Read-only kernel packages installed system-wide (issue 13) go here.
 set(_components lib cli)
 if(JITCACHE_PYTHON)
@@ -44,24 +55,21 @@ install(FILES ${PROJECT_BINARY_DIR}/jitcacheConfig.cmake
         DESTINATION ${JITCACHE_CMAKE_DIR} COMPONENT dev)
 
 # pkg-config: relative to the .pc file, so a package unpacked anywhere (dpkg -x) still works.
-set(JITCACHE_PC_REQUIRES "")
+# jitcache.pc names jitcache's own flags: a backend's header needs its SDK's, which a program using
+# that runtime asks for itself (`pkg-config --cflags --libs jitcache OpenCL`), as the -dev package
+# only suggests the SDKs; no SDK folder of the build machine goes into the file.
 set(JITCACHE_PC_CFLAGS "")
-if(JITCACHE_HAVE_OPENCL)
-  set(JITCACHE_PC_REQUIRES "OpenCL")
-endif()
-if(JITCACHE_HAVE_CUDA)
-  foreach(dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
-    string(APPEND JITCACHE_PC_CFLAGS " -I${dir}")
-  endforeach()
-endif()
 if(JITCACHE_HAVE_HIP)
   string(APPEND JITCACHE_PC_CFLAGS " -D__HIP_PLATFORM_AMD__")
 endif()
 # A static jitcache (BUILD_SHARED_LIBS=OFF): what `pkg-config --static --libs jitcache` adds.
 set(JITCACHE_PC_STATIC "")
 if(JITCACHE_STATIC)
-  set(JITCACHE_PC_STATIC
-      "Requires.private: lmdb libxxhash hiredis libcrypto\nLibs.private: -ldl -lpthread -lstdc++")
+  set(_requires "lmdb libxxhash hiredis libcrypto")
+  if(JITCACHE_HAVE_OPENCL)
+    string(APPEND _requires " OpenCL")
+  endif()
+  set(JITCACHE_PC_STATIC "Requires.private: ${_requires}\nLibs.private: -ldl -lpthread -lstdc++")
 endif()
 file(RELATIVE_PATH JITCACHE_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" JITCACHE_PC_TO_PREFIX "${JITCACHE_PC_TO_PREFIX}")

@@ -10,10 +10,15 @@
 # compiles in the package folder and the CLI's place, GNUInstallDirs picks the multiarch library
 # folder and Python's folder follows the prefix. cpack refuses (cmake/JitcacheCPackCheck.cmake)
 # a build for a prefix other than /usr, where such a package would not be Debian's.
+#
+# What Debian's policy asks of each package (lintian checks it: ci/lintian.sh) comes from
+# cmake/deb/: /usr/share/doc/PACKAGE/copyright and changelog.gz, the tool's manual page, the
+# Python package's maintainer scripts, and lintian's overrides, each with its reason.
 set(CPACK_PACKAGE_NAME jitcache)
 set(CPACK_PACKAGE_VENDOR "jitcache")
-set(CPACK_PACKAGE_CONTACT "jitcache maintainers <jitcache@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Caches JIT-compiled GPU kernels (OpenCL, CUDA, HIP)")
+set(JITCACHE_DEB_MAINTAINER "jitcache maintainers <maintainers@jitcache.invalid>" CACHE STRING
+    "The Maintainer of the Debian packages (name <address>)")
+set(CPACK_PACKAGE_CONTACT "${JITCACHE_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
@@ -40,6 +45,63 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libjitcache-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-jitcache)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+# Descriptions: the synopsis, then the extended description (no CPACK_PACKAGE_DESCRIPTION_SUMMARY:
+# CPack would put it before each as a synopsis of its own).
+set(_about "jitcache keeps the binaries of GPU kernels that programs compile at run time\n"
+    "(OpenCL, CUDA's NVRTC, HIP's hipRTC), so that the next process loads them in\n"
+    "milliseconds instead of compiling again. A cache per user, read-only packages\n"
+    "installed system-wide, and a shared remote tier.")
+string(CONCAT _about ${_about})
+set(CPACK_DEBIAN_LIB_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - shared library\n${_about}\n\n"
+    "This package holds the shared library (C++ and C API).")
+set(CPACK_DEBIAN_CLI_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - command-line tool\n${_about}\n\n"
+    "This package holds the jitcache tool, which inspects, sizes, fills and exports\n"
+    "the cache, and stores what programs hand over in the background.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - development files\n${_about}\n\n"
+    "This package holds the headers, the CMake package (find_package(jitcache)) and\n"
+    "jitcache.pc for pkg-config.")
+set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+    "cache of JIT-compiled GPU kernels - Python 3 module\n${_about}\n\n"
+    "This package holds the Python 3 module (import jitcache), for PyOpenCL\n"
+    "programs and CUDA through NVRTC.")
+# A .deb's binaries are stripped. `cpack -G DEB -D CPACK_STRIP_FILES=OFF` puts their debug
+# information into -dbgsym packages (.ddeb) instead (73 MB more, and twice cpack's time).
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
+# libjitcache0: a shlibs file, and ldconfig run by dpkg's trigger (cmake/deb/lib/triggers).
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/cmake/deb/lib/triggers")
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_DEBIAN_LIB_PACKAGE_MULTIARCH same)
+# python3-jitcache: byte-compiled at install and cleaned at removal, as dh_python3 does.
+set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/cmake/deb/python/postinst"
+                                              "${PROJECT_SOURCE_DIR}/cmake/deb/python/prerm")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+
+# JITCACHE_GZIP: cmake/JitcacheInstall.cmake (without gzip, the changelog stays uncompressed).
+configure_file(${PROJECT_SOURCE_DIR}/cmake/deb/changelog.in ${PROJECT_BINARY_DIR}/deb/changelog
+               @ONLY)
+set(_changelog ${PROJECT_BINARY_DIR}/deb/changelog)
+if(JITCACHE_GZIP)
+  execute_process(COMMAND ${JITCACHE_GZIP} -9nc ${_changelog} OUTPUT_FILE ${_changelog}.gz)
+  set(_changelog ${_changelog}.gz)
+endif()
+# Only into the packages: EXCLUDE_FROM_ALL leaves them out of a plain `cmake --install`, and cpack
+# installs each component by name.
+foreach(component LIB CLI DEV PYTHON)
+  string(TOLOWER ${component} _name)
+  set(_package ${CPACK_DEBIAN_${component}_PACKAGE_NAME})
+  install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright ${_changelog}
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${_package} COMPONENT ${_name} EXCLUDE_FROM_ALL)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/cmake/deb/${_name}/lintian-overrides)
+    install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/${_name}/lintian-overrides
+            DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME ${_package}
+            COMPONENT ${_name} EXCLUDE_FROM_ALL)
+  endif()
+endforeach()
 
 # The binaries' library dependencies come from the binaries themselves; the CUDA and HIP
 # runtimes are opened with dlopen at first use, so neither is a dependency.

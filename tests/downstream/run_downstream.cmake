@@ -150,7 +150,8 @@ if(MODE MATCHES "^(install|static|deb)$")
   if(MODE STREQUAL "static")
     set(pc_static --static)
   endif()
-  run(pkg-config ${pc_static} --cflags --libs jitcache)
+  # app.c calls OpenCL itself: its flags come from OpenCL's own .pc, as a program's would.
+  run(pkg-config ${pc_static} --cflags --libs jitcache OpenCL)
   string(STRIP "${run_output}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
   run(cc -std=c99 -o "${downstream_build}/app_pc" "${project_dir}/app.c" ${flags}
