@@ -479,6 +479,13 @@ void CacheCore::store(const Key& key, const Entry& entry) {
   m_write_back.store(key, entry);
 }
 
+void CacheCore::adopt(const Key& key, const Entry& entry, bool write) {
+  if (write)
+    m_write_back.store(key, entry);
+  else
+    static_cast<void>(m_memory->put(key.digest, entry)); // the memory tier never fails
+}
+
 void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce,
                             std::function<Expected<Entry>()> refresh) {
   m_write_back.defer(key, std::move(produce), std::move(refresh), nullptr);
