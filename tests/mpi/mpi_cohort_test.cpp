@@ -3,6 +3,12 @@
 // user tiers of their own (what ranks of one host share is their user tier).
 #include <jitcache/mpi.hpp>
 #include <jitcache/opencl.hpp>
+#ifdef JITCACHE_HAVE_CUDA
+#include <jitcache/cuda.hpp>
+#endif
+#ifdef JITCACHE_HAVE_HIP
+#include <jitcache/hip.hpp>
+#endif
 
 #include <gtest/gtest.h>
 
@@ -12,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -333,6 +340,81 @@ TEST(MpiCohort, ACompileErrorIsEveryAskingRanksAnswerCompiledOnce) {
   EXPECT_EQ(programs[1].error().code, jitcache::ErrorCode::compile_failed);
   EXPECT_EQ(sum(cache.session_stats().get("opencl", Counter::compile_errors)), 1u);
 }
+
+// Offline compiles for two targets each (no GPU): kernel `n` is `extern "C" k<n>`; every rank
+// asks for kernels {rank % 2, 2} for both targets, 6 distinct (kernel, target) pairs.
+template <typename Program> Program offline_program(int n) {
+  Program program;
+  program.source = "extern \"C\" __global__ void k" + std::to_string(n) +
+                   "(float* x) { x[threadIdx.x] = x[threadIdx.x] * 3.0f + " + std::to_string(n) +
+                   ".0f; }\n";
+  return program;
+}
+
+template <typename Offline>
+std::vector<Offline> offline_set(const std::vector<std::string>& targets) {
+  std::vector<Offline> set;
+  for (int n : {world_rank() % 2, 2})
+    for (const std::string& target : targets)
+      set.push_back({target, offline_program<decltype(Offline::program)>(n)});
+  return set;
+}
+
+#ifdef JITCACHE_HAVE_CUDA
+// The SM number a cubin's ELF header names (CUDA 13: bits 8..15 of e_flags, older: 0..7).
+int cubin_sm(const std::string& cubin) {
+  if (cubin.size() < 64 || cubin.compare(0, 4, "\177ELF") != 0)
+    return -1;
+  std::uint32_t flags = 0;
+  std::memcpy(&flags, cubin.data() + 48, sizeof flags);
+  return static_cast<int>(static_cast<unsigned char>(cubin[8]) >= 8 ? (flags >> 8) & 0xff
+                                                                    : flags & 0xff);
+}
+
+TEST(MpiCohort, CudaOfflineCompilesEachKernelAndArchOnceForTheJob) {
+  const SharedDir dir;
+  const TestComm comm;
+  Cache cache(config_at(dir.path() / ("node" + std::to_string(world_rank() % 2))));
+  jitcache::mpi::Exchange exchange(comm.get());
+  const auto set = offline_set<jitcache::cuda::Offline>({"sm_80", "sm_90"});
+  jitcache::cohort::Report report;
+  auto binaries = jitcache::cuda::compile_together(cache, exchange, set, {}, &report);
+  ASSERT_EQ(binaries.size(), set.size());
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    ASSERT_TRUE(binaries[i]) << binaries[i].error().message;
+    EXPECT_EQ(binaries[i]->target, set[i].target);
+    EXPECT_EQ("sm_" + std::to_string(cubin_sm(binaries[i]->cubin)), set[i].target);
+    const std::string& source = set[i].program.source;
+    const std::string name = source.substr(source.find("void ") + 5, 2); // "k<n>"
+    EXPECT_NE(binaries[i]->cubin.find(name), std::string::npos) << name;
+  }
+  EXPECT_EQ(sum(cache.session_stats().get("cuda", Counter::compiles)), world_size() > 1 ? 6u : 4u);
+  EXPECT_EQ(sum(report.alone), 0u);
+}
+#endif
+
+#ifdef JITCACHE_HAVE_HIP
+TEST(MpiCohort, HipOfflineCompilesEachKernelAndTargetOnceForTheJob) {
+  const SharedDir dir;
+  const TestComm comm;
+  Cache cache(config_at(dir.path() / ("node" + std::to_string(world_rank() % 2))));
+  jitcache::mpi::Exchange exchange(comm.get());
+  const auto set = offline_set<jitcache::hip::Offline>({"gfx90a", "gfx1030"});
+  jitcache::cohort::Report report;
+  auto objects = jitcache::hip::compile_together(cache, exchange, set, {}, &report);
+  ASSERT_EQ(objects.size(), set.size());
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    ASSERT_TRUE(objects[i]) << objects[i].error().message;
+    EXPECT_EQ(objects[i]->code.compare(0, 4, "\177ELF"), 0);
+    EXPECT_EQ(objects[i]->target.rfind(set[i].target, 0), 0u) << objects[i]->target;
+    const std::string& source = set[i].program.source;
+    const std::string name = source.substr(source.find("void ") + 5, 2); // "k<n>"
+    EXPECT_NE(objects[i]->code.find(name), std::string::npos) << name;
+  }
+  EXPECT_EQ(sum(cache.session_stats().get("hip", Counter::compiles)), world_size() > 1 ? 6u : 4u);
+  EXPECT_EQ(sum(report.alone), 0u);
+}
+#endif
 
 } // namespace
 
