@@ -13,6 +13,7 @@ packages=(
   libamdhip64-dev
   python3 python3-dev python3-pyopencl python3-numpy python3-pytest pybind11-dev
   util-linux
+  libopenmpi-dev openmpi-bin python3-mpi4py
   dpkg-dev file
 )
 
