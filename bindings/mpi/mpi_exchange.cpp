@@ -1,5 +1,6 @@
 #include <jitcache/mpi.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <list>
@@ -15,9 +16,17 @@ using cohort::Clock;
 
 constexpr int k_tag = 7301;
 
-// Between two tests of a pending call: short beside a compile, long enough that 64 waiting
-// ranks leave the cores to the ranks compiling.
-constexpr std::chrono::microseconds k_pause{500};
+// Between two tests of a pending call, doubling from the first to the last: an answer that is
+// there at once costs little, and ranks that wait through a compile (seconds) wake 100 times a
+// second, leaving the cores to the ranks compiling (at a fixed 0.5 ms, 16 ranks waiting on 2
+// cores spent as much CPU as the compiles).
+constexpr std::chrono::microseconds k_first_pause{50};
+constexpr std::chrono::microseconds k_last_pause{10000};
+
+// The next pause after `pause`.
+std::chrono::microseconds longer(std::chrono::microseconds pause) {
+  return std::min(pause * 2, k_last_pause);
+}
 
 Error mpi_error(const char* call, int rc) {
   char text[MPI_MAX_ERROR_STRING] = {};
@@ -52,14 +61,14 @@ struct Exchange::State {
 
   // Tests `request` until it completes or `deadline` passes (then false: still pending).
   static bool wait(MPI_Request& request, Clock::time_point deadline) {
-    for (;;) {
+    for (auto pause = k_first_pause;; pause = longer(pause)) {
       int done = 0;
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (done)
         return true;
       if (Clock::now() >= deadline)
         return false;
-      std::this_thread::sleep_for(k_pause);
+      std::this_thread::sleep_for(pause);
     }
   }
 
@@ -171,7 +180,7 @@ Expected<std::optional<std::string>> Exchange::receive(int from, Clock::time_poi
     return Error(ErrorCode::invalid_argument, "receive() outside begin() and end()");
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
-  for (;;) {
+  for (auto pause = k_first_pause;; pause = longer(pause)) {
     int found = 0;
     if (int rc = MPI_Improbe(from, k_tag, s.round, &found, &message, &status); rc != MPI_SUCCESS)
       return mpi_error("MPI_Improbe", rc);
@@ -179,7 +188,7 @@ Expected<std::optional<std::string>> Exchange::receive(int from, Clock::time_poi
       break;
     if (Clock::now() >= deadline)
       return std::optional<std::string>();
-    std::this_thread::sleep_for(k_pause);
+    std::this_thread::sleep_for(pause);
   }
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);

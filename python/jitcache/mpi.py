@@ -26,18 +26,23 @@ from jitcache import opencl as _opencl
 __all__ = ["build_programs"]
 
 _TAG = 7301
-_PAUSE = 0.0005  # between two tests of a pending call: short beside a compile
+# Between two tests of a pending call, doubling from the first to the last: ranks that wait
+# through a compile wake 100 times a second, leaving the cores to the ranks compiling.
+_FIRST_PAUSE = 0.00005
+_LAST_PAUSE = 0.01
 
 
 def _wait(request, left):
     """Tests `request` until it completes (True) or `left` seconds pass (False)."""
     end = _time.monotonic() + max(left, 0.0)
+    pause = _FIRST_PAUSE
     while True:
         if request.Test():
             return True
         if _time.monotonic() >= end:
             return False
-        _time.sleep(_PAUSE)
+        _time.sleep(pause)
+        pause = min(pause * 2, _LAST_PAUSE)
 
 
 class _Exchange:
@@ -88,13 +93,15 @@ class _Exchange:
     def receive(self, source, left):
         end = _time.monotonic() + left
         status = _MPI.Status()
+        pause = _FIRST_PAUSE
         while True:
             message = self._round.Improbe(source=source, tag=_TAG, status=status)
             if message is not None:
                 break
             if _time.monotonic() >= end:
                 return None
-            _time.sleep(_PAUSE)
+            _time.sleep(pause)
+            pause = min(pause * 2, _LAST_PAUSE)
         buffer = bytearray(status.Get_count(_MPI.BYTE))
         request = message.Irecv(buffer)
         if not _wait(request, end - _time.monotonic()):

@@ -296,11 +296,11 @@ TEST(MpiCohort, ARankThatStallsWhileCompilingForOthersIsCompiledAroundInBoundedT
   const SharedDir dir;
   const TestComm comm;
   jitcache::cohort::Options options;
-  options.timeout = std::chrono::milliseconds(1500);
+  options.timeout = std::chrono::milliseconds(1000);
   // Rank 1 stalls in each compile it does for the others, well past their timeout.
   if (world_rank() == 1)
     options.before_compile = [](const std::string&) {
-      std::this_thread::sleep_for(std::chrono::seconds(4));
+      std::this_thread::sleep_for(std::chrono::seconds(3));
     };
   const Config config = config_at(dir.path() / ("node" + std::to_string(world_rank() % 2)));
   const Round round = build(config, comm.get(), wanted(world_rank()), options);
