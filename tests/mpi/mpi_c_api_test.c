@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                              \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      fprintf(stderr, "rank %d: %s:%d: %s\n", rank, __FILE__, __LINE__, #cond);                 \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
-    }                                                                                            \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: %s\n", rank, __FILE__, __LINE__, #cond);                    \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                \
+    }                                                                                              \
   } while (0)
 
 static int rank;
@@ -41,8 +41,7 @@ static void expect_runs(cl_context context, cl_device_id device, cl_program prog
   CHECK(rc == CL_SUCCESS);
   CHECK(clSetKernelArg(kernel, 0, sizeof buffer, &buffer) == CL_SUCCESS);
   size_t global = 8;
-  CHECK(clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL) ==
-        CL_SUCCESS);
+  CHECK(clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL) == CL_SUCCESS);
   CHECK(clEnqueueReadBuffer(queue, buffer, CL_TRUE, 0, sizeof x, x, 0, NULL, NULL) == CL_SUCCESS);
   for (int i = 0; i < 8; ++i)
     CHECK(x[i] == i * 3 + n);
@@ -91,8 +90,8 @@ int main(int argc, char** argv) {
   cl_program programs[2];
   jitcache_error errors[2];
   jitcache_info infos[2];
-  CHECK(jitcache_mpi_cl_build_programs(cache, MPI_COMM_WORLD, 2, requests, 60000, programs,
-                                       errors, infos) == JITCACHE_OK);
+  CHECK(jitcache_mpi_cl_build_programs(cache, MPI_COMM_WORLD, 2, requests, 60000, programs, errors,
+                                       infos) == JITCACHE_OK);
   for (int i = 0; i < 2; ++i) {
     CHECK(errors[i] == JITCACHE_OK && programs[i] != NULL);
     expect_runs(context, device, programs[i], kernels[i]);
