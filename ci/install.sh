@@ -14,6 +14,7 @@ packages=(
   python3 python3-dev python3-pyopencl python3-numpy python3-pytest pybind11-dev
   python-pyopencl-doc
   util-linux
+  libopenmpi-dev openmpi-bin python3-mpi4py
   dpkg-dev file
   # the packaging tests (tests/install): lintian, PyOpenCL's examples, `pip install .` into a venv
   lintian python-pyopencl-doc python3-venv python3-setuptools python3-wheel

@@ -2,7 +2,10 @@
 
 #include "backends/opencl/opencl_key.hpp"
 #include "backends/opencl/opencl_runtime.hpp"
+#include "core/cohort/cohort.hpp"
 #include "core/engine/pipeline.hpp"
+
+#include <deque>
 
 #include <string_view>
 
@@ -34,6 +37,28 @@ Expected<Program> build_program(Cache& cache, cl_context context, cl_device_id d
   auto program = static_cast<cl_program>(answer->handle.get());
   clRetainProgram(program);
   return Program{program, std::move(answer->info)};
+}
+
+std::vector<Expected<Program>> build_programs(Cache& cache, cohort::Exchange& exchange,
+                                              const std::vector<Request>& requests,
+                                              const cohort::Options& options,
+                                              cohort::Report* report) {
+  std::deque<Runtime> runtimes; // not moved: the pipeline holds pointers to them
+  std::vector<detail::Runtime*> set;
+  for (const Request& request : requests)
+    set.push_back(&runtimes.emplace_back(cache, request.context, request.device, request.source,
+                                         request.options));
+  std::vector<Expected<Program>> programs;
+  for (auto& answer : detail::serve_cohort(cache, exchange, set, options, report)) {
+    if (!answer) {
+      programs.emplace_back(std::move(answer).error());
+      continue;
+    }
+    auto program = static_cast<cl_program>(answer->handle.get());
+    clRetainProgram(program);
+    programs.emplace_back(Program{program, std::move(answer->info)});
+  }
+  return programs;
 }
 
 } // namespace jitcache::opencl

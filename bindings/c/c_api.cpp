@@ -3,6 +3,8 @@
 
 #include "bindings/c/c_api.hpp"
 
+#include <jitcache/cohort.hpp>
+
 #include <jitcache/version.hpp>
 
 #include <cstdlib>
@@ -316,3 +318,7 @@ jitcache_error jitcache_stats(jitcache_cache* cache, jitcache_statistics* stats)
 }
 
 } // extern "C"
+
+jitcache::Cache& jitcache::cohort::cache_of(jitcache_cache* cache) {
+  return cache->cache;
+}

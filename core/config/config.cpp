@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -120,6 +121,15 @@ void set_max_size(const std::string& value, Config& config, Complaints& complain
     config.max_size = size;
   else if (!size) // 0 is "no limit" (as ccache's max_size = 0), said in the table: no complaint
     complaints.push_back("not a size such as 10G or 512M (0: no limit); using no limit");
+}
+
+void set_max_compiles(const std::string& value, Config& config, Complaints& complaints) {
+  unsigned count = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), count);
+  if (ec == std::errc() && end == value.data() + value.size() && count > 0 && count <= 4096)
+    config.max_compiles = count;
+  else
+    complaints.push_back("expected a number of compiles from 1 to 4096; using the number of cores");
 }
 
 void set_system_path(const std::string& value, Config& config, Complaints&) {
@@ -295,6 +305,11 @@ constexpr EnvVariable k_env_variables[] = {
      "least-recently-used entries are evicted first. The data file stays within the limit plus "
      "an eighth of it, at least 256 KiB (LMDB's other pages, its free list, manifests); a file "
      "found larger is compacted once no other process has it open"},
+    {"JITCACHE_MAX_COMPILES", R::setting, set_max_compiles, nullptr, nullptr,
+     "how many compiles run at once on a host, across the processes that share its user tier "
+     "(default: the number of cores): the others wait for a slot (lock files in the user tier's "
+     "folder, freed when a holder dies), so a cold start of 64 ranks on one node queues its "
+     "compiles instead of running out of memory"},
     {"JITCACHE_SYSTEM_PATH", R::setting, set_system_path, nullptr, nullptr,
      "colon-separated read-only package files or folders (a folder: its `*.jcpkg` files, in "
      "name order), searched before the user tier; default: the build's "

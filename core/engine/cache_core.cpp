@@ -1,5 +1,7 @@
 #include "core/engine/cache_core.hpp"
 
+#include "core/engine/compile_slot.hpp"
+
 #include "core/tiers/user/deferred_user_tier.hpp"
 
 #include "core/config/config_table.hpp"
@@ -205,8 +207,21 @@ Expected<CacheCore::Flight> CacheCore::compile_and_store(const Key& key, const C
     count_hit(key, *claim->served, info);
     return Flight{};
   }
+  // The host's cap on compiles at once (JITCACHE_MAX_COMPILES): taken once the key is this
+  // process's to compile, so that a waiter for a slot holds no one else up but its own key.
+  std::unique_ptr<CompileSlot> slot;
+  if (claim->lease_dir) {
+    auto taken =
+        CompileSlot::acquire(*claim->lease_dir, CompileSlot::default_count(m_config.max_compiles));
+    if (taken)
+      slot = std::move(*taken);
+    else
+      log::write_once(LogLevel::warn, "slot:" + m_tiers.user()->name(),
+                      taken.error().message + "; compiling without the host's cap");
+  }
   const Stopwatch clock;
   auto compiled = compile();
+  slot.reset();
   if (!compiled) {
     count(key.backend, Counter::compile_errors);
     return std::move(compiled).error();
@@ -477,6 +492,13 @@ Expected<void> CacheCore::claim_remote(const Key& key, const std::function<bool(
 
 void CacheCore::store(const Key& key, const Entry& entry) {
   m_write_back.store(key, entry);
+}
+
+void CacheCore::adopt(const Key& key, const Entry& entry, bool write) {
+  if (write)
+    m_write_back.store(key, entry);
+  else
+    static_cast<void>(m_memory->put(key.digest, entry)); // the memory tier never fails
 }
 
 void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> produce,

@@ -151,6 +151,9 @@ public:
   /// Like store(), with the entry produced on a background thread (see Cache::store_later).
   void store_later(const Key& key, std::function<Expected<Entry>()> produce,
                    std::function<Expected<Entry>()> refresh);
+  /// An entry for `key` another process handed over (a cohort's): kept in the memory tier, and
+  /// with `write` also written to the writable persistent tiers (as store()).
+  void adopt(const Key& key, const Entry& entry, bool write);
   /// Removes `key` from every writable tier.
   void evict(const Key& key);
   /// Hands the requests whose entries are to be stored by a detached process over to one (see

@@ -100,6 +100,9 @@ struct JITCACHE_EXPORT Config {
   TuneMode tune = TuneMode::off;
   /// Byte bound of the per-process blob LRU (memory tier).
   std::uint64_t memory_bytes = 64ull << 20;
+  /// JITCACHE_MAX_COMPILES: compiles at once on this host across the processes sharing the user
+  /// tier; 0 = the number of cores.
+  unsigned max_compiles = 0;
 
   /// Every recognised variable that was set, name -> raw value (jitcache's and the runtimes').
   std::map<std::string, std::string> variables;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <jitcache/cache.hpp>
+#include <jitcache/cohort.hpp>
 #include <jitcache/export.hpp>
 #include <jitcache/tuning.hpp>
 
@@ -108,6 +109,26 @@ JITCACHE_EXPORT Expected<Module> load_module(Cache& cache, const Program& progra
 /// runtime_error (naming the hipRTC call). Thread-safe.
 JITCACHE_EXPORT Expected<CodeObject> compile(Cache& cache, std::string_view target,
                                              const Program& program);
+
+/// One request of a set compiled together (compile_together): `program` for `target`.
+struct Offline {
+  std::string target; ///< "gfx90a"; must not be empty
+  Program program;
+};
+
+/// compile() for each of `requests`, together with the other ranks of `exchange` (each calling
+/// with its own set; see jitcache/cohort.hpp and jitcache/mpi.hpp): each (program, target) that
+/// no rank's tiers hold is compiled once for the whole job, by one of the ranks that asked for
+/// it (spread across them), and its binary sent to the others that asked; one rank per node
+/// writes it into the node's user tier. A binary a rank's tiers hold (a package, the user tier)
+/// is sent instead of compiled. A rank whose binary does not come within options.timeout (its
+/// provider stalled, or a rank never joined) compiles it itself. Collective: every rank of
+/// `exchange` must call it. Returns one result per request, in order: as compile() gives it, or
+/// the error the compile gave on whichever rank compiled it (compile_failed with the log);
+/// invalid_argument for an empty target. `report` (may be null) says what this rank did.
+JITCACHE_EXPORT std::vector<Expected<CodeObject>>
+compile_together(Cache& cache, cohort::Exchange& exchange, const std::vector<Offline>& requests,
+                 const cohort::Options& options = {}, cohort::Report* report = nullptr);
 
 /// The key compile(target) would use with a Cache configured by `config` (which supplies the
 /// compiler-affecting environment); with `target` empty, the key load_module() would use on the

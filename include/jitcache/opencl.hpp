@@ -1,6 +1,7 @@
 #pragma once
 
 #include <jitcache/cache.hpp>
+#include <jitcache/cohort.hpp>
 #include <jitcache/export.hpp>
 #include <jitcache/tuning.hpp>
 
@@ -9,7 +10,9 @@
 #endif
 #include <CL/cl.h>
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace jitcache::opencl {
 
@@ -39,6 +42,29 @@ struct Program {
 JITCACHE_EXPORT Expected<Program> build_program(Cache& cache, cl_context context,
                                                 cl_device_id device, std::string_view source,
                                                 std::string_view options = {});
+
+/// One request of a set built together (build_programs).
+struct Request {
+  cl_context context = nullptr;
+  cl_device_id device = nullptr;
+  std::string source;
+  std::string options;
+};
+
+/// build_program() for each of `requests`, together with the other ranks of `exchange` (each
+/// calling with its own set; see jitcache/cohort.hpp and jitcache/mpi.hpp): each program that no
+/// rank's tiers hold is compiled once for the whole job, by one of the ranks that asked for it
+/// (spread across them), and its binary sent to the others that asked, which build it from the
+/// binary; one rank per node writes it into the node's user tier. A binary a rank's tiers hold
+/// (a package, the user tier) is sent instead of compiled. A rank whose binary does not come
+/// within options.timeout (its provider stalled, or a rank never joined) compiles it itself.
+/// Collective: every rank of `exchange` must call it (a rank that does not is waited for until
+/// options.timeout). Returns one result per request, in order: the program, or the error its
+/// compile gave on whichever rank compiled it (compile_failed with the log), or as
+/// build_program(). `report` (may be null) says what this rank did.
+JITCACHE_EXPORT std::vector<Expected<Program>>
+build_programs(Cache& cache, cohort::Exchange& exchange, const std::vector<Request>& requests,
+               const cohort::Options& options = {}, cohort::Report* report = nullptr);
 
 /// The key build_program uses for this request under `config` (which supplies the environment
 /// variables that change PoCL's code generation): device and toolchain identity, options,

@@ -11,6 +11,8 @@ void bind_cache(pybind11::module_& m);
 void bind_tuning(pybind11::module_& m);
 #ifdef JITCACHE_HAVE_OPENCL
 void bind_opencl(pybind11::module_& m);
+/// The cohort's entry for jitcache/mpi.py (OpenCL sets).
+void bind_cohort(pybind11::module_& m);
 #endif
 #ifdef JITCACHE_HAVE_CUDA
 void bind_cuda(pybind11::module_& m);

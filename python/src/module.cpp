@@ -36,6 +36,7 @@ PYBIND11_MODULE(_jitcache, m) {
 #ifdef JITCACHE_HAVE_OPENCL
   m.attr("has_opencl") = true;
   bind_opencl(m);
+  bind_cohort(m);
 #else
   m.attr("has_opencl") = false;
 #endif

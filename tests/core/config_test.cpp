@@ -213,6 +213,8 @@ const std::map<std::string, SettingCase>& setting_cases() {
         {"metal", "maybe"}}},
       {"JITCACHE_READONLY",
        {"yes", [](const Config& c) { EXPECT_TRUE(c.read_only); }, {"maybe", "2"}}},
+      {"JITCACHE_MAX_COMPILES",
+       {"4", [](const Config& c) { EXPECT_EQ(c.max_compiles, 4u); }, {"0", "many", "-1", "4x"}}},
       {"JITCACHE_MAX_SIZE",
        {"512M",
         [](const Config& c) { EXPECT_EQ(c.max_size, 512ull << 20); },
