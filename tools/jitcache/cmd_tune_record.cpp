@@ -142,12 +142,10 @@ std::string ms_text(const nlohmann::json& value) {
 
 int run_tune_record(const TuneRecordOptions& options, const Output& out) {
   if (options.runner.empty())
-    return fail(Error(ErrorCode::invalid_argument,
-                      "tuning a record needs --runner CMD: the application's program that tunes "
-                      "the problem given on its standard input"));
+    return usage_error("tune RECORD needs --runner CMD: the application's program that tunes "
+                       "the problem given on its standard input");
   if (!std::set<std::string>{"missing", "all", "retune"}.count(options.mode))
-    return fail(Error(ErrorCode::invalid_argument,
-                      "--mode " + options.mode + ": expected missing, all or retune"));
+    return usage_error("--mode " + options.mode + ": expected missing, all or retune");
   auto items = read_problems(options.record);
   if (!items)
     return fail(items.error());
