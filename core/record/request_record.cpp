@@ -10,7 +10,7 @@ std::string encode_request(const RequestRecord& record) {
   nlohmann::json headers = nlohmann::json::array();
   for (const RecordedHeader& header : record.headers)
     headers.push_back({{"name", header.name}, {"content", header.content}, {"path", header.path}});
-  const nlohmann::json line = {
+  nlohmann::json line = {
       {"format", k_request_record_version},
       {"backend", record.backend},
       {"device", record.device},
@@ -25,6 +25,8 @@ std::string encode_request(const RequestRecord& record) {
       {"key", record.key},
       {"variables", record.variables},
   };
+  if (record.compile_ns)
+    line["compile_ns"] = record.compile_ns;
   return json_line(line);
 }
 
@@ -54,6 +56,8 @@ Expected<RequestRecord> decode_request(std::string_view line) {
     record.name_expressions = fields.get<std::vector<std::string>>("name_expressions");
     record.key = fields.get<std::string>("key");
     record.variables = fields.get<std::map<std::string, std::string>>("variables");
+    if (json.contains("compile_ns"))
+      record.compile_ns = fields.get<std::uint64_t>("compile_ns");
     return record;
   } catch (const nlohmann::json::exception&) {
     return Error(ErrorCode::corrupt, "not a request record: " + fields.refusal());
