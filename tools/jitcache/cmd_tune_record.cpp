@@ -165,6 +165,8 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
     const auto work = [&] {
       for (std::size_t i; (i = next++) < items->size();) {
         const Item& item = (*items)[i];
+        const std::string what = item.problem.family + " " + text(item.problem.problem);
+        progress.begin(what);
         results[i] = tune_one(options, item, environment);
         const Done& done = results[i];
         const nlohmann::json line = {
@@ -180,7 +182,8 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
                             (done.failed ? "failed (" + done.error + ")"
                                          : text(done.choice.at("parameters")
                                                     .get<std::map<std::string, std::string>>()) +
-                                               " (" + done.choice.value("origin", "?") + ")"));
+                                               " (" + done.choice.value("origin", "?") + ")"),
+                        what);
       }
     };
     std::vector<std::thread> workers;
