@@ -5,12 +5,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/install.sh
-ci/build.sh > /dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The build takes minutes: its progress ("[ 42%] Building ...") on one line rewritten in place
+# on a terminal, a line per step otherwise; the whole log when it fails.
+echo "building jitcache (ci/build.sh)..." >&2
+if ! ci/build.sh 2>&1 | tee "$work/build.log" | while IFS= read -r line; do
+  if [[ "$line" == "["*"%]"* ]]; then
+    if [[ -t 2 ]]; then printf '\r\033[K%s' "${line:0:120}" >&2; else echo "$line" >&2; fi
+  fi
+done; then
+  [[ -t 2 ]] && echo >&2
+  cat "$work/build.log" >&2
+  exit 1
+fi
+[[ -t 2 ]] && echo >&2
 export JITCACHE_DIR="$work/jitcache" POCL_CACHE_DIR="$work/pocl"
 jitcache=build/tools/jitcache/jitcache
 for kernel in kernels/*.cl; do
+  echo "compiling $kernel (cold: empty caches)..." >&2
   "$jitcache" build --backend opencl --options "-I kernels" --json --wait "$kernel" >> "$work/cold.jsonl"
 done
 for kernel in kernels/*.cl; do

@@ -20,6 +20,9 @@ struct BuildRequest {
   std::string options; ///< build options exactly as given
   int device = 0;      ///< device index within the backend
   std::string arch;    ///< empty = the device's own; else compile only for this target
+  /// Backend::store: how long the requesting process's compile took (RequestRecord::compile_ns);
+  /// 0: not known.
+  std::uint64_t compile_ns = 0;
 };
 
 /// What the CLI needs of a backend. Each backend folder provides one (backends/<name>/cli.cpp)

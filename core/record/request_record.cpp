@@ -10,7 +10,7 @@ std::string encode_request(const RequestRecord& record) {
   nlohmann::json headers = nlohmann::json::array();
   for (const RecordedHeader& header : record.headers)
     headers.push_back({{"name", header.name}, {"content", header.content}, {"path", header.path}});
-  const nlohmann::json line = {
+  nlohmann::json line = {
       {"format", k_request_record_version},
       {"backend", record.backend},
       {"device", record.device},
@@ -25,35 +25,42 @@ std::string encode_request(const RequestRecord& record) {
       {"key", record.key},
       {"variables", record.variables},
   };
+  if (record.compile_ns)
+    line["compile_ns"] = record.compile_ns;
   return json_line(line);
 }
 
 Expected<RequestRecord> decode_request(std::string_view line) {
+  const auto json = nlohmann::json::parse(line, nullptr, false);
+  if (json.is_discarded())
+    return Error(ErrorCode::corrupt, "not a request record: not JSON");
+  JsonFields fields(json);
   try {
-    const auto json = nlohmann::json::parse(line);
-    if (const int format = json.at("format").get<int>(); format != k_request_record_version)
+    if (const int format = fields.get<int>("format"); format != k_request_record_version)
       return Error(ErrorCode::corrupt, "request record format " + std::to_string(format) +
                                            " (this jitcache reads format " +
                                            std::to_string(k_request_record_version) + ")");
     RequestRecord record;
-    record.backend = json.at("backend").get<std::string>();
-    record.device = json.at("device").get<std::string>();
-    record.identity = json.at("identity").get<std::map<std::string, std::string>>();
-    record.toolchain = json.at("toolchain").get<std::map<std::string, std::string>>();
-    record.options = json.at("options").get<std::vector<std::string>>();
-    record.directory = json.at("directory").get<std::string>();
-    record.name = json.at("name").get<std::string>();
-    record.source = json.at("source").get<std::string>();
-    for (const auto& header : json.at("headers"))
+    record.backend = fields.get<std::string>("backend");
+    record.device = fields.get<std::string>("device");
+    record.identity = fields.get<std::map<std::string, std::string>>("identity");
+    record.toolchain = fields.get<std::map<std::string, std::string>>("toolchain");
+    record.options = fields.get<std::vector<std::string>>("options");
+    record.directory = fields.get<std::string>("directory");
+    record.name = fields.get<std::string>("name");
+    record.source = fields.get<std::string>("source");
+    for (const auto& header : fields.at("headers"))
       record.headers.push_back({header.at("name").get<std::string>(),
                                 header.at("content").get<std::string>(),
                                 header.at("path").get<std::string>()});
-    record.name_expressions = json.at("name_expressions").get<std::vector<std::string>>();
-    record.key = json.at("key").get<std::string>();
-    record.variables = json.at("variables").get<std::map<std::string, std::string>>();
+    record.name_expressions = fields.get<std::vector<std::string>>("name_expressions");
+    record.key = fields.get<std::string>("key");
+    record.variables = fields.get<std::map<std::string, std::string>>("variables");
+    if (json.contains("compile_ns"))
+      record.compile_ns = fields.get<std::uint64_t>("compile_ns");
     return record;
-  } catch (const nlohmann::json::exception& e) {
-    return Error(ErrorCode::corrupt, std::string("not a request record: ") + e.what());
+  } catch (const nlohmann::json::exception&) {
+    return Error(ErrorCode::corrupt, "not a request record: " + fields.refusal());
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <jitcache/expected.hpp>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -46,6 +47,10 @@ struct RequestRecord {
   std::vector<RecordedHeader> headers;          ///< every header the key covers, by content
   std::map<std::string, std::string> identity;  ///< the key's device fields
   std::map<std::string, std::string> toolchain; ///< the key's toolchain fields
+  /// A hand-over's: how long the requesting process's compile took (what the stored entry's
+  /// hits save, with the store's own compile of the kernels); 0: not said. An optional field
+  /// (older readers ignore it, older writers leave it out): no format version change.
+  std::uint64_t compile_ns = 0;
 };
 
 /// `record` as one line of JSON (with its format version), without the newline. Bytes of the

@@ -33,25 +33,28 @@ bool is_problem_line(std::string_view line) {
 }
 
 Expected<RecordedProblem> read_problem(std::string_view line) {
+  const auto json = nlohmann::json::parse(line, nullptr, false);
+  if (json.is_discarded())
+    return Error(ErrorCode::corrupt, "not a tuning problem's line: not JSON");
+  detail::JsonFields fields(json);
   try {
-    const auto json = nlohmann::json::parse(line);
     if (json.value("kind", nlohmann::json()) != "tuning")
       return Error(ErrorCode::corrupt, "not a tuning problem's line (its \"kind\" is not "
                                        "\"tuning\")");
-    if (const int format = json.at("format").get<int>(); format != k_problem_line_version)
+    if (const int format = fields.get<int>("format"); format != k_problem_line_version)
       return Error(ErrorCode::corrupt, "tuning problem line format " + std::to_string(format) +
                                            " (this jitcache reads format " +
                                            std::to_string(k_problem_line_version) + ")");
     RecordedProblem out;
-    out.family = json.at("family").get<std::string>();
-    out.family_version = json.at("family_version").get<std::uint32_t>();
-    out.problem = json.at("problem").get<Problem>();
-    out.backend = json.at("backend").get<std::string>();
-    out.device = json.at("device").get<std::string>();
-    out.candidates = json.at("candidates").get<std::vector<Parameters>>();
+    out.family = fields.get<std::string>("family");
+    out.family_version = fields.get<std::uint32_t>("family_version");
+    out.problem = fields.get<Problem>("problem");
+    out.backend = fields.get<std::string>("backend");
+    out.device = fields.get<std::string>("device");
+    out.candidates = fields.get<std::vector<Parameters>>("candidates");
     return out;
-  } catch (const nlohmann::json::exception& e) {
-    return Error(ErrorCode::corrupt, std::string("not a tuning problem's line: ") + e.what());
+  } catch (const nlohmann::json::exception&) {
+    return Error(ErrorCode::corrupt, "not a tuning problem's line: " + fields.refusal());
   }
 }
 

@@ -53,6 +53,26 @@ def test_bad_input(cache):
         cuda.compile(SCALE, "banana", cache=cache)
 
 
+@pytest.mark.parametrize("call, names", [
+    (lambda cache: cuda.compile(SCALE, 80, cache=cache), "arch"),
+    (lambda cache: cuda.compile(SCALE, "sm_80", options="-DN=1", cache=cache), "options"),
+    (lambda cache: cuda.compile(SCALE, "sm_80", name_expressions=[1], cache=cache),
+     "name_expressions"),
+    (lambda cache: cuda.compile(SCALE, "sm_80", headers={"n.h": 7}, cache=cache), "headers"),
+    (lambda cache: cuda.compile(SCALE, "sm_80", cache="mine"), "cache"),
+    (lambda cache: cuda.load_module(SCALE, options=[3], cache=cache), "options"),
+    (lambda cache: cuda.load_module(SCALE.encode(), cache=cache), "source"),
+])
+def test_a_wrong_argument_type_is_one_short_line(cache, call, names):
+    # pybind11's own TypeError lists every argument given: the whole kernel source.
+    with pytest.raises(TypeError) as caught:
+        call(cache)
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 200, message
+    assert names in message
+    assert "__global__" not in message and "threadIdx" not in message
+
+
 def test_load_module_without_a_context_raises_jitcache_error(tmp_path):
     # In a new process, where nothing has made a CUDA context current (another test may have, in
     # this one): no driver (runtime_missing) or no current context (invalid_argument).

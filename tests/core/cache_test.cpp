@@ -3,6 +3,7 @@
 
 #include "core/engine/cache_core.hpp"
 #include "core/engine/tier_set.hpp"
+#include "core/support/clock.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -283,6 +284,41 @@ TEST_F(CacheTest, StoreLaterFinishesByFlush) {
 
 namespace jitcache {
 namespace {
+
+// Time saved is what the application would have paid: the compile, and the work of producing
+// the entry afterwards (reading a PoCL binary compiles every kernel of the program, which the
+// application's first launches pay without a hit), not the compile alone.
+TEST_F(CacheTest, AHitSavesTheCompileAndTheEntrysLaterProduction) {
+  const Key key = key_for("compiled, then produced later");
+  std::uint64_t later_ns = 0;
+  {
+    Cache cache(config());
+    auto& core = detail::core_of(cache);
+    const detail::EntryReceiver use = [](const EntryView&) -> Expected<void> { return {}; };
+    const detail::Compiler compile = [&]() -> Expected<detail::Compiled> {
+      detail::Compiled compiled;
+      compiled.later = [&]() -> Expected<Entry> {
+        const detail::Stopwatch clock;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // the kernels' compile
+        later_ns = clock.ns();
+        return Entry{"opencl", "BINARY"};
+      };
+      return compiled;
+    };
+    BuildInfo info;
+    detail::CacheCore::Refusals refusals;
+    ASSERT_TRUE(core.obtain(key, compile, use, info, detail::CacheCore::Memory::skip, refusals));
+    EXPECT_EQ(info.outcome, Outcome::miss);
+    cache.flush();
+  }
+  ASSERT_GT(later_ns, 0u);
+  Cache again(config());
+  std::atomic<int> calls{0};
+  BuildInfo info;
+  ASSERT_TRUE(again.get_or_compile(key, compiler(calls, "OTHER"), &info));
+  EXPECT_EQ(info.outcome, Outcome::hit);
+  EXPECT_GE(again.session_stats().get("opencl", Counter::saved_ns), later_ns);
+}
 
 // A request whose speculative step (serve) refused a read-only tier's entry, then took the usual
 // path (obtain) for the same key: the bad entry is rejected, and warned about, once.

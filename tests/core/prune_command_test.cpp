@@ -80,10 +80,14 @@ TEST_F(PruneCommandTest, DoesNotCompactWhatAnotherProcessHasOpen) {
   EXPECT_LE(pruned["bytes"].get<std::uint64_t>(), 200u << 10) << "evicting needs no exclusivity";
 }
 
-TEST_F(PruneCommandTest, ABadSizeIsAOneLineError) {
+TEST_F(PruneCommandTest, ABadSizeIsAUsageError) {
   auto r = run_cli({"prune", "--max-size", "banana"}, env());
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err, "jitcache: error: --max-size banana: not a size such as 10G, 512M or 4096\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("jitcache: error: --max-size banana: not a size such as 10G, 512M or "
+                        "4096\nevict least recently used entries",
+                        0),
+            0u)
+      << r.err;
   EXPECT_TRUE(r.out.empty());
 }
 

@@ -560,7 +560,7 @@ TEST(TuningPackageTest, ExportedRecordsAnswerFromTheSystemTierUnderTheUserTier) 
   const std::map<std::string, std::string> maker_env = {{"JITCACHE_DIR", maker.string()}};
   auto refused = test::run_cli(
       {"export", "-o", package.string(), "--backend", "tuning", "--device", "0"}, maker_env);
-  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.exit_code, 2) << "a usage error";
   EXPECT_NE(refused.err.find("--arch <backend>-<device name>"), std::string::npos) << refused.err;
   auto exported = test::run_cli({"export", "-o", package.string(), "--backend", "tuning", "--arch",
                                  "opencl-test device", "--json"},

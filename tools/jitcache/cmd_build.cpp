@@ -1,5 +1,6 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
+#include "tools/jitcache/progress.hpp"
 
 #include <jitcache/cache.hpp>
 
@@ -10,10 +11,24 @@ namespace jitcache::cli {
 
 using detail::BuildRequest;
 
+namespace {
+
+// Whether an error building one file leaves the others worth building: the file's own (it cannot
+// be read, does not compile), not the device's or the runtime's, which every file would repeat.
+bool files_own(const Error& error) {
+  return error.code == ErrorCode::compile_failed || error.code == ErrorCode::io_error ||
+         error.code == ErrorCode::invalid_argument || error.code == ErrorCode::corrupt;
+}
+
+} // namespace
+
 int run_build(const Config& environment, const BuildOptions& options, const Output& out) {
   auto backend = find_backend(options.backend);
   if (!backend)
-    return fail(backend.error());
+    return fail_option(backend.error());
+  if (!parse_size(options.max_source_size))
+    return usage_error("--max-source-size " + options.max_source_size +
+                       ": not a size (e.g. 64M, 1G)");
   Config config = environment;
   if (options.wait)
     config.opencl_store = StoreMode::wait;
@@ -23,14 +38,31 @@ int run_build(const Config& environment, const BuildOptions& options, const Outp
   // ones go to one detached process at exit, and their size is not known yet.
   const bool wait = config.opencl_store == StoreMode::wait;
   Cache cache(config);
+  int status = 0;
   for (const std::string& file : options.files) {
+    // A file that fails has its line too (--json: outcome "error"); its error goes to stderr.
+    const auto failed = [&](const Error& error) {
+      if (out.json())
+        out.emit({{"file", file},
+                  {"backend", options.backend},
+                  {"outcome", "error"},
+                  {"code", to_string(error.code)},
+                  {"error", first_line(error.message)}},
+                 "");
+      status = fail(error);
+      return !files_own(error);
+    };
     auto source = read_source(file, options.max_source_size);
+    if (!source && failed(source.error()))
+      break;
     if (!source)
-      return fail(source.error());
+      continue;
     BuildRequest request{file, *source, options.options, options.device, options.arch};
     auto info = (*backend)->build(cache, request);
+    if (!info && failed(info.error()))
+      break;
     if (!info)
-      return fail(info.error());
+      continue;
     if (wait)
       cache.flush();
     if (info->bytes == 0)
@@ -63,7 +95,7 @@ int run_build(const Config& environment, const BuildOptions& options, const Outp
                   info->key.hex().c_str());
     out.emit(line, text);
   }
-  return 0;
+  return status;
 }
 
 } // namespace jitcache::cli

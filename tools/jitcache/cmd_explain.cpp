@@ -97,14 +97,14 @@ std::string one_line(const std::string& value) {
 int run_explain(const Config& config, const BuildOptions& options, const Output& out) {
   auto backend = find_backend(options.backend);
   if (!backend)
-    return fail(backend.error());
+    return fail_option(backend.error());
   auto store = open_user_tier(config, false);
   if (!store)
     return fail(store.error());
   for (const std::string& file : options.files) {
     auto source = read_source(file, options.max_source_size);
     if (!source)
-      return fail(source.error());
+      return fail_option(source.error());
     BuildRequest request{file, *source, options.options, options.device, options.arch};
     auto key = (*backend)->key(config, request);
     if (!key)

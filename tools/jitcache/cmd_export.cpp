@@ -28,11 +28,10 @@ int run_export(const Config& config, const ExportOptions& options, const Output&
   const bool tuning = options.backend == tuning::k_tuning_backend;
   if (options.device) {
     if (options.backend.empty())
-      return fail(Error(ErrorCode::invalid_argument, "--device needs --backend"));
+      return usage_error("--device needs --backend");
     if (tuning)
-      return fail(Error(ErrorCode::invalid_argument,
-                        "--device selects a device's kernels; tuning records are chosen by "
-                        "--arch <backend>-<device name>, as `jitcache tune list` shows"));
+      return usage_error("--device selects a device's kernels; tuning records are chosen by "
+                         "--arch <backend>-<device name>, as `jitcache tune list` shows");
     auto target = device_target(config, options.backend, *options.device);
     if (!target)
       return fail(target.error());

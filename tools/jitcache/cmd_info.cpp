@@ -4,12 +4,20 @@
 
 #include "core/config/config_table.hpp"
 #include "core/engine/runtime_caches.hpp"
+#include "core/support/fd_write.hpp"
+#include "core/support/json_line.hpp"
 #include "core/tiers/remote/redis_url.hpp"
 #include "core/tiers/user/dir_size.hpp"
 
 #include <jitcache/version.hpp>
 
+#include <cerrno>
+#include <cstring>
+#include <map>
 #include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace jitcache::cli {
 
@@ -19,7 +27,67 @@ using detail::runtime_caches;
 using detail::RuntimeCache;
 using detail::shown_value;
 
+namespace {
+
+using Facts = std::vector<std::pair<std::string, std::string>>;
+
+// The facts of backend `name` as a process of its own finds them: each backend is probed in a
+// child process, so that a runtime one backend loads into this process does not change what
+// another finds (HIP's comgr refuses a process that holds PoCL's clang, which would be `info`'s
+// own doing, not the user's), and a runtime that crashes while probed costs its facts only.
+// Called before this process starts any thread.
+Facts probe_apart(const std::string& name, const Config& config) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return {{"probe", std::string("cannot probe: pipe: ") + std::strerror(errno)}};
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return {{"probe", std::string("cannot probe: fork: ") + std::strerror(error)}};
+  }
+  if (child == 0) {
+    ::close(fds[0]);
+    nlohmann::json facts = nlohmann::json::array();
+    for (const auto& [fact, value] : (*find_backend(name))->facts(config))
+      facts.push_back({fact, value});
+    ::_exit(detail::write_all(fds[1], detail::json_line(facts)) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string answer;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      break;
+    answer.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  const auto facts = nlohmann::json::parse(answer, nullptr, false);
+  Facts out;
+  if (facts.is_array())
+    for (const auto& pair : facts)
+      if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
+        out.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+  if (out.empty())
+    out.emplace_back("probe", WIFSIGNALED(status) ? "the runtime crashed while probed (signal " +
+                                                        std::to_string(WTERMSIG(status)) + ")"
+                                                  : "the probe gave no answer");
+  return out;
+}
+
+} // namespace
+
 int run_info(const Config& config, const Output& out) {
+  std::map<std::string, Facts> facts_of;
+  for (const char* name : k_backends)
+    if (backend_built(name))
+      facts_of[name] = probe_apart(name, config);
   static const char* const k_levels[] = {"error", "warn", "info", "debug"};
   nlohmann::json system_path = nlohmann::json::array();
   for (const auto& p : config.system_path)
@@ -90,7 +158,7 @@ int run_info(const Config& config, const Output& out) {
       text << "persistent tiers " << (policy.enabled ? "on" : "off") << " (" << policy.reason
            << ")\n";
       nlohmann::json facts = nlohmann::json::object();
-      for (const auto& [fact, value] : (*find_backend(name))->facts(config)) {
+      for (const auto& [fact, value] : facts_of[name]) {
         facts[fact] = value;
         text << "  " << fact << ": " << value << "\n";
       }

@@ -1,24 +1,109 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/key/key_fields.hpp"
+#include "core/tiers/user/access_log.hpp"
+
+#include <cstdio>
+
 namespace jitcache::cli {
 
+namespace {
+
+// What a person recognises an entry by, read from the key fields stored with it: the target
+// (OpenCL: the device's name; CUDA, HIP: the architecture), and for CUDA and HIP the program's
+// name (the source file `build` was given) and its name expressions (the kernels). What an entry
+// does not say stays empty ("-"): OpenCL entries name no source or kernels.
+struct Described {
+  std::string source;
+  std::vector<std::string> kernels;
+  std::string target;
+};
+
+Described describe(std::string_view key_fields) {
+  Described out;
+  const auto fields = detail::decode_key_fields(key_fields);
+  if (!fields)
+    return out;
+  for (const KeyField& field : *fields) {
+    if (field.section == KeySection::device &&
+        (field.name == "device_name" || field.name == "target_arch" || field.name == "target"))
+      out.target = field.value;
+    else if (field.section == KeySection::source && field.name == "program_name")
+      out.source = field.value;
+    else if (field.section == KeySection::source && field.name == "name_expression")
+      out.kernels.push_back(field.value);
+  }
+  return out;
+}
+
+// "42 s", "5 min", "3 h", "2 d": how long ago, for people.
+std::string age_text(std::uint64_t seconds) {
+  char text[32];
+  if (seconds < 120)
+    std::snprintf(text, sizeof text, "%llu s", static_cast<unsigned long long>(seconds));
+  else if (seconds < 7200)
+    std::snprintf(text, sizeof text, "%llu min", static_cast<unsigned long long>(seconds / 60));
+  else if (seconds < 172800)
+    std::snprintf(text, sizeof text, "%llu h", static_cast<unsigned long long>(seconds / 3600));
+  else
+    std::snprintf(text, sizeof text, "%llu d", static_cast<unsigned long long>(seconds / 86400));
+  return text;
+}
+
+} // namespace
+
 int run_list(const Config& config, const Output& out) {
-  auto store = open_user_tier(config, false);
+  // Only a writable open reads the use times (a read-only one does not keep them): one of a
+  // tier that exists creates nothing; where it cannot be had, the ages are unknown.
+  auto store = has_user_tier(config) && may_change(config)
+                   ? open_user_tier(config, true)
+                   : Expected<std::shared_ptr<detail::LmdbStore>>(nullptr);
+  if (!store || !*store)
+    store = open_user_tier(config, false);
   if (!store)
     return fail(store.error());
   if (!*store)
     return 0;
-  auto listed = (*store)->for_each([&](const Store::Item& item) {
-    nlohmann::json line = {{"key", item.key.hex()},
-                           {"backend", item.backend},
-                           {"bytes", item.bytes},
-                           {"tier", "user"},
-                           {"valid", item.valid}};
-    out.emit(line, item.key.hex() + "  " + (item.backend.empty() ? "?" : item.backend) + "  " +
-                       format_size(item.bytes) + (item.valid ? "" : "  CORRUPT"));
-  });
-  return listed ? 0 : fail(listed.error());
+  std::vector<Store::Item> items;
+  auto listed = (*store)->for_each([&](const Store::Item& item) { items.push_back(item); });
+  if (!listed)
+    return fail(listed.error());
+  const std::uint64_t now_us = detail::AccessLog::now_us();
+  for (const Store::Item& item : items) {
+    Described about;
+    if (item.valid)
+      static_cast<void>((*store)->visit(
+          item.key, [&](const EntryView& entry) { about = describe(entry.key_fields); }));
+    std::optional<std::uint64_t> age_s;
+    if (auto used = (*store)->last_use(item.key); used && *used && **used <= now_us)
+      age_s = (now_us - **used) / 1'000'000;
+    std::string kernels;
+    for (const std::string& kernel : about.kernels)
+      kernels += (kernels.empty() ? "" : ",") + kernel;
+    const auto or_null = [](const std::string& text) {
+      return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+    };
+    nlohmann::json line = {
+        {"key", item.key.hex()},
+        {"backend", item.backend},
+        {"source", or_null(about.source)},
+        {"kernels",
+         about.kernels.empty() ? nlohmann::json(nullptr) : nlohmann::json(about.kernels)},
+        {"target", or_null(about.target)},
+        {"bytes", item.bytes},
+        {"last_used_s", age_s ? nlohmann::json(*age_s) : nlohmann::json(nullptr)},
+        {"hits", nullptr}, // not counted per entry yet
+        {"tier", "user"},
+        {"valid", item.valid}};
+    const auto shown = [](const std::string& text) { return text.empty() ? "-" : text; };
+    out.emit(line, item.key.hex().substr(0, 16) + "  " + shown(item.backend) + "  " +
+                       shown(about.source) + "  " + shown(kernels) + "  " + shown(about.target) +
+                       "  " + format_size(item.bytes) + "  used " +
+                       (age_s ? age_text(*age_s) + " ago" : "-") + "  hits -" +
+                       (item.valid ? "" : "  CORRUPT"));
+  }
+  return 0;
 }
 
 } // namespace jitcache::cli

@@ -17,8 +17,7 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
   if (!max_size.empty()) {
     const auto parsed = parse_size(max_size);
     if (!parsed)
-      return fail(Error(ErrorCode::invalid_argument,
-                        "--max-size " + max_size + ": not a size such as 10G, 512M or 4096"));
+      return usage_error("--max-size " + max_size + ": not a size such as 10G, 512M or 4096");
     limit = *parsed;
   }
   if (!config.cache_dir.empty() && !has_user_tier(config)) {

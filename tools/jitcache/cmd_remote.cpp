@@ -154,8 +154,7 @@ int run_remote(const Config& config, RemoteAction action, const std::string& bac
                const Output& out) {
   if (!backend.empty() &&
       std::find(std::begin(k_backends), std::end(k_backends), backend) == std::end(k_backends))
-    return fail(Error(ErrorCode::invalid_argument,
-                      "unknown backend '" + backend + "' (expected opencl, cuda or hip)"));
+    return usage_error("unknown backend '" + backend + "' (expected opencl, cuda or hip)");
   const auto remotes = remotes_of(config);
   if (remotes.empty()) {
     // JITCACHE_REMOTE set, and every remote in it off (a key asked for that cannot be used, or

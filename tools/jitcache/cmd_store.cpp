@@ -1,5 +1,6 @@
 #include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
+#include "tools/jitcache/record_file.hpp"
 
 #include "core/engine/store_handover.hpp"
 #include "core/record/request_record.hpp"
@@ -64,7 +65,7 @@ nlohmann::json store_one(const Config& config, const detail::RequestRecord& reco
     return dropped("cannot enter " + record.directory + ": " + std::strerror(errno));
   if (record.options.size() != 1)
     return dropped("not an OpenCL request: its options are not one string");
-  BuildRequest request{"", record.source, record.options.front(), 0, ""};
+  BuildRequest request{"", record.source, record.options.front(), 0, "", record.compile_ns};
   auto found = device_with_key(**backend, config, request, record.key);
   if (!found)
     return dropped("no device gives the request's key any more (its files changed?)");
@@ -236,7 +237,9 @@ Expected<Taken> take(int dir_fd, const std::string& name, bool remove) {
 }
 
 // Makes the requests of the request file `name` (relative to `dir_fd`; `file` names it), one
-// line each on `out`. 1 when it cannot be read, else 0 (also when another process has it).
+// line each on `out`; a line that is no request is dropped, naming its number. 1 when the file
+// cannot be read, is no request file, or had such a line, else 0 (also when another process has
+// it).
 int store_file(const Config& config, int dir_fd, const std::string& name, const std::string& file,
                bool remove, const Output& out) {
   auto taken = take(dir_fd, name, remove);
@@ -244,32 +247,40 @@ int store_file(const Config& config, int dir_fd, const std::string& name, const 
     return fail(Error(ErrorCode::io_error, "cannot read " + file + ": " + taken.error().message));
   if (!taken->fd)
     return 0; // another `jitcache store` has it, or had it
-  std::size_t at = 0;
   const std::string& bytes = taken->bytes;
-  while (at < bytes.size()) {
-    std::size_t end = bytes.find('\n', at);
-    if (end == std::string::npos)
-      end = bytes.size();
-    const std::string_view text(bytes.data() + at, end - at);
-    at = end + 1;
-    if (text.empty())
-      continue;
-    auto record = detail::decode_request(text);
-    nlohmann::json line =
-        record ? store_one(config, *record)
-               : nlohmann::json{{"outcome", "dropped"}, {"why", record.error().message}};
-    line["file"] = file;
-    std::string summary = line.value("key", std::string("?")).substr(0, 16) + ": " +
-                          line["outcome"].get<std::string>();
-    if (line.contains("why"))
-      summary += " (" + line["why"].get<std::string>() + ")";
-    out.emit(line, summary);
+  int status = 0;
+  if (auto ok = check_record_start(file, bytes); !ok) {
+    status = fail(ok.error());
+  } else {
+    std::size_t at = 0;
+    for (std::size_t number = 1; at < bytes.size(); ++number) {
+      std::size_t end = bytes.find('\n', at);
+      if (end == std::string::npos)
+        end = bytes.size();
+      const std::string_view text(bytes.data() + at, end - at);
+      at = end + 1;
+      if (text.empty())
+        continue;
+      auto record = detail::decode_request(text);
+      nlohmann::json line = record ? store_one(config, *record)
+                                   : nlohmann::json{{"outcome", "dropped"},
+                                                    {"why", "line " + std::to_string(number) +
+                                                                ": " + record.error().message}};
+      if (!record)
+        status = 1;
+      line["file"] = file;
+      std::string summary = line.value("key", std::string("?")).substr(0, 16) + ": " +
+                            line["outcome"].get<std::string>();
+      if (line.contains("why"))
+        summary += " (" + line["why"].get<std::string>() + ")";
+      out.emit(line, summary);
+    }
   }
   // Removed while still locked, so no other `jitcache store` starts on it.
   if (remove)
     ::unlinkat(dir_fd, taken->done_with.c_str(), 0);
   ::close(*taken->fd);
-  return 0;
+  return status;
 }
 
 // The pending folder of a cache, opened; `lock` its worker lock, opened (not locked).
@@ -364,7 +375,7 @@ Config store_config(const Config& environment) {
 int run_store(const Config& environment, const std::vector<std::string>& files,
               const std::string& pending, bool remove, bool detach_first, const Output& out) {
   if (files.empty() && pending.empty())
-    return fail(Error(ErrorCode::invalid_argument, "store: no FILE and no --pending folder"));
+    return usage_error("store: no FILE and no --pending folder");
   Config config = store_config(environment);
   int status = 0;
   if (!pending.empty()) {

@@ -142,12 +142,10 @@ std::string ms_text(const nlohmann::json& value) {
 
 int run_tune_record(const TuneRecordOptions& options, const Output& out) {
   if (options.runner.empty())
-    return fail(Error(ErrorCode::invalid_argument,
-                      "tuning a record needs --runner CMD: the application's program that tunes "
-                      "the problem given on its standard input"));
+    return usage_error("tune RECORD needs --runner CMD: the application's program that tunes "
+                       "the problem given on its standard input");
   if (!std::set<std::string>{"missing", "all", "retune"}.count(options.mode))
-    return fail(Error(ErrorCode::invalid_argument,
-                      "--mode " + options.mode + ": expected missing, all or retune"));
+    return usage_error("--mode " + options.mode + ": expected missing, all or retune");
   auto items = read_problems(options.record);
   if (!items)
     return fail(items.error());
@@ -167,6 +165,8 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
     const auto work = [&] {
       for (std::size_t i; (i = next++) < items->size();) {
         const Item& item = (*items)[i];
+        const std::string what = item.problem.family + " " + text(item.problem.problem);
+        progress.begin(what);
         results[i] = tune_one(options, item, environment);
         const Done& done = results[i];
         const nlohmann::json line = {
@@ -182,7 +182,8 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
                             (done.failed ? "failed (" + done.error + ")"
                                          : text(done.choice.at("parameters")
                                                     .get<std::map<std::string, std::string>>()) +
-                                               " (" + done.choice.value("origin", "?") + ")"));
+                                               " (" + done.choice.value("origin", "?") + ")"),
+                        what);
       }
     };
     std::vector<std::thread> workers;

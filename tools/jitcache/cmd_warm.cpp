@@ -128,7 +128,8 @@ void report(Progress& progress, const Item& item, const Done& done) {
   };
   progress.report(done.outcome == "failed", line,
                   record.backend + " " + done.target + " " + label(record) + ": " + done.outcome +
-                      (done.error.empty() ? "" : " (" + done.error + ")"));
+                      (done.error.empty() ? "" : " (" + done.error + ")"),
+                  label(record));
 }
 
 Done replay(Cache& cache, const Item& item, int device, const fs::path& scratch) {
@@ -332,6 +333,7 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
                         line.value("seconds", 0.0), line.value("error", "")};
       report(progress, items[i], results[i]);
     };
+    calls.given = [&](std::size_t i) { progress.begin(label(*items[i].record)); };
     calls.lost = [&](std::size_t i, const std::string& why) {
       results[i] = Done{
           "failed", items[i].target.empty() ? items[i].record->device : items[i].target, 0.0, why};
@@ -342,6 +344,7 @@ int run_warm(const Config& environment, const WarmOptions& options, const Output
       const Scratch scratch;
       Cache cache(config);
       for (std::size_t i = 0; i < items.size(); ++i) {
+        progress.begin(label(*items[i].record));
         results[i] = replay(cache, items[i], options.device, scratch.path());
         report(progress, items[i], results[i]);
       }

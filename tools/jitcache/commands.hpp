@@ -58,7 +58,11 @@ struct TuneRecordOptions {
 };
 
 /// Each command returns the process exit status: 0 on success, 1 on failure (after printing a
-/// one-line error to stderr).
+/// one-line error to stderr), 2 on a usage error (usage_error: the error, then the usage).
+/// `jitcache build`: one line per file; a file that fails has its error on stderr (with a
+/// compiler's log) and, with --json, an object {file, backend, outcome "error", code, error} on
+/// stdout; the files after it are built unless the error is not the file's own (no such device,
+/// a runtime missing). Exit 1 when any file failed.
 int run_build(const Config& config, const BuildOptions& options, const Output& out);
 int run_stats(const Config& config, const Output& out);
 /// `jitcache stats --zero`: every counter of the user tier back to zero, entries kept.
@@ -97,8 +101,9 @@ int run_prune(const Config& config, const std::string& max_size, const Output& o
 /// store process or a hand-over that died) and anything of those names that is not a regular file.
 /// `detach`: forks first and returns 0 at once (1 when fork fails), the child (re-parented to init)
 /// doing the work at idle CPU and I/O priority; how a process that hands its stores over starts it
-/// (core/engine/store_handover). Exit 1 when a file cannot be opened or the folder cannot be
-/// listed.
+/// (core/engine/store_handover). Exit 1 when a file cannot be opened, is no request file at all
+/// (one error naming it: check_record_start), has a line that is no request (dropped, naming the
+/// line), or the folder cannot be listed; 2 with neither FILE nor `pending`.
 int run_store(const Config& config, const std::vector<std::string>& files,
               const std::string& pending, bool remove, bool detach, const Output& out);
 /// `jitcache store --wait [--pending FOLDER] [--timeout SECONDS]`: waits until the pending

@@ -5,8 +5,25 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <set>
+
+namespace {
+
+// The help of the command a command line names (the deepest subcommand parsed so far, else the
+// tool's), as `--help` prints it: what a usage error shows.
+std::string usage_of(const CLI::App& app) {
+  std::string parents;
+  const CLI::App* command = &app;
+  for (std::vector<CLI::App*> subs; !(subs = command->get_subcommands()).empty();) {
+    parents += (parents.empty() ? "" : " ") + command->get_name();
+    command = subs.front();
+  }
+  return command->help(parents);
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   using namespace jitcache;
@@ -164,18 +181,24 @@ int main(int argc, char** argv) {
   CLI::App* remote_push = remote_action("push", "copy the user tier's entries to the remotes");
   remote_action("pull", "copy the remotes' entries into the user tier");
 
-  const auto known = [&](const char* name) {
-    for (const CLI::App* sub : app.get_subcommands({}))
+  const auto known = [](const CLI::App& parent, const char* name) {
+    for (const CLI::App* sub : parent.get_subcommands({}))
       if (sub->get_name() == name)
         return true;
     return false;
   };
-  if (argc >= 2 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr
-        << "jitcache: error: unknown command '" << argv[1]
-        << "' (expected build, explain, warm, store, stats, list, info, verify, clear, prune, "
-           "export, import, packages, tune or remote)\n";
-    return 2;
+  // An unknown command is named as such (CLI11 would take it for an operand).
+  if (argc >= 2 && argv[1][0] != '-' && !known(app, argv[1])) {
+    cli::set_usage(app.help());
+    return cli::usage_error(std::string("unknown command '") + argv[1] +
+                            "' (expected build, explain, warm, store, stats, list, info, verify, "
+                            "clear, prune, export, import, packages, tune or remote)");
+  }
+  if (argc >= 3 && std::string(argv[1]) == "remote" && argv[2][0] != '-' &&
+      !known(*remote_cmd, argv[2])) {
+    cli::set_usage(remote_cmd->help("jitcache"));
+    return cli::usage_error(std::string("remote: unknown command '") + argv[2] +
+                            "' (expected ping, push or pull)");
   }
   try {
     app.parse(argc, argv);
@@ -186,60 +209,75 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string message = e.what();
-    for (char& c : message)
-      if (c == '\n')
-        c = ' ';
-    std::cerr << "jitcache: error: " << message << " (see jitcache --help)\n";
-    return 2;
+    cli::set_usage(usage_of(app));
+    return cli::usage_error(e.what());
   }
+  cli::set_usage(usage_of(app));
 
+  // The command asked for.
+  const auto run = [&](const Config& config, const cli::Output& out) {
+    if (build_cmd->parsed())
+      return cli::run_build(config, build, out);
+    if (warm_cmd->parsed())
+      return cli::run_warm(config, warm, out);
+    if (store_cmd->parsed() && store_wait) {
+      if (!store_files.empty() || store_detach || store_remove)
+        return cli::usage_error("store --wait takes no FILE, --detach or --remove");
+      return cli::run_store_wait(config, store_pending, store_timeout, out);
+    }
+    if (store_cmd->parsed())
+      return cli::run_store(config, store_files, store_pending, store_remove, store_detach, out);
+    if (explain_cmd->parsed())
+      return cli::run_explain(config, explain, out);
+    if (stats_cmd->parsed())
+      return stats_zero ? cli::run_stats_zero(config, out) : cli::run_stats(config, out);
+    if (list_cmd->parsed())
+      return cli::run_list(config, out);
+    if (info_cmd->parsed())
+      return cli::run_info(config, out);
+    if (verify_cmd->parsed())
+      return cli::run_verify(config, out);
+    if (clear_cmd->parsed())
+      return runtime_caches ? cli::run_clear_runtime_caches(config, dry_run, out)
+                            : cli::run_clear(config, out);
+    if (export_cmd->parsed())
+      return cli::run_export(config, export_options, out);
+    if (import_cmd->parsed())
+      return cli::run_import(config, import_file, out);
+    if (packages_cmd->parsed())
+      return cli::run_packages(config, out);
+    if (prune_cmd->parsed())
+      return cli::run_prune(config, prune_size, out);
+    if (tune_cmd->parsed()) {
+      if (std::set<std::string>{"list", "show", "clear", "export"}.count(tune.command))
+        return cli::run_tune(config, tune, out);
+      // A typo of a command ("lst") is not taken for a record that needs --runner.
+      std::error_code error;
+      if (!std::filesystem::exists(tune.command, error))
+        return cli::usage_error("tune: unknown command or record '" + tune.command +
+                                "' (expected list, show, clear, export, or RECORD --runner CMD)");
+      tune_record.record = tune.command;
+      return cli::run_tune_record(tune_record, out);
+    }
+    if (remote_cmd->parsed())
+      return cli::run_remote(config,
+                             remote_ping->parsed()   ? cli::RemoteAction::ping
+                             : remote_push->parsed() ? cli::RemoteAction::push
+                                                     : cli::RemoteAction::pull,
+                             remote_backend, out);
+    return 2;
+  };
   const Config config = Config::from_environment();
   const cli::Output out(json);
-  if (build_cmd->parsed())
-    return cli::run_build(config, build, out);
-  if (warm_cmd->parsed())
-    return cli::run_warm(config, warm, out);
-  if (store_cmd->parsed() && store_wait) {
-    if (!store_files.empty() || store_detach || store_remove)
-      return cli::fail(
-          Error(ErrorCode::invalid_argument, "store --wait takes no FILE, --detach or --remove"));
-    return cli::run_store_wait(config, store_pending, store_timeout, out);
+  // No library's exception text reaches a person: each command reports its errors as
+  // Expected; what escapes one anyway is a bug, said in words.
+  try {
+    return run(config, out);
+  } catch (const std::bad_alloc&) {
+    return cli::fail(Error(ErrorCode::runtime_error, "out of memory"));
+  } catch (const std::exception&) {
+    return cli::fail(Error(ErrorCode::runtime_error,
+                           "an internal error ended the command (a bug: please report it, with "
+                           "the command line)"));
   }
-  if (store_cmd->parsed())
-    return cli::run_store(config, store_files, store_pending, store_remove, store_detach, out);
-  if (explain_cmd->parsed())
-    return cli::run_explain(config, explain, out);
-  if (stats_cmd->parsed())
-    return stats_zero ? cli::run_stats_zero(config, out) : cli::run_stats(config, out);
-  if (list_cmd->parsed())
-    return cli::run_list(config, out);
-  if (info_cmd->parsed())
-    return cli::run_info(config, out);
-  if (verify_cmd->parsed())
-    return cli::run_verify(config, out);
-  if (clear_cmd->parsed())
-    return runtime_caches ? cli::run_clear_runtime_caches(config, dry_run, out)
-                          : cli::run_clear(config, out);
-  if (export_cmd->parsed())
-    return cli::run_export(config, export_options, out);
-  if (import_cmd->parsed())
-    return cli::run_import(config, import_file, out);
-  if (packages_cmd->parsed())
-    return cli::run_packages(config, out);
-  if (prune_cmd->parsed())
-    return cli::run_prune(config, prune_size, out);
-  if (tune_cmd->parsed()) {
-    if (std::set<std::string>{"list", "show", "clear", "export"}.count(tune.command))
-      return cli::run_tune(config, tune, out);
-    tune_record.record = tune.command;
-    return cli::run_tune_record(tune_record, out);
-  }
-  if (remote_cmd->parsed())
-    return cli::run_remote(config,
-                           remote_ping->parsed()   ? cli::RemoteAction::ping
-                           : remote_push->parsed() ? cli::RemoteAction::push
-                                                   : cli::RemoteAction::pull,
-                           remote_backend, out);
-  return 2;
 }

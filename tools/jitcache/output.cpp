@@ -29,6 +29,28 @@ int fail(const Error& error) {
   return 1;
 }
 
+namespace {
+
+std::string& usage_text() {
+  static std::string usage;
+  return usage;
+}
+
+} // namespace
+
+void set_usage(std::string usage) {
+  usage_text() = std::move(usage);
+}
+
+int usage_error(const std::string& message) {
+  std::cerr << "jitcache: error: " << message.substr(0, message.find('\n')) << '\n' << usage_text();
+  return 2;
+}
+
+int fail_option(const Error& error) {
+  return error.code == ErrorCode::invalid_argument ? usage_error(error.message) : fail(error);
+}
+
 Expected<std::string> read_source(const std::string& path, const std::string& max_size) {
   const auto limit = parse_size(max_size);
   if (!limit)

@@ -24,6 +24,19 @@ private:
 /// and returns the exit status to use (1).
 int fail(const Error& error);
 
+/// Sets the usage text usage_error() prints: the help of the command being run (main, once the
+/// command line is parsed).
+void set_usage(std::string usage);
+
+/// For a command line that asks for something the command cannot mean (a value out of its
+/// range, a missing operand): prints "jitcache: error: <message>" (one line) and then the
+/// command's usage (set_usage) to stderr, and returns the exit status to use (2).
+int usage_error(const std::string& message);
+
+/// For an error about a value of the command line (a backend's name, a size): usage_error() when
+/// its code is invalid_argument, else fail().
+int fail_option(const Error& error);
+
 /// Reads a source file given on the command line: a regular file of at most `max_size`
 /// (`--max-source-size`, e.g. "64M"). Errors: invalid_argument (`max_size` is not a size),
 /// io_error naming the file and the reason (see detail::read_regular_file).

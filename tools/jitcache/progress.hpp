@@ -6,9 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace jitcache::cli {
 
@@ -19,25 +23,43 @@ std::string seconds_text(double seconds);
 std::string first_line(const std::string& text);
 
 /// The progress of `total` items of work done by any number of threads (`warm`, `tune RECORD`):
-/// on a terminal (stderr, text output), one line rewritten in place: done/total, failures,
-/// elapsed, an estimate of the time left; otherwise a line per item, as JSON (`--json`) or as
-/// "[done/total] text". Thread-safe.
+/// on a terminal (stderr, text output), one line rewritten in place, and redrawn twice a second
+/// while work is in flight, so that it shows within a second and never freezes: done/total,
+/// failures, elapsed, the item in flight the longest (begin()) and for how long, and an estimate
+/// of the time left from the time per item done so far, less what the items in flight have
+/// already spent ("estimating" before one is done, "more than estimated" past it); otherwise a
+/// line per item, as JSON (`--json`) or as "[done/total] text", and no carriage return.
+/// Thread-safe.
 class Progress {
 public:
   Progress(std::size_t total, const Output& out);
-  /// One item done (failed or not); `line` and `text` describe it for the line-per-item form.
-  void report(bool failed, const nlohmann::json& line, const std::string& text);
-  /// Ends the rewritten line (a newline on a terminal).
-  void finish() const;
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  /// Item `what` (a file, a program's name) is being worked on from now.
+  void begin(const std::string& what);
+  /// One item done (failed or not); `line` and `text` describe it for the line-per-item form;
+  /// `what` (as given to begin(), if it was) is no longer in flight.
+  void report(bool failed, const nlohmann::json& line, const std::string& text,
+              const std::string& what = {});
+  /// Ends the rewritten line (a newline on a terminal) and the redrawing.
+  void finish();
 
 private:
+  void draw(); // with m_mutex held
+  void tick();
+
   std::mutex m_mutex;
+  std::condition_variable m_wake;
   const std::size_t m_total;
   const Output& m_out;
   const bool m_terminal;
   const detail::Stopwatch m_clock;
   std::size_t m_done = 0;
   std::size_t m_failed = 0;
+  std::vector<std::pair<std::string, double>> m_in_flight; ///< (what, started at s)
+  bool m_finished = false;
+  std::thread m_ticker;
 };
 
 } // namespace jitcache::cli

@@ -114,6 +114,8 @@ std::size_t run_in_workers(const std::vector<std::string>& argv, std::size_t wor
       return;
     }
     const std::string line = std::to_string(next) + "\n";
+    if (calls.given)
+      calls.given(next);
     worker.current = next++;
     if (::write(worker.to, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
       close_fd(worker.to); // it ended: its end of file comes, and the item is lost then

@@ -16,6 +16,8 @@ struct WorkerPoolCalls {
   /// Item `item` got no answer: its worker ended first (crashed, killed) or none was left;
   /// `why` says which.
   std::function<void(std::size_t item, const std::string& why)> lost;
+  /// Item `item` was handed to a worker (for a progress line to name it); may be empty.
+  std::function<void(std::size_t item)> given;
 };
 
 /// Does items 0 .. count-1 in up to `workers` child processes, each started as `argv` (argv[0]

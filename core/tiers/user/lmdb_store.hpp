@@ -101,6 +101,10 @@ public:
   /// more than k_max_records, and by clear(). A miss is an empty optional; bytes are returned
   /// as stored.
   Expected<std::optional<std::string>> get_record(const Digest& name);
+  /// When the entry of `key` was last used (stored or hit, as far as this tier has been told:
+  /// AccessLog writes hits in batches), in AccessLog::now_us() units; empty when not known.
+  /// For `jitcache list`. Errors: io_error (LMDB's, with the folder).
+  Expected<std::optional<std::uint64_t>> last_use(const Digest& key);
   /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.
   Expected<bool> visit_record(const Digest& name,
