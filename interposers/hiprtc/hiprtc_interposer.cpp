@@ -108,7 +108,10 @@ const rtc::FrontEnd& Api::front_end() {
   static const rtc::FrontEnd front_end{
       "hiprtc",
       "hipRTC",
-      {{"-I", "-I"}, {"-isystem", "-isystem"}, {"-iquote", "-iquote"}, {"-idirafter", "-idirafter"}},
+      {{"-I", "-I"},
+       {"-isystem", "-isystem"},
+       {"-iquote", "-iquote"},
+       {"-idirafter", "-idirafter"}},
       // Files read besides include directories, files written, and a target taken from the
       // device.
       {"-include", "--include", "-save-temps", "--save-temps", "-ftime-trace", "-M",
@@ -139,8 +142,7 @@ JITCACHE_API hiprtcResult hiprtcCreateProgram(hiprtcProgram* prog, const char* s
 JITCACHE_API hiprtcResult hiprtcDestroyProgram(hiprtcProgram* prog) {
   return I::destroy(prog);
 }
-JITCACHE_API hiprtcResult hiprtcAddNameExpression(hiprtcProgram prog,
-                                                  const char* name_expression) {
+JITCACHE_API hiprtcResult hiprtcAddNameExpression(hiprtcProgram prog, const char* name_expression) {
   return I::add_name_expression(prog, name_expression);
 }
 JITCACHE_API hiprtcResult hiprtcCompileProgram(hiprtcProgram prog, int numOptions,

@@ -80,9 +80,8 @@ Expected<RealLibrary> open_real_library(const std::vector<std::string>& sonames,
       }
       return RealLibrary{handle, file};
     }
-  return Error(ErrorCode::runtime_missing,
-               "the real runtime could not be opened (tried " + (tried.empty() ? "none" : tried) +
-                   ")");
+  return Error(ErrorCode::runtime_missing, "the real runtime could not be opened (tried " +
+                                               (tried.empty() ? "none" : tried) + ")");
 }
 
 } // namespace jitcache::rtc

@@ -90,7 +90,8 @@ public:
   static Result add_name_expression(Program program, const char* expression) {
     Wrapper* wrapper = ours(program);
     if (!wrapper)
-      return through([&](const Real& real) { return real.add_name_expression(program, expression); });
+      return through(
+          [&](const Real& real) { return real.add_name_expression(program, expression); });
     if (!expression || wrapper->compiled)
       return on_real(wrapper, [&](const Real& real, Program own) {
         return real.add_name_expression(own, expression);
@@ -165,9 +166,8 @@ public:
           *size = output->size;
         return static_cast<Result>(output->size_result);
       }
-    return answer(program, wrapper, [&](const Real& real, Program own) {
-      return (real.*getters.size)(own, size);
-    });
+    return answer(program, wrapper,
+                  [&](const Real& real, Program own) { return (real.*getters.size)(own, size); });
   }
 
   /// A Get* call of output `name`.
@@ -180,9 +180,8 @@ public:
           std::memcpy(bytes, output->bytes.data(), output->bytes.size());
         return static_cast<Result>(*output->copy_result);
       }
-    return answer(program, wrapper, [&](const Real& real, Program own) {
-      return (real.*getters.copy)(own, bytes);
-    });
+    return answer(program, wrapper,
+                  [&](const Real& real, Program own) { return (real.*getters.copy)(own, bytes); });
   }
 
   static Result lowered_name(Program program, const char* expression, const char** lowered) {
@@ -220,10 +219,10 @@ private:
   struct Wrapper {
     Request request;
     bool null_name = false;
-    Program real = nullptr;       ///< made when a call needs the real runtime
-    bool real_compiled = false;   ///< the real program was compiled
-    bool compiled = false;        ///< compile-program was answered (by either)
-    bool through = false;         ///< every call goes to the real program from now on
+    Program real = nullptr;                 ///< made when a call needs the real runtime
+    bool real_compiled = false;             ///< the real program was compiled
+    bool compiled = false;                  ///< compile-program was answered (by either)
+    bool through = false;                   ///< every call goes to the real program from now on
     std::shared_ptr<const Outputs> outputs; ///< the compile's, when the front-end answered it
   };
 
@@ -280,8 +279,9 @@ private:
       contents.push_back(header.content.c_str());
     }
     Program own = nullptr;
-    if (real.create(&own, request.source.c_str(), wrapper->null_name ? nullptr : request.name.c_str(),
-                    static_cast<int>(names.size()), contents.data(), names.data()) != Api::k_success)
+    if (real.create(
+            &own, request.source.c_str(), wrapper->null_name ? nullptr : request.name.c_str(),
+            static_cast<int>(names.size()), contents.data(), names.data()) != Api::k_success)
       return false;
     wrapper->real = own;
     for (const std::string& expression : request.name_expressions)

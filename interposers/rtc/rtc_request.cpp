@@ -122,8 +122,8 @@ public:
   Expected<Handle> load(const EntryView& entry, std::string&) override {
     auto outputs = decode_outputs(entry.payload);
     if (!outputs)
-      return Error(ErrorCode::corrupt, std::string("a stored ") + m_front_end.runtime_name +
-                                           " entry cannot be read");
+      return Error(ErrorCode::corrupt,
+                   std::string("a stored ") + m_front_end.runtime_name + " entry cannot be read");
     return Handle(std::make_shared<Outputs>(std::move(*outputs)));
   }
   detail::RequestRecord describe() const override {
@@ -196,8 +196,8 @@ std::optional<Outputs> decode_outputs(std::string_view in) {
   in.remove_prefix(k_magic.size());
   std::uint32_t format = 0, count = 0;
   Outputs outputs;
-  if (!take_le(in, format) || format != k_outputs_format ||
-      !take_int(in, outputs.compile_result) || !take_le(in, count))
+  if (!take_le(in, format) || format != k_outputs_format || !take_int(in, outputs.compile_result) ||
+      !take_le(in, count))
     return std::nullopt;
   for (; count > 0; --count) {
     std::string name;
@@ -254,8 +254,7 @@ bool turned_off(Cache& cache, const char* name) {
 }
 
 Expected<std::shared_ptr<const Outputs>> serve(Cache& cache, const FrontEnd& front_end,
-                                               const Request& request,
-                                               const RealCompile& compile) {
+                                               const Request& request, const RealCompile& compile) {
   Runtime runtime(cache.config(), front_end, request, compile);
   auto answer = detail::serve_request(cache, runtime);
   if (!answer)

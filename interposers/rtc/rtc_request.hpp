@@ -84,7 +84,8 @@ struct FrontEnd {
   detail::LibrarySearch search;
   /// The real runtime's identity (key fields) and the library files it was read from. Opens
   /// the real library. Errors: the runtime is missing or answers no version.
-  std::function<Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>>()>
+  std::function<
+      Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>>()>
       probe;
 };
 

@@ -108,8 +108,8 @@ static FILE* dump;
 /* One program: created with `headers` in memory, `expressions` added, compiled with `options`;
  * every answer written to the dump. */
 static void build(const char* name, const char* source, int headers, const char** contents,
-                  const char** names, int expressions, const char** expression,
-                  int options, const char** option) {
+                  const char** names, int expressions, const char** expression, int options,
+                  const char** option) {
   Program program = NULL;
   Result rc = api.CreateProgram(&program, source, name, headers, (Strings)contents, (Strings)names);
   fprintf(dump, "== %s\ncreate %d\n", name, (int)rc);
@@ -144,7 +144,8 @@ static void build(const char* name, const char* source, int headers, const char*
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: rtc_client link|handle|global KERNELS HEADERS_DIR TOOLKIT_INCLUDE DUMP\n");
+    fprintf(stderr,
+            "usage: rtc_client link|handle|global KERNELS HEADERS_DIR TOOLKIT_INCLUDE DUMP\n");
     return 2;
   }
   load(argv[1]);
@@ -155,8 +156,9 @@ int main(int argc, char** argv) {
   snprintf(include_cccl, sizeof include_cccl, "-I%s/cccl", argv[4]);
   if (!(dump = fopen(argv[5], "wb")))
     return 2;
-  const char* helper = "#include \"rtc_test_helper.h\"\n"
-                       "extern \"C\" __global__ void twice(float* x) { x[0] = helper_twice(x[0]); }\n";
+  const char* helper =
+      "#include \"rtc_test_helper.h\"\n"
+      "extern \"C\" __global__ void twice(float* x) { x[0] = helper_twice(x[0]); }\n";
   const char* broken = "extern \"C\" __global__ void broken(float* x) { x[0] = undeclared; }\n";
 #ifdef RTC_HIP
   {
@@ -172,9 +174,10 @@ int main(int argc, char** argv) {
   {
     const char* names[] = {"extra.h"};
     const char* contents[] = {"#define EXTRA 3\n"};
-    const char* source = "#include <hip/hip_runtime.h>\n#include \"extra.h\"\n"
-                         "#include \"rtc_test_helper.h\"\n"
-                         "extern \"C\" __global__ void twice(float* x) { x[0] = helper_twice(x[0]) + EXTRA; }\n";
+    const char* source =
+        "#include <hip/hip_runtime.h>\n#include \"extra.h\"\n"
+        "#include \"rtc_test_helper.h\"\n"
+        "extern \"C\" __global__ void twice(float* x) { x[0] = helper_twice(x[0]) + EXTRA; }\n";
     const char* options[] = {"--offload-arch=gfx90a", include_headers};
     build("helper.hip", source, 1, contents, names, 0, NULL, 2, options);
   }

@@ -6,8 +6,8 @@
 #include "core/tuning/tuning_record.hpp"
 
 #include <cstring>
-#include <map>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <vector>
 
