@@ -237,7 +237,7 @@ private:
 
   static bool off() {
     try {
-      return turned_off(process_cache(), Api::front_end().name);
+      return turned_off(Api::front_end().name);
     } catch (...) {
       return true;
     }
@@ -252,6 +252,16 @@ private:
   template <typename Call> static Result through(Call call) {
     const Real* real = Api::real();
     return real ? call(*real) : Api::k_internal_error;
+  }
+
+  // What the front-end does on the way to the real runtime may run out of memory; nothing may
+  // leave a C function.
+  template <typename Call> static Result guarded(Call call) {
+    try {
+      return call();
+    } catch (...) {
+      return Api::k_internal_error;
+    }
   }
 
   static const OutputGetters& find(const char* name) {
@@ -305,11 +315,13 @@ private:
   }
 
   template <typename Call> static Result on_real(Wrapper* wrapper, Call call) {
-    const Real* real = Api::real();
-    if (!real)
-      return Api::k_internal_error;
-    const Program own = real_state(wrapper, *real);
-    return own ? call(*real, own) : Api::k_internal_error;
+    return guarded([&] {
+      const Real* real = Api::real();
+      if (!real)
+        return Api::k_internal_error;
+      const Program own = real_state(wrapper, *real);
+      return own ? call(*real, own) : Api::k_internal_error;
+    });
   }
 
   // A modelled call the stored outputs cannot answer: the real program answers it.

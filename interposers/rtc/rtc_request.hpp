@@ -96,12 +96,13 @@ using RealCompile = std::function<Expected<Outputs>()>;
 /// Whether `request`'s options are all modelled by `front_end` (see FrontEnd).
 bool modelled(const FrontEnd& front_end, const Request& request);
 
-/// The one cache of the process for the front-ends (Config::from_environment), made at first
-/// use and flushed when the process exits.
+/// The one cache of the process for the front-ends, made at first use from the process's
+/// configuration (Config::from_environment, read once) and flushed when the process exits.
 Cache& process_cache();
 
-/// Whether the front-end named `name` is off (JITCACHE_NVRTC=0, ...) in `cache`'s config.
-bool turned_off(Cache& cache, const char* name);
+/// Whether the front-end named `name` is off (JITCACHE_NVRTC=0, ...): read without making the
+/// cache, so that a front-end turned off creates nothing.
+bool turned_off(const char* name);
 
 /// Serves `request` through the core's request pipeline (detail::serve_request): the stored
 /// outputs on a hit (no runtime opened where the identity is remembered); on a miss `compile`

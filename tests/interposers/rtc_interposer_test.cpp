@@ -197,6 +197,7 @@ TEST_P(RtcInterposerTest, TurnedOffItPassesEveryCallThrough) {
   off[GetParam().off_variable] = "0";
   EXPECT_EQ(dump(mode, off), expected);
   EXPECT_EQ(dump(mode, off), expected);
+  EXPECT_FALSE(fs::exists(m_cache)) << "a front-end turned off creates nothing";
   EXPECT_EQ(counters(), std::make_pair(std::uint64_t{0}, std::uint64_t{0}));
 }
 
