@@ -116,8 +116,9 @@ const rtc::FrontEnd& Api::front_end() {
       // device.
       {"-include", "--include", "-save-temps", "--save-temps", "-ftime-trace", "-M",
        "--offload-arch=native", "-fembed-bitcode"},
-      // Without a target, hipRTC compiles for the current device: a request names its own.
       {"--offload-arch=", "--gpu-architecture=", "--cuda-gpu-arch="},
+      // Without a target, hipRTC compiles for the current device: a request names its own.
+      "",
       false,
       hip::library_search(),
       probe};

@@ -7,6 +7,8 @@
 #include "interposers/rtc/real_library.hpp"
 #include "interposers/rtc/rtc_interposer.hpp"
 
+#include <jitcache/version.hpp>
+
 #include <dlfcn.h>
 #include <nvrtc.h>
 
@@ -110,7 +112,8 @@ const rtc::FrontEnd& Api::front_end() {
       {"--pre-include", "-include", "--pch", "-pch", "--create-pch", "-create-pch", "--use-pch",
        "-use-pch", "--pch-dir", "-pch-dir", "--time", "-time", "--fdevice-time-trace",
        "-fdevice-time-trace", "--dump", "-dump"},
-      {},
+      {"-arch=", "--gpu-architecture="},
+      JITCACHE_NVRTC_DEFAULT_ARCH,
       true,
       {"nvrtc front-end identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
       []() -> Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>> {
@@ -121,7 +124,9 @@ const rtc::FrontEnd& Api::front_end() {
         if (!toolchain)
           return toolchain.error();
         return detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>{
-            {{"nvrtc_version", toolchain->version}, {"nvrtc_build", toolchain->build}},
+            {{"nvrtc_version", toolchain->version},
+             {"nvrtc_build", toolchain->build},
+             {"jitcache_version", k_version}},
             {opened->nvrtc.file}};
       }};
   return front_end;

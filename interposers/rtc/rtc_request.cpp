@@ -5,8 +5,6 @@
 #include "core/key/dependencies.hpp"
 #include "core/support/byte_io.hpp"
 
-#include <jitcache/version.hpp>
-
 #include <filesystem>
 
 namespace jitcache::rtc {
@@ -62,13 +60,16 @@ bool starts_with(std::string_view text, std::string_view prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
 }
 
-// The target the options name (what BuildInfo::device says), "default" when none does.
-std::string target_of(const Request& request) {
-  for (const std::string& option : request.options)
-    for (std::string_view flag : {"-arch=", "--gpu-architecture=", "--offload-arch="})
-      if (starts_with(option, flag))
-        return option.substr(flag.size());
-  return "default";
+// The fields of the request's target: the key's device section, which a package's target is.
+KeyBuilder& add_device_fields(KeyBuilder& builder, const FrontEnd& front_end,
+                              const Request& request) {
+  return builder.device("target", target_of(front_end, request));
+}
+
+// Whether a toolchain field of a key is one make_key() adds from the configuration, not from
+// the compiler's identity.
+bool from_configuration(const std::string& name) {
+  return name.compare(0, 4, "env ") == 0;
 }
 
 // A request of an application's RTC program as the request pipeline serves it: an offline
@@ -96,13 +97,24 @@ public:
                                                 std::move(probed->files)};
   }
   Expected<detail::PackageTarget> package_target(const std::string*) override {
-    // Packages are made by `jitcache export` for the backends' requests; a front-end's request
-    // names its target in its options, which no package's target fields describe.
-    return Error(ErrorCode::unsupported, "no packages for a front-end's requests");
+    // The request names its target (or takes the runtime's default): told without the runtime.
+    KeyBuilder device(m_front_end.name);
+    return detail::target_of(m_front_end.name,
+                             add_device_fields(device, m_front_end, m_request).finish().fields);
   }
-  std::optional<std::string> packaged_identity(const std::vector<KeyField>&,
-                                               const std::string*) const override {
-    return std::nullopt;
+  std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
+                                               const std::string* known) const override {
+    // The package's toolchain fields are the identity's, then those of the configuration.
+    Fields identity;
+    for (const KeyField& field : fields)
+      if (!from_configuration(field.name))
+        identity.emplace_back(field.name, field.value);
+    if (identity.empty())
+      return std::nullopt;
+    std::string encoded = encode_fields(identity);
+    if (known && *known == encoded)
+      return std::nullopt; // the next step builds this key
+    return encoded;
   }
   Expected<std::string> select(const std::string& identity) override {
     auto fields = decode_fields(identity);
@@ -110,7 +122,7 @@ public:
       return Error(ErrorCode::corrupt, std::string("a remembered ") + m_front_end.runtime_name +
                                            " identity cannot be read");
     m_identity = std::move(*fields);
-    return target_of(m_request);
+    return target_of(m_front_end, m_request);
   }
   std::pair<Key, detail::Dependencies> make_key() const override;
   Expected<detail::Compiled> compile(const Key&, Handle& handle) override {
@@ -135,7 +147,7 @@ public:
     return Handle(std::make_shared<Outputs>(std::move(*outputs)));
   }
   detail::RequestRecord describe() const override {
-    return detail::describe_request(m_request, target_of(m_request));
+    return detail::describe_request(m_request, target_of(m_front_end, m_request));
   }
 
 private:
@@ -148,9 +160,11 @@ private:
 
 std::pair<Key, detail::Dependencies> Runtime::make_key() const {
   KeyBuilder builder(m_front_end.name);
+  add_device_fields(builder, m_front_end, m_request);
+  // The identity carries jitcache's version (FrontEnd::probe): a package's toolchain fields,
+  // less the configuration's, are an identity (packaged_identity).
   for (const auto& [name, value] : m_identity)
     builder.toolchain(name, value);
-  builder.toolchain("jitcache_version", k_version);
   detail::add_compile_environment(builder, m_config, m_front_end.name);
   builder.source(m_request.name, "program_name");
   for (const std::string& expression : m_request.name_expressions)
@@ -239,15 +253,30 @@ std::optional<Outputs> decode_outputs(std::string_view in) {
 }
 
 bool modelled(const FrontEnd& front_end, const Request& request) {
-  bool required = front_end.required_options.empty();
-  for (const std::string& option : request.options) {
+  for (const std::string& option : request.options)
     for (std::string_view prefix : front_end.unmodelled_options)
       if (starts_with(option, prefix))
         return false;
-    for (std::string_view prefix : front_end.required_options)
-      required = required || starts_with(option, prefix);
-  }
-  return required;
+  return !front_end.default_target.empty() || target_of(front_end, request) != "";
+}
+
+std::string target_of(const FrontEnd& front_end, const Request& request) {
+  std::string targets;
+  const std::vector<std::string>& options = request.options;
+  for (std::size_t i = 0; i < options.size(); ++i)
+    for (std::string_view flag : front_end.target_options) {
+      const std::string_view bare = flag.substr(0, flag.size() - 1); // "-arch", then the target
+      std::string target;
+      if (starts_with(options[i], flag))
+        target = options[i].substr(flag.size());
+      else if (options[i] == bare && i + 1 < options.size())
+        target = options[++i];
+      else
+        continue;
+      targets += (targets.empty() ? "" : ",") + target;
+      break;
+    }
+  return targets.empty() ? std::string(front_end.default_target) : targets;
 }
 
 namespace {

@@ -75,9 +75,12 @@ struct FrontEnd {
   /// (a pre-included header, a precompiled header), files written (temporaries, timings), or a
   /// target the runtime takes from the device. A request with one goes to the runtime untouched.
   std::vector<std::string_view> unmodelled_options;
-  /// Options (prefixes) one of which must be present: the target (hipRTC without one asks the
-  /// device). Empty: none needed.
-  std::vector<std::string_view> required_options;
+  /// The options (prefixes ending in '=') that name the target; each is also taken as its own
+  /// element followed by the target ("-arch", "sm_90").
+  std::vector<std::string_view> target_options;
+  /// The target the runtime compiles for when no option names one (NVRTC's documented default
+  /// arch); empty when a request must name one (hipRTC without one asks the device).
+  std::string_view default_target;
   /// Whether "x" includes are searched in the program name's directory (NVRTC), first.
   bool searches_program_dir = false;
   /// Where the real runtime is found, for its identity remembered across processes.
@@ -95,6 +98,11 @@ using RealCompile = std::function<Expected<Outputs>()>;
 
 /// Whether `request`'s options are all modelled by `front_end` (see FrontEnd).
 bool modelled(const FrontEnd& front_end, const Request& request);
+
+/// The target `request` compiles for: those its options name (FrontEnd::target_options), in
+/// order and joined by ',', else the front-end's default target. What BuildInfo::device says,
+/// the key's device field and the target a package of its entries serves.
+std::string target_of(const FrontEnd& front_end, const Request& request);
 
 /// The one cache of the process for the front-ends, made at first use from the process's
 /// configuration (Config::from_environment, read once) and flushed when the process exits.

@@ -32,6 +32,7 @@ struct FrontEndCase {
   /// front-end in its way.
   std::vector<std::pair<std::string, std::map<std::string, std::string>>> ways;
   int stored = 0; ///< the programs of the dump that compile (a failed compile is not stored)
+  std::vector<std::string> targets; ///< those the dump's programs compile for (their options)
 };
 
 void PrintTo(const FrontEndCase& front_end, std::ostream* out) {
@@ -51,7 +52,8 @@ std::vector<FrontEndCase> front_ends() {
         {"link", {{"LD_PRELOAD", RTC_NVRTC_FRONT_END}}},
         {"handle", {{"LD_LIBRARY_PATH", std::string(RTC_NVRTC_FOLDER) + ":" + real_dir}}},
         {"global", {{"LD_PRELOAD", RTC_NVRTC_FRONT_END}}}},
-       4});
+       4,
+       {"sm_80", "sm_90", "compute_90"}});
 #endif
 #ifdef RTC_HIPRTC_CLIENT
   cases.push_back({"hiprtc",
@@ -60,7 +62,8 @@ std::vector<FrontEndCase> front_ends() {
                    "JITCACHE_HIPRTC",
                    {{"link", {{"LD_PRELOAD", RTC_HIPRTC_FRONT_END}}},
                     {"global", {{"LD_PRELOAD", RTC_HIPRTC_FRONT_END}}}},
-                   3});
+                   3,
+                   {"gfx90a", "gfx1030"}});
 #endif
 #ifdef RTC_SANITIZED
   // A sanitized front-end preloaded ahead of the sanitizer's runtime is refused by it: under
@@ -114,14 +117,22 @@ protected:
                               "/tmp/comgr-X/");
   }
 
-  // The front-end's counters: hits, misses.
-  std::pair<std::uint64_t, std::uint64_t> counters() {
+  // The front-end's line of `jitcache stats --json`; null when it has none.
+  nlohmann::json stats() {
     const auto run = run_cli({"stats", "--json"}, {{"JITCACHE_DIR", m_cache.string()}});
     EXPECT_EQ(run.exit_code, 0) << run.err;
     for (const auto& line : json_lines(run.out))
       if (line["backend"] == GetParam().name)
-        return {line["hits"].get<std::uint64_t>(), line["misses"].get<std::uint64_t>()};
-    return {0, 0};
+        return line;
+    return nullptr;
+  }
+
+  // The front-end's counters: hits, misses.
+  std::pair<std::uint64_t, std::uint64_t> counters() {
+    const nlohmann::json line = stats();
+    if (line.is_null())
+      return {0, 0};
+    return {line["hits"].get<std::uint64_t>(), line["misses"].get<std::uint64_t>()};
   }
 
   // The answers without the front-end (the same whichever way the program reaches the runtime),
@@ -222,6 +233,31 @@ TEST_P(RtcInterposerTest, AChangedIncludedHeaderIsAMiss) {
   const auto [hits, misses] = counters();
   EXPECT_EQ(hits, std::uint64_t(GetParam().stored - 1));
   EXPECT_EQ(misses, std::uint64_t(GetParam().stored + 1));
+}
+
+TEST_P(RtcInterposerTest, APackageOfARunServesAFreshUserTier) {
+  const auto& [mode, env] = GetParam().ways.front();
+  const std::string expected = baseline();
+  ASSERT_EQ(dump(mode, env), expected);
+  // A package serves one target: one per target the run's programs name in their options.
+  const fs::path packages = m_dir.path() / "packages";
+  fs::create_directories(packages);
+  for (const std::string& target : GetParam().targets) {
+    const auto run = run_cli({"export", "-o", (packages / (target + ".jcpkg")).string(),
+                              "--backend", GetParam().name, "--arch", target, "--json"},
+                             {{"JITCACHE_DIR", m_cache.string()}});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(json_lines(run.out).at(0)["target"], target);
+  }
+  fs::remove_all(m_cache);
+  auto system = env;
+  system["JITCACHE_SYSTEM_PATH"] = packages.string();
+  EXPECT_EQ(dump(mode, system), expected);
+  const nlohmann::json line = stats();
+  ASSERT_FALSE(line.is_null());
+  EXPECT_EQ(line["misses"], 0);
+  EXPECT_EQ(line["hits"], GetParam().stored);
+  EXPECT_EQ(line["hits_by_tier"].value("system", 0), GetParam().stored) << line.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(FrontEnds, RtcInterposerTest, ::testing::ValuesIn(front_ends()),
