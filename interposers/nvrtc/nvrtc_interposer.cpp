@@ -1,136 +1,13 @@
-// libjitcache-nvrtc: NVRTC's C API, answered through jitcache (interposers/rtc). Only what differs
-// from hipRTC is here: the names, the types, the outputs, the options it does not model.
+// libjitcache-nvrtc: NVRTC's C API, answered through jitcache (interposers/rtc) with what
+// nvrtc_front_end.hpp says of NVRTC.
 
-#include "backends/cuda/cuda_api.hpp"
-#include "backends/cuda/cuda_key.hpp"
-#include "core/support/shared_library.hpp"
-#include "interposers/rtc/real_library.hpp"
-#include "interposers/rtc/rtc_interposer.hpp"
-
-#include <jitcache/version.hpp>
-
-#include <dlfcn.h>
-#include <nvrtc.h>
+#include "interposers/nvrtc/nvrtc_front_end.hpp"
 
 #define JITCACHE_API extern "C" __attribute__((visibility("default")))
 
 namespace jitcache::nvrtc {
 
 namespace {
-
-struct Api {
-  using Result = nvrtcResult;
-  using Program = nvrtcProgram;
-  static constexpr Result k_success = NVRTC_SUCCESS;
-  static constexpr Result k_internal_error = NVRTC_ERROR_INTERNAL_ERROR;
-
-  struct Real {
-    cuda::NvrtcApi nvrtc; ///< what the CUDA backend's identity code reads
-    decltype(&::nvrtcCreateProgram) create;
-    decltype(&::nvrtcDestroyProgram) destroy;
-    decltype(&::nvrtcAddNameExpression) add_name_expression;
-    decltype(&::nvrtcCompileProgram) compile;
-    decltype(&::nvrtcGetLoweredName) lowered_name;
-#define JITCACHE_NVRTC_PASSED(X)                                                                   \
-  X(nvrtcGetPTXSize)                                                                               \
-  X(nvrtcGetPTX)                                                                                   \
-  X(nvrtcGetCUBINSize)                                                                             \
-  X(nvrtcGetCUBIN)                                                                                 \
-  X(nvrtcGetLTOIRSize)                                                                             \
-  X(nvrtcGetLTOIR)                                                                                 \
-  X(nvrtcGetOptiXIRSize)                                                                           \
-  X(nvrtcGetOptiXIR)                                                                               \
-  X(nvrtcGetProgramLogSize)                                                                        \
-  X(nvrtcGetProgramLog)                                                                            \
-  X(nvrtcGetErrorString)                                                                           \
-  X(nvrtcVersion)                                                                                  \
-  X(nvrtcGetNumSupportedArchs)                                                                     \
-  X(nvrtcGetSupportedArchs)                                                                        \
-  X(nvrtcGetPCHHeapSize)                                                                           \
-  X(nvrtcSetPCHHeapSize)                                                                           \
-  X(nvrtcGetPCHCreateStatus)                                                                       \
-  X(nvrtcGetPCHHeapSizeRequired)                                                                   \
-  X(nvrtcSetFlowCallback)
-#define JITCACHE_NVRTC_MEMBER(fn) decltype(&::fn) fn = nullptr;
-    JITCACHE_NVRTC_PASSED(JITCACHE_NVRTC_MEMBER)
-#undef JITCACHE_NVRTC_MEMBER
-  };
-
-  static const Real* real() {
-    static const Real* const opened = open();
-    return opened;
-  }
-
-  static const rtc::FrontEnd& front_end();
-  using Interposer = rtc::Interposer<Api>;
-  static const std::vector<Interposer::OutputGetters>& outputs() {
-    static const std::vector<Interposer::OutputGetters> table = {
-        {"PTX", &Real::nvrtcGetPTXSize, &Real::nvrtcGetPTX},
-        {"CUBIN", &Real::nvrtcGetCUBINSize, &Real::nvrtcGetCUBIN},
-        {"LTOIR", &Real::nvrtcGetLTOIRSize, &Real::nvrtcGetLTOIR},
-        {"OptiXIR", &Real::nvrtcGetOptiXIRSize, &Real::nvrtcGetOptiXIR},
-        {"ProgramLog", &Real::nvrtcGetProgramLogSize, &Real::nvrtcGetProgramLog},
-    };
-    return table;
-  }
-
-private:
-  static const Real* open() {
-    auto library = rtc::open_real_library({JITCACHE_NVRTC_SONAME, "libnvrtc.so"},
-                                          {JITCACHE_CUDA_LIBRARY_DIR}, "nvrtcCompileProgram");
-    if (!library)
-      return nullptr;
-    auto* real = new Real; // never freed: calls may come during exit
-    detail::SymbolLoader symbols(library->handle);
-#define JITCACHE_NVRTC_LOAD(fn) symbols.load(real->fn, #fn);
-    JITCACHE_NVRTC_PASSED(JITCACHE_NVRTC_LOAD)
-#undef JITCACHE_NVRTC_LOAD
-#define JITCACHE_NVRTC_LOAD(fn) symbols.load(real->nvrtc.fn, #fn);
-    JITCACHE_CUDA_NVRTC_FUNCTIONS(JITCACHE_NVRTC_LOAD)
-#undef JITCACHE_NVRTC_LOAD
-    real->create = real->nvrtc.nvrtcCreateProgram;
-    real->destroy = real->nvrtc.nvrtcDestroyProgram;
-    real->add_name_expression = real->nvrtc.nvrtcAddNameExpression;
-    real->compile = real->nvrtc.nvrtcCompileProgram;
-    real->lowered_name = real->nvrtc.nvrtcGetLoweredName;
-    real->nvrtc.file = library->file;
-    if (!symbols.missing().empty()) { // an NVRTC older than the front-end's headers
-      delete real;
-      return nullptr;
-    }
-    return real;
-  }
-};
-
-const rtc::FrontEnd& Api::front_end() {
-  static const rtc::FrontEnd front_end{
-      "nvrtc",
-      "NVRTC",
-      {{"--include-path=", "-I"}, {"-I", "-I"}},
-      // Files read besides include directories (pre-included and precompiled headers), files
-      // written (timings, PCH), and a callback that a stored answer would never call.
-      {"--pre-include", "-include", "--pch", "-pch", "--create-pch", "-create-pch", "--use-pch",
-       "-use-pch", "--pch-dir", "-pch-dir", "--time", "-time", "--fdevice-time-trace",
-       "-fdevice-time-trace", "--dump", "-dump"},
-      {"-arch=", "--gpu-architecture="},
-      JITCACHE_NVRTC_DEFAULT_ARCH,
-      true,
-      {"nvrtc front-end identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
-      []() -> Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>> {
-        const Real* opened = real();
-        if (!opened)
-          return Error(ErrorCode::runtime_missing, "NVRTC could not be opened");
-        auto toolchain = cuda::probe_toolchain(opened->nvrtc);
-        if (!toolchain)
-          return toolchain.error();
-        return detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>{
-            {{"nvrtc_version", toolchain->version},
-             {"nvrtc_build", toolchain->build},
-             {"jitcache_version", k_version}},
-            {opened->nvrtc.file}};
-      }};
-  return front_end;
-}
 
 using I = Api::Interposer;
 using Real = Api::Real;

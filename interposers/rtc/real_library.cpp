@@ -31,13 +31,16 @@ std::optional<FileId> file_id(const std::string& path) {
   return FileId{st.st_dev, st.st_ino};
 }
 
-// The directories the dynamic loader searches for a dlopen from this library, in its order.
+// The directories the dynamic loader searches for a dlopen from this library (or program), in
+// its order.
 std::vector<std::string> loader_dirs() {
   std::vector<std::string> dirs;
   Dl_info info{};
   if (!dladdr(reinterpret_cast<const void*>(&own_symbol), &info) || !info.dli_fname)
     return dirs;
   void* self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!self) // linked into the program itself (the command-line tool): the program's search
+    self = dlopen(nullptr, RTLD_LAZY);
   if (!self)
     return dirs;
   Dl_serinfo size{};

@@ -156,6 +156,36 @@ public:
     return on_real(wrapper, real_compile);
   }
 
+  /// Compiles `request` with the real runtime, in a program of its own made from it (for
+  /// `jitcache warm`): every output of a successful compile. Errors: runtime_missing;
+  /// runtime_error when the runtime refuses the program; compile_failed with the log.
+  static Expected<Outputs> compile_alone(const Request& request) {
+    const Real* real = Api::real();
+    if (!real)
+      return Error(ErrorCode::runtime_missing,
+                   std::string(Api::front_end().runtime_name) + " cannot be opened");
+    Wrapper wrapper;
+    wrapper.request = request;
+    wrapper.null_name = request.name.empty(); // the runtime says both mean the same
+    if (!made(&wrapper, *real))
+      return Error(ErrorCode::runtime_error,
+                   std::string(Api::front_end().runtime_name) + " refused to create the program");
+    std::vector<const char*> options;
+    for (const std::string& option : request.options)
+      options.push_back(option.c_str());
+    const Result ran =
+        real->compile(wrapper.real, static_cast<int>(options.size()), options.data());
+    Outputs outputs = collect(*real, wrapper.real, request.name_expressions, ran);
+    real->destroy(&wrapper.real);
+    if (ran != Api::k_success) {
+      const auto log = outputs.outputs.find("ProgramLog");
+      return Error(ErrorCode::compile_failed, log == outputs.outputs.end()
+                                                  ? std::string("the compile failed")
+                                                  : log->second.bytes.c_str());
+    }
+    return outputs;
+  }
+
   /// A Get*Size call of output `name` (OutputGetters::name).
   static Result output_size(Program program, const char* name, std::size_t* size) {
     const OutputGetters& getters = find(name);

@@ -5,6 +5,7 @@
 #include "core/key/dependencies.hpp"
 #include "core/support/byte_io.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace jitcache::rtc {
@@ -260,23 +261,56 @@ bool modelled(const FrontEnd& front_end, const Request& request) {
   return !front_end.default_target.empty() || target_of(front_end, request) != "";
 }
 
-std::string target_of(const FrontEnd& front_end, const Request& request) {
-  std::string targets;
-  const std::vector<std::string>& options = request.options;
+namespace {
+
+// Calls `fn(first, count, target)` for each option of `options` that names a target: `count`
+// elements from `first` ("-arch=sm_90", or "-arch" then "sm_90").
+template <typename Fn>
+void for_each_target(const FrontEnd& front_end, const std::vector<std::string>& options, Fn fn) {
   for (std::size_t i = 0; i < options.size(); ++i)
     for (std::string_view flag : front_end.target_options) {
       const std::string_view bare = flag.substr(0, flag.size() - 1); // "-arch", then the target
-      std::string target;
-      if (starts_with(options[i], flag))
-        target = options[i].substr(flag.size());
-      else if (options[i] == bare && i + 1 < options.size())
-        target = options[++i];
-      else
+      if (starts_with(options[i], flag)) {
+        fn(i, 1, options[i].substr(flag.size()));
+      } else if (options[i] == bare && i + 1 < options.size()) {
+        fn(i, 2, options[i + 1]);
+        ++i;
+      } else {
         continue;
-      targets += (targets.empty() ? "" : ",") + target;
+      }
       break;
     }
+}
+
+} // namespace
+
+std::string target_of(const FrontEnd& front_end, const Request& request) {
+  std::string targets;
+  for_each_target(front_end, request.options, [&](std::size_t, std::size_t, std::string target) {
+    targets += (targets.empty() ? "" : ",") + target;
+  });
   return targets.empty() ? std::string(front_end.default_target) : targets;
+}
+
+std::vector<std::string> with_target(const FrontEnd& front_end,
+                                     const std::vector<std::string>& options,
+                                     const std::string& target) {
+  std::vector<bool> named(options.size(), false);
+  std::size_t first = options.size();
+  for_each_target(front_end, options, [&](std::size_t at, std::size_t count, const std::string&) {
+    first = std::min(first, at);
+    std::fill_n(named.begin() + static_cast<std::ptrdiff_t>(at), count, true);
+  });
+  std::vector<std::string> changed;
+  if (first == options.size())
+    first = 0;
+  for (std::size_t i = 0; i <= options.size(); ++i) {
+    if (i == first)
+      changed.push_back(std::string(front_end.target_options.front()) + target);
+    if (i < options.size() && !named[i])
+      changed.push_back(options[i]);
+  }
+  return changed;
 }
 
 namespace {
@@ -300,12 +334,23 @@ bool turned_off(const char* name) {
 }
 
 Expected<std::shared_ptr<const Outputs>> serve(Cache& cache, const FrontEnd& front_end,
-                                               const Request& request, const RealCompile& compile) {
+                                               const Request& request, const RealCompile& compile,
+                                               BuildInfo* info) {
   Runtime runtime(cache.config(), front_end, request, compile);
   auto answer = detail::serve_request(cache, runtime);
   if (!answer)
     return std::move(answer).error();
+  if (info)
+    *info = answer->info;
   return std::static_pointer_cast<const Outputs>(answer->handle);
+}
+
+Expected<Key> key_of(const Config& config, const FrontEnd& front_end, const Request& request) {
+  const RealCompile none = []() -> Expected<Outputs> {
+    return Error(ErrorCode::unsupported, "a key is made without compiling");
+  };
+  Runtime runtime(config, front_end, request, none);
+  return detail::current_key(runtime);
 }
 
 } // namespace jitcache::rtc

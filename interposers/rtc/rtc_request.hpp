@@ -112,11 +112,24 @@ Cache& process_cache();
 /// cache, so that a front-end turned off creates nothing.
 bool turned_off(const char* name);
 
+/// `options` compiling for `target` instead: each option that names a target
+/// (FrontEnd::target_options) left out, and the first such flag with `target` put where the
+/// first of them was (first of all when none was).
+std::vector<std::string> with_target(const FrontEnd& front_end,
+                                     const std::vector<std::string>& options,
+                                     const std::string& target);
+
 /// Serves `request` through the core's request pipeline (detail::serve_request): the stored
 /// outputs on a hit (no runtime opened where the identity is remembered); on a miss `compile`
-/// runs the real runtime and its outputs are stored. Errors: those of `compile` (as it gave
-/// them) and every failure of the front-end (the caller then uses the real runtime).
+/// runs the real runtime and its outputs are stored. `info`, when given, gets how it was
+/// answered. Errors: those of `compile` (as it gave them) and every failure of the front-end
+/// (the caller then uses the real runtime).
 Expected<std::shared_ptr<const Outputs>> serve(Cache& cache, const FrontEnd& front_end,
-                                               const Request& request, const RealCompile& compile);
+                                               const Request& request, const RealCompile& compile,
+                                               BuildInfo* info = nullptr);
+
+/// The key of `request` with the runtime this process opens (detail::current_key): looks
+/// nothing up and compiles nothing. Errors: the runtime's probe, an option not modelled.
+Expected<Key> key_of(const Config& config, const FrontEnd& front_end, const Request& request);
 
 } // namespace jitcache::rtc

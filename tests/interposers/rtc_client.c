@@ -6,7 +6,8 @@
  *
  * link: the runtime's functions as linked; handle: dlopen(RTC_SONAME) and dlsym on its handle;
  * global: dlopen(RTC_SONAME, RTLD_GLOBAL) and dlsym(RTLD_DEFAULT) (cuda.core's way).
- * HEADERS_DIR holds rtc_test_helper.h (an include path's file). */
+ * HEADERS_DIR holds rtc_test_helper.h (an include path's file). RTC_ARCH=T: every program
+ * compiles for target T instead of its own. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 typedef hiprtcResult Result;
 typedef hiprtcProgram Program;
 #define RTC_OUTPUTS(X) X(Code) X(ProgramLog)
+#define RTC_TARGET_FLAG "--offload-arch="
 typedef const char** Strings;
 #else
 #include <nvrtc.h>
@@ -26,6 +28,7 @@ typedef const char** Strings;
 typedef nvrtcResult Result;
 typedef nvrtcProgram Program;
 #define RTC_OUTPUTS(X) X(PTX) X(CUBIN) X(LTOIR) X(OptiXIR) X(ProgramLog)
+#define RTC_TARGET_FLAG "-arch="
 typedef const char* const* Strings;
 #endif
 
@@ -119,6 +122,19 @@ static FILE* dump;
 static void build(const char* name, const char* source, int headers, const char** contents,
                   const char** names, int expressions, const char** expression, int options,
                   const char** option) {
+  /* RTC_ARCH, when set, replaces the target each program names: the application run for
+   * another target. */
+  const char* arch = getenv("RTC_ARCH");
+  char target[256];
+  const char* changed[16];
+  for (int i = 0; i < options && i < 16; ++i) {
+    changed[i] = option[i];
+    if (arch && strncmp(option[i], RTC_TARGET_FLAG, strlen(RTC_TARGET_FLAG)) == 0) {
+      snprintf(target, sizeof target, "%s%s", RTC_TARGET_FLAG, arch);
+      changed[i] = target;
+    }
+  }
+  option = changed;
   Program program = NULL;
   Result rc = api.CreateProgram(&program, source, name, headers, (Strings)contents, (Strings)names);
   fprintf(dump, "== %s\ncreate %d\n", name, (int)rc);

@@ -33,6 +33,7 @@ struct FrontEndCase {
   std::vector<std::pair<std::string, std::map<std::string, std::string>>> ways;
   int stored = 0; ///< the programs of the dump that compile (a failed compile is not stored)
   std::vector<std::string> targets; ///< those the dump's programs compile for (their options)
+  std::string other_target;         ///< one they do not, to warm a record for
 };
 
 void PrintTo(const FrontEndCase& front_end, std::ostream* out) {
@@ -53,7 +54,8 @@ std::vector<FrontEndCase> front_ends() {
         {"handle", {{"LD_LIBRARY_PATH", std::string(RTC_NVRTC_FOLDER) + ":" + real_dir}}},
         {"global", {{"LD_PRELOAD", RTC_NVRTC_FRONT_END}}}},
        4,
-       {"sm_80", "sm_90", "compute_90"}});
+       {"sm_80", "sm_90", "compute_90"},
+       "sm_86"});
 #endif
 #ifdef RTC_HIPRTC_CLIENT
   cases.push_back({"hiprtc",
@@ -63,7 +65,8 @@ std::vector<FrontEndCase> front_ends() {
                    {{"link", {{"LD_PRELOAD", RTC_HIPRTC_FRONT_END}}},
                     {"global", {{"LD_PRELOAD", RTC_HIPRTC_FRONT_END}}}},
                    3,
-                   {"gfx90a", "gfx1030"}});
+                   {"gfx90a", "gfx1030"},
+                   "gfx908"});
 #endif
 #ifdef RTC_SANITIZED
   // A sanitized front-end preloaded ahead of the sanitizer's runtime is refused by it: under
@@ -78,6 +81,12 @@ std::vector<FrontEndCase> front_ends() {
               cases.end());
 #endif
   return cases;
+}
+
+std::map<std::string, std::string> env_with(std::map<std::string, std::string> env,
+                                            const std::string& name, const std::string& value) {
+  env[name] = value;
+  return env;
 }
 
 std::string read_bytes(const fs::path& path) {
@@ -136,14 +145,18 @@ protected:
   }
 
   // The answers without the front-end (the same whichever way the program reaches the runtime),
-  // made once per content of the include path's header.
-  std::string baseline() {
+  // made once per content of the include path's header (and per target of RTC_ARCH).
+  std::string baseline(const std::string& arch = "") {
     static std::map<std::string, std::string> made;
-    const std::string key =
-        GetParam().name + m_headers.string() + read_bytes(m_headers / "rtc_test_helper.h");
+    const std::string key = GetParam().name + m_headers.string() +
+                            read_bytes(m_headers / "rtc_test_helper.h") + "\n" + arch;
     auto it = made.find(key);
-    if (it == made.end())
-      it = made.emplace(key, dump("link", {})).first;
+    if (it == made.end()) {
+      std::map<std::string, std::string> env;
+      if (!arch.empty())
+        env["RTC_ARCH"] = arch;
+      it = made.emplace(key, dump("link", env)).first;
+    }
     return it->second;
   }
 
@@ -258,6 +271,32 @@ TEST_P(RtcInterposerTest, APackageOfARunServesAFreshUserTier) {
   EXPECT_EQ(line["misses"], 0);
   EXPECT_EQ(line["hits"], GetParam().stored);
   EXPECT_EQ(line["hits_by_tier"].value("system", 0), GetParam().stored) << line.dump();
+}
+
+TEST_P(RtcInterposerTest, ARecordedRunIsWarmedForAnotherTarget) {
+  const auto& [mode, env] = GetParam().ways.front();
+  const std::string other = GetParam().other_target;
+  const std::string expected = baseline(other);
+  const fs::path record = m_dir.path() / "record.jsonl";
+  auto recording = env;
+  recording["JITCACHE_RECORD"] = record.string();
+  ASSERT_EQ(dump(mode, recording), baseline());
+  const auto warm = run_cli({"warm", record.string(), "--arch", other, "--json"},
+                            {{"JITCACHE_DIR", m_cache.string()}});
+  ASSERT_EQ(warm.exit_code, 0) << warm.out << warm.err;
+  std::size_t warmed = 0;
+  for (const auto& line : json_lines(warm.out))
+    if (line.contains("outcome")) {
+      EXPECT_EQ(line["backend"], GetParam().name);
+      EXPECT_EQ(line["target"], other);
+      EXPECT_NE(line["outcome"], "failed") << line.dump();
+      ++warmed;
+    }
+  EXPECT_EQ(warmed, std::size_t(GetParam().stored)) << warm.out;
+  // The application run for that target: every program a hit, nothing compiled.
+  const auto [hits, misses] = counters();
+  EXPECT_EQ(dump(mode, env_with(env, "RTC_ARCH", other)), expected);
+  EXPECT_EQ(counters(), std::make_pair(hits + GetParam().stored, misses));
 }
 
 INSTANTIATE_TEST_SUITE_P(FrontEnds, RtcInterposerTest, ::testing::ValuesIn(front_ends()),
