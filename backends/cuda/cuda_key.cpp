@@ -24,9 +24,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* k_backend = "cuda";
 
-namespace {
-
-Expected<Toolchain> probe(const NvrtcApi& api) {
+Expected<Toolchain> probe_toolchain(const NvrtcApi& api) {
   Toolchain toolchain;
   int major = 0, minor = 0;
   if (nvrtcResult rc = api.nvrtcVersion(&major, &minor); rc != NVRTC_SUCCESS)
@@ -48,14 +46,12 @@ Expected<Toolchain> probe(const NvrtcApi& api) {
   return toolchain;
 }
 
-} // namespace
-
 Expected<const Toolchain*> toolchain() {
   static const Expected<Toolchain> probed = []() -> Expected<Toolchain> {
     auto api = nvrtc();
     if (!api)
       return api.error();
-    return probe(**api);
+    return probe_toolchain(**api);
   }();
   if (!probed)
     return probed.error();

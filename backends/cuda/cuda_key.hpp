@@ -29,6 +29,10 @@ struct Toolchain {
   }
 };
 
+/// The identity of the NVRTC `api` was loaded from (its file: NvrtcApi::file). Errors:
+/// runtime_error naming the failing NVRTC call.
+Expected<Toolchain> probe_toolchain(const NvrtcApi& api);
+
 /// The loaded NVRTC's identity, queried once per process. Errors: as nvrtc(), or runtime_error
 /// naming the failing NVRTC call.
 Expected<const Toolchain*> toolchain();

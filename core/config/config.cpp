@@ -69,8 +69,9 @@ std::vector<std::string> split(std::string_view text, char sep) {
 }
 
 bool known_backend(const std::string& name) {
-  return std::find_if(std::begin(k_backends), std::end(k_backends),
-                      [&](const char* b) { return name == b; }) != std::end(k_backends);
+  const auto is = [&](const char* b) { return name == b; };
+  return std::any_of(std::begin(k_backends), std::end(k_backends), is) ||
+         std::any_of(std::begin(k_front_ends), std::end(k_front_ends), is);
 }
 
 std::filesystem::path versioned(const std::filesystem::path& base) {
@@ -97,7 +98,7 @@ void set_disable(const std::string& value, Config& config, Complaints& complaint
       config.disabled_backends.insert(backend);
     else
       complaints.push_back("unknown backend '" + name +
-                           "' (expected 1, 0 or a list of opencl,cuda,hip); ignored");
+                           "' (expected 1, 0 or a list of opencl,cuda,hip,nvrtc,hiprtc); ignored");
   }
 }
 
@@ -262,6 +263,20 @@ void set_tune(const std::string& value, Config& config, Complaints& complaints) 
   complaints.push_back("expected off, missing, all, retune or clean; using off");
 }
 
+// JITCACHE_NVRTC, JITCACHE_HIPRTC: a false value turns that front-end off.
+template <const char* FrontEnd>
+void set_front_end(const std::string& value, Config& config, Complaints& complaints) {
+  if (auto on = parse_bool(value); !on)
+    complaints.push_back("not a boolean (1/0/true/false); the front-end stays on");
+  else if (!*on)
+    config.front_ends_off.insert(FrontEnd);
+}
+constexpr char k_nvrtc[] = "nvrtc";
+constexpr char k_hiprtc[] = "hiprtc";
+constexpr char k_doc_front_end[] =
+    "`0` (or `false`, `no`, `off`): that front-end (`libjitcache-nvrtc.so`, "
+    "`libjitcache-hiprtc.so`), while loaded, passes every call to the real library untouched";
+
 // The documentation lines several rows share (one README row each).
 constexpr char k_doc_home[] =
     "read, never changed: where the default `JITCACHE_DIR` and the runtimes' own cache "
@@ -354,6 +369,8 @@ constexpr EnvVariable k_env_variables[] = {
      "heuristic, never tune; `missing`: tune each problem no record has, once; `all`: tune every "
      "problem the user tier has no record of, ignoring the heuristic; `retune`: tune again and "
      "replace the records; `clean`: drop the records of the problems met"},
+    {"JITCACHE_NVRTC", R::setting, set_front_end<k_nvrtc>, nullptr, nullptr, k_doc_front_end},
+    {"JITCACHE_HIPRTC", R::setting, set_front_end<k_hiprtc>, nullptr, nullptr, k_doc_front_end},
 
     {"XDG_CACHE_HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
     {"HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},

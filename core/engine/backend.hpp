@@ -77,5 +77,8 @@ public:
 std::unique_ptr<Backend> make_opencl_backend();
 std::unique_ptr<Backend> make_cuda_backend();
 std::unique_ptr<Backend> make_hip_backend();
+/// The front-ends' requests (interposers/rtc/rtc_backend.hpp), defined with each front-end.
+std::unique_ptr<Backend> make_nvrtc_backend();
+std::unique_ptr<Backend> make_hiprtc_backend();
 
 } // namespace jitcache::detail

@@ -17,9 +17,9 @@ namespace jitcache::detail {
 
 TierSet TierSet::of_config(const Config& config) {
   TierSet set;
-  const bool any_persistent =
-      std::any_of(std::begin(k_backends), std::end(k_backends),
-                  [&](const char* b) { return config.persistence(b).enabled; });
+  const auto on = [&](const char* b) { return config.persistence(b).enabled; };
+  const bool any_persistent = std::any_of(std::begin(k_backends), std::end(k_backends), on) ||
+                              std::any_of(std::begin(k_front_ends), std::end(k_front_ends), on);
   if (!any_persistent)
     return set;
   // Lookup order (README "Packages"): a package hit is a binary search in memory already

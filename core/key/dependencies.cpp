@@ -42,8 +42,7 @@ void add_candidates(KeyBuilder& builder, const std::string& why, const std::vect
 } // namespace
 
 void add_option_list(KeyBuilder& builder, const std::vector<std::string>& options,
-                     std::initializer_list<IncludeFlag> include_flags,
-                     std::vector<fs::path>& dirs) {
+                     const std::vector<IncludeFlag>& include_flags, std::vector<fs::path>& dirs) {
   for (std::size_t i = 0; i < options.size(); ++i) {
     const std::string& option = options[i];
     const IncludeFlag* include = nullptr;

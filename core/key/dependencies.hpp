@@ -63,7 +63,7 @@ struct IncludeFlag {
 /// "dir"), is written "<written><include dir N>" and the directory appended to `dirs` (for
 /// add_source_fields: directories count by what they provide, not by their spelling).
 void add_option_list(KeyBuilder& builder, const std::vector<std::string>& options,
-                     std::initializer_list<IncludeFlag> include_flags,
+                     const std::vector<IncludeFlag>& include_flags,
                      std::vector<std::filesystem::path>& dirs);
 
 /// Adds, as toolchain fields, the environment variables `backend`'s compiler reads that change

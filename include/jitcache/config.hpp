@@ -19,6 +19,9 @@ enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
 
 /// The backends jitcache knows, by name.
 inline constexpr const char* k_backends[] = {"opencl", "cuda", "hip"};
+/// The interposers (libjitcache-nvrtc, libjitcache-hiprtc), by the name their requests and
+/// counters go under: requests an application makes of its runtime, not of jitcache's API.
+inline constexpr const char* k_front_ends[] = {"nvrtc", "hiprtc"};
 
 /// When a compiled binary that is slow to read is stored: OpenCL on PoCL, where reading a
 /// program's binary compiles every kernel in it (JITCACHE_OPENCL_STORE).
@@ -98,6 +101,9 @@ struct JITCACHE_EXPORT Config {
   bool opencl_layer = true;
   /// JITCACHE_TUNE: the tuning database's mode.
   TuneMode tune = TuneMode::off;
+  /// JITCACHE_NVRTC=0, JITCACHE_HIPRTC=0: the front-ends (k_front_ends) that pass every call to
+  /// the real runtime untouched while loaded.
+  std::set<std::string> front_ends_off;
   /// Byte bound of the per-process blob LRU (memory tier).
   std::uint64_t memory_bytes = 64ull << 20;
   /// JITCACHE_MAX_COMPILES: compiles at once on this host across the processes sharing the user

@@ -30,6 +30,17 @@ constexpr Row k_table[] = {
 #else
     {"hip", nullptr},
 #endif
+// The front-ends' requests, which `jitcache warm` makes again (interposers/).
+#ifdef JITCACHE_HAVE_NVRTC_FRONT_END
+    {"nvrtc", &detail::make_nvrtc_backend},
+#else
+    {"nvrtc", nullptr},
+#endif
+#ifdef JITCACHE_HAVE_HIPRTC_FRONT_END
+    {"hiprtc", &detail::make_hiprtc_backend},
+#else
+    {"hiprtc", nullptr},
+#endif
 };
 
 const Row* row(const std::string& name) {
@@ -60,7 +71,7 @@ bool backend_built(const std::string& name) {
 Expected<void> known_backend(const std::string& name) {
   if (!row(name))
     return Error(ErrorCode::invalid_argument,
-                 "unknown backend '" + name + "' (expected opencl, cuda or hip)");
+                 "unknown backend '" + name + "' (expected opencl, cuda, hip, nvrtc or hiprtc)");
   return {};
 }
 

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <sstream>
+#include <vector>
 
 namespace jitcache::cli {
 
@@ -56,7 +58,12 @@ int run_stats(const Config& config, const Output& out) {
       return fail(listed.error());
   }
   std::uint64_t total_entries = 0, total_bytes = 0;
-  for (const char* backend : k_backends) {
+  // The backends always; a front-end (an interposer's requests) once it has been used.
+  std::vector<const char*> shown(std::begin(k_backends), std::end(k_backends));
+  for (const char* front_end : k_front_ends)
+    if (counters.by_backend.count(front_end) || stored.count(front_end))
+      shown.push_back(front_end);
+  for (const char* backend : shown) {
     const auto [entries, bytes] = stored[backend];
     total_entries += entries;
     total_bytes += bytes;

@@ -1,0 +1,76 @@
+#include "interposers/nvrtc/nvrtc_front_end.hpp"
+
+#include "backends/cuda/cuda_key.hpp"
+#include "core/support/shared_library.hpp"
+#include "interposers/rtc/real_library.hpp"
+#include "interposers/rtc/rtc_backend.hpp"
+
+#include <jitcache/version.hpp>
+
+namespace jitcache {
+
+namespace nvrtc {
+
+const Api::Real* Api::open() {
+  auto library = rtc::open_real_library({JITCACHE_NVRTC_SONAME, "libnvrtc.so"},
+                                        {JITCACHE_CUDA_LIBRARY_DIR}, "nvrtcCompileProgram");
+  if (!library)
+    return nullptr;
+  auto* real = new Real; // never freed: calls may come during exit
+  detail::SymbolLoader symbols(library->handle);
+#define JITCACHE_NVRTC_LOAD(fn) symbols.load(real->fn, #fn);
+  JITCACHE_NVRTC_PASSED(JITCACHE_NVRTC_LOAD)
+#undef JITCACHE_NVRTC_LOAD
+#define JITCACHE_NVRTC_LOAD(fn) symbols.load(real->nvrtc.fn, #fn);
+  JITCACHE_CUDA_NVRTC_FUNCTIONS(JITCACHE_NVRTC_LOAD)
+#undef JITCACHE_NVRTC_LOAD
+  real->create = real->nvrtc.nvrtcCreateProgram;
+  real->destroy = real->nvrtc.nvrtcDestroyProgram;
+  real->add_name_expression = real->nvrtc.nvrtcAddNameExpression;
+  real->compile = real->nvrtc.nvrtcCompileProgram;
+  real->lowered_name = real->nvrtc.nvrtcGetLoweredName;
+  real->nvrtc.file = library->file;
+  if (!symbols.missing().empty()) { // an NVRTC older than the front-end's headers
+    delete real;
+    return nullptr;
+  }
+  return real;
+}
+
+const rtc::FrontEnd& Api::front_end() {
+  static const rtc::FrontEnd front_end{
+      "nvrtc",
+      "NVRTC",
+      {{"--include-path=", "-I"}, {"-I", "-I"}},
+      // Files read besides include directories (pre-included and precompiled headers), files
+      // written (timings, PCH), and a callback that a stored answer would never call.
+      {"--pre-include", "-include", "--pch", "-pch", "--create-pch", "-create-pch", "--use-pch",
+       "-use-pch", "--pch-dir", "-pch-dir", "--time", "-time", "--fdevice-time-trace",
+       "-fdevice-time-trace", "--dump", "-dump"},
+      {"-arch=", "--gpu-architecture="},
+      JITCACHE_NVRTC_DEFAULT_ARCH,
+      true,
+      {"nvrtc front-end identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
+      []() -> Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>> {
+        const Real* opened = real();
+        if (!opened)
+          return Error(ErrorCode::runtime_missing, "NVRTC could not be opened");
+        auto toolchain = cuda::probe_toolchain(opened->nvrtc);
+        if (!toolchain)
+          return toolchain.error();
+        return detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>{
+            {{"nvrtc_version", toolchain->version},
+             {"nvrtc_build", toolchain->build},
+             {"jitcache_version", k_version}},
+            {opened->nvrtc.file}};
+      }};
+  return front_end;
+}
+
+} // namespace nvrtc
+
+std::unique_ptr<detail::Backend> detail::make_nvrtc_backend() {
+  return std::make_unique<rtc::FrontEndBackend<nvrtc::Api>>(make_cuda_backend());
+}
+
+} // namespace jitcache
