@@ -83,7 +83,9 @@ public:
         identity = std::move(real->identity);
       }
     }
-    record_request(m_cache.config(), keyed.key, [&] { return m_runtime.describe(); });
+    record_request(
+        m_cache.config(), keyed.key, [&] { return m_runtime.describe(); },
+        [&] { return m_runtime.make_key().first; });
     if (request)
       handles.alias(*request, *loaded, std::move(keyed.guards));
     return answer(*loaded, m_ran);
@@ -298,6 +300,22 @@ Expected<Key> current_key(Runtime& runtime) {
   if (auto selected = runtime.select(probed->identity); !selected)
     return std::move(selected).error();
   return runtime.make_key().first;
+}
+
+Expected<Key> remembered_current_key(Cache& cache, Runtime& runtime) {
+  if (auto ok = runtime.check(); !ok)
+    return std::move(ok).error();
+  bool remembered = false;
+  auto identity = identity_for_keys(cache, runtime, &remembered);
+  if (!identity)
+    return std::move(identity).error();
+  auto target = runtime.select(*identity);
+  if (!target)
+    return std::move(target).error();
+  auto keyed = remembered_key(cache, runtime, *identity, *target).settle();
+  if (!keyed)
+    return std::move(keyed).error();
+  return std::move(keyed->key);
 }
 
 Expected<std::string> identity_for_keys(Cache& cache, Runtime& runtime, bool* remembered) {
