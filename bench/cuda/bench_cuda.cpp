@@ -1,7 +1,7 @@
 // One measurement of loading a CUDA kernel, in this fresh process, printed as one JSON line.
 // compare.py runs it many times and reports medians. CUDA context creation is done before the
 // clock starts in every mode. With --launch SPEC (one letter per kernel argument: f a float, i an
-// int of 256, p a device buffer allocated before the clock), the clock stops after one launch of
+// int of 256, k an int of 32, p a device buffer allocated before the clock), the clock stops after one launch of
 // the function (one block of 256 threads) has completed (cuCtxSynchronize): the time from "I have
 // the source" to "the first launch completed".
 //
@@ -112,8 +112,8 @@ LaunchArgs launch_args(const cuda::DriverApi& api, const std::string& spec) {
     if (c == 'f') {
       args.floats.push_back(1.0f);
       args.params.push_back(&args.floats.back());
-    } else if (c == 'i') {
-      args.ints.push_back(256);
+    } else if (c == 'i' || c == 'k') {
+      args.ints.push_back(c == 'i' ? 256 : 32);
       args.params.push_back(&args.ints.back());
     } else if (c == 'p') {
       CUdeviceptr buffer = 0;

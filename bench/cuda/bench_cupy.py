@@ -15,7 +15,7 @@ prints) passed as make_program_cache_key's extra_digest, the lookup in a FileStr
 at DIR, ObjectCode.from_cubin and get_kernel (by NAME, the lowered symbol of a name expression:
 the cached bytes carry no symbol mapping); on a miss, the compile and the store.
 
-With --launch SPEC (as bench_cuda's: f a float, i the int 256, p a device buffer made before the
+With --launch SPEC (as bench_cuda's: f a float, i the int 256, k the int 32, p a device buffer made before the
 clock), the clock stops after one launch (one block of 256 threads) has completed.
 """
 import hashlib
@@ -55,8 +55,8 @@ def cupy_hit(source, function, expression, spec, options):
     for c in spec or "":
         if c == "f":
             args.append(numpy.float32(1.0))
-        elif c == "i":
-            args.append(numpy.int32(256))
+        elif c in "ik":
+            args.append(numpy.int32(256 if c == "i" else 32))
         elif c == "p":
             args.append(cupy.zeros(1 << 18, dtype=cupy.float32))
     cupy.cuda.runtime.deviceSynchronize()
@@ -86,8 +86,8 @@ def cuda_core_hit(source, function, expression, spec, options, symbol, headers, 
     for c in spec or "":
         if c == "f":
             args.append(numpy.float32(1.0))
-        elif c == "i":
-            args.append(numpy.int32(256))
+        elif c in "ik":
+            args.append(numpy.int32(256 if c == "i" else 32))
         elif c == "p":
             args.append(device.allocate(1 << 20, stream=stream))
     stream.sync()

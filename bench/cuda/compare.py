@@ -44,11 +44,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fresh_process import median, run  # noqa: E402
 
 # (file, function or name expression, is a name expression, its arguments for one launch:
-# f a float, i the int 256, p a device buffer; see bench_cuda.cpp)
+# f a float, i the int 256, k the int 32 (a 32x32 matrix), p a device buffer; see bench_cuda.cpp)
 KERNELS = [
     ("saxpy.cu", "saxpy", False, "fppi"),
     ("scale.cu", "scale<float, 4>", True, "pfi"),
-    ("transpose.cu", "transpose", False, "ppii"),
+    ("transpose.cu", "transpose", False, "ppkk"),
     ("block_reduce.cu", "block_sum", False, "ppi"),
 ]
 RAW = [("c", "floor", "LAZY"), ("c_eager", "floor", "EAGER"), ("l", "library", "LAZY"),
