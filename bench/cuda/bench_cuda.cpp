@@ -1,9 +1,9 @@
 // One measurement of loading a CUDA kernel, in this fresh process, printed as one JSON line.
 // compare.py runs it many times and reports medians. CUDA context creation is done before the
 // clock starts in every mode. With --launch SPEC (one letter per kernel argument: f a float, i an
-// int of 256, k an int of 32, p a device buffer allocated before the clock), the clock stops after one launch of
-// the function (one block of 256 threads) has completed (cuCtxSynchronize): the time from "I have
-// the source" to "the first launch completed".
+// int of 256, k an int of 32, p a device buffer allocated before the clock), the clock stops after
+// one launch of the function (one block of 256 threads) has completed (cuCtxSynchronize): the time
+// from "I have the source" to "the first launch completed".
 //
 //   bench_cuda cold|warm KERNEL.cu FUNCTION [--expression]
 //       Cache (from the environment: JITCACHE_DIR) + load_module + the function. cold expects an
