@@ -63,6 +63,10 @@ public:
   /// recalled without opening the compiler (nullptr: none). Errors: when the target cannot be
   /// told without opening the compiler; the pipeline then skips the packages step.
   virtual Expected<PackageTarget> package_target(const std::string* known) = 0;
+  /// Whether package_target() needs `known` to tell the target without opening the compiler
+  /// (hipRTC's target ids are made canonical with the remembered table). When it does not, a
+  /// request that a package serves is answered without reading the user tier at all.
+  virtual bool package_target_needs_identity() const { return true; }
   /// The identity a package's entries were made with, from their toolchain section (key
   /// fields); nullopt when `fields` name no compiler of this backend or the one `known` is.
   virtual std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
