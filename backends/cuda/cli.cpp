@@ -3,8 +3,10 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_key.hpp"
+#include "backends/cuda/cuda_runtime.hpp"
 #include "backends/cuda/cuda_targets.hpp"
 #include "core/engine/backend.hpp"
+#include "core/engine/pipeline.hpp"
 #include "core/key/includes.hpp"
 #include "core/record/request_replay.hpp"
 
@@ -69,9 +71,13 @@ public:
   Expected<BuildInfo> replay(Cache& cache, const detail::RequestRecord& record,
                              const std::string& target, int,
                              const std::filesystem::path&) override {
-    auto program = detail::replayed_program<cuda::Program>(record, [&](const auto& program) {
-      return cuda::make_key(cache.config(), program, record.device);
-    });
+    auto program = detail::replayed_program<cuda::Program>(
+        record,
+        [&](const auto& program) { return cuda::make_key(cache.config(), program, record.device); },
+        [&](const auto& program) {
+          cuda::Runtime runtime(cache.config(), program, record.device);
+          return detail::remembered_current_key(cache, runtime);
+        });
     if (!program)
       return program.error();
     auto binary = cuda::compile(cache, target.empty() ? record.device : target, *program);

@@ -71,7 +71,7 @@ Expected<int> Runtime::capability() {
   return m_capability;
 }
 
-void Runtime::arguments(detail::RequestHasher& out) const {
+void Runtime::arguments(detail::RequestParts& out) const {
   detail::hash_request_arguments(m_program, out);
 }
 

@@ -35,11 +35,12 @@ public:
 
   const char* backend() const override { return "cuda"; }
   Expected<void> check() override;
-  void arguments(detail::RequestHasher& out) const override;
+  void arguments(detail::RequestParts& out) const override;
   std::optional<detail::Place> place() const override;
   const detail::LibrarySearch* library_search() const override { return &cuda::library_search(); }
   Expected<detail::ProbedLibraries<std::string>> probe() override { return probe_libraries(); }
   Expected<detail::PackageTarget> package_target(const std::string* known) override;
+  bool package_target_needs_identity() const override { return false; }
   std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
                                                const std::string* known) const override;
   Expected<std::string> select(const std::string& identity) override;

@@ -2,8 +2,10 @@
 // without one), its key, and facts for `jitcache info`.
 #include "backends/hip/hip_api.hpp"
 #include "backends/hip/hip_error.hpp"
+#include "backends/hip/hip_runtime.hpp"
 #include "backends/hip/hip_targets.hpp"
 #include "core/engine/backend.hpp"
+#include "core/engine/pipeline.hpp"
 #include "core/key/includes.hpp"
 #include "core/record/request_replay.hpp"
 
@@ -102,9 +104,13 @@ public:
   Expected<BuildInfo> replay(Cache& cache, const detail::RequestRecord& record,
                              const std::string& target, int,
                              const std::filesystem::path&) override {
-    auto program = detail::replayed_program<hip::Program>(record, [&](const auto& program) {
-      return hip::make_key(cache.config(), program, record.device);
-    });
+    auto program = detail::replayed_program<hip::Program>(
+        record,
+        [&](const auto& program) { return hip::make_key(cache.config(), program, record.device); },
+        [&](const auto& program) {
+          hip::Runtime runtime(cache.config(), program, record.device);
+          return detail::remembered_current_key(cache, runtime);
+        });
     if (!program)
       return program.error();
     auto code = hip::compile(cache, target.empty() ? record.device : target, *program);

@@ -73,7 +73,7 @@ Expected<void> Runtime::check() {
   return {};
 }
 
-void Runtime::arguments(detail::RequestHasher& out) const {
+void Runtime::arguments(detail::RequestParts& out) const {
   detail::hash_request_arguments(m_program, out);
 }
 

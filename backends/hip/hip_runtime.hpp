@@ -39,7 +39,7 @@ public:
 
   const char* backend() const override { return "hip"; }
   Expected<void> check() override;
-  void arguments(detail::RequestHasher& out) const override;
+  void arguments(detail::RequestParts& out) const override;
   std::optional<detail::Place> place() const override;
   const detail::LibrarySearch* library_search() const override { return &hip::library_search(); }
   Expected<detail::ProbedLibraries<std::string>> probe() override { return probe_libraries(); }

@@ -113,7 +113,7 @@ Expected<const Identity*> Runtime::own() {
   return &*m_own;
 }
 
-void Runtime::arguments(detail::RequestHasher& out) const {
+void Runtime::arguments(detail::RequestParts& out) const {
   // Relative paths in the options depend on the current directory (empty when it was removed,
   // which the key step then reports).
   out.add(detail::CurrentDirectory().path());

@@ -23,7 +23,7 @@ public:
 
   const char* backend() const override { return "opencl"; }
   Expected<void> check() override;
-  void arguments(detail::RequestHasher& out) const override;
+  void arguments(detail::RequestParts& out) const override;
   std::optional<detail::Place> place() const override;
   /// None: the identity is the device's, asked each time (once per device and process).
   const detail::LibrarySearch* library_search() const override { return nullptr; }

@@ -37,12 +37,32 @@ RequestHash arguments_of(const Runtime& runtime) {
   return hasher.digest();
 }
 
+// Whether building the request's key may read a file (see may_read_files(std::string_view)):
+// whether any of its arguments may.
+bool may_read_files(const Runtime& runtime) {
+  class Scan final : public RequestParts {
+  public:
+    void add(std::string_view part) override { found = found || may_read_files(part); }
+    void add_count(std::size_t) override {}
+    bool found = false;
+  } scan;
+  runtime.arguments(scan);
+  return scan.found;
+}
+
 PendingKey::Build key_builder(const Runtime& runtime) {
   return [&runtime]() -> Expected<std::pair<Key, Dependencies>> { return runtime.make_key(); };
 }
 
 // One request on its way through the steps serve_request() lists.
 class Pipeline {
+  // A key the packages step settled and walked every tier for, and what that walk refused.
+  struct Tried {
+    std::vector<KeyField> fields; ///< the packaged toolchain it was built with
+    GuardedKey keyed;
+    CacheCore::Refusals refusals;
+  };
+
 public:
   Pipeline(Cache& cache, Runtime& runtime)
       : m_cache(cache), m_core(core_of(cache)), m_runtime(runtime), m_backend(runtime.backend()) {}
@@ -64,10 +84,21 @@ public:
         return answer(*loaded, false);
     }
 
-    std::optional<std::string> known = recalled_identity();
+    // A request whose key is built from no file, where the packages' target is told without the
+    // identity, recalls it only when no package serves the request: a package hit then reads
+    // nothing of the user tier. A request built from files needs the user tier's manifest (its
+    // key is proven while the remembered entry loads: see with_compiler), so the identity is
+    // recalled first, as it costs nothing more then.
+    m_reads_files = may_read_files(m_runtime);
+    const bool recall_first = m_runtime.package_target_needs_identity() || m_reads_files;
+    std::optional<std::string> known;
+    if (recall_first)
+      known = recalled_identity();
     GuardedKey keyed;
     std::optional<Loaded> loaded = from_packages(known ? &*known : nullptr, keyed);
     if (!loaded) {
+      if (!recall_first)
+        known = recalled_identity();
       bool remembered = known.has_value();
       Expected<std::string> identity = known ? Expected<std::string>(*known)
                                              : identity_for_keys(m_cache, m_runtime, &remembered);
@@ -75,7 +106,7 @@ public:
         return identity.error();
       for (;;) {
         bool stale = false;
-        auto got = with_compiler(*identity, keyed, stale);
+        auto got = with_compiler(*identity, keyed, stale, tried_with(*identity));
         if (!stale || !remembered) {
           if (!got)
             return std::move(got).error();
@@ -92,7 +123,9 @@ public:
         identity = std::move(real->identity);
       }
     }
-    record_request(m_cache.config(), keyed.key, [&] { return m_runtime.describe(); });
+    record_request(
+        m_cache.config(), keyed.key, [&] { return m_runtime.describe(); },
+        [&] { return m_runtime.make_key().first; });
     if (request)
       handles.alias(*request, *loaded, std::move(keyed.guards));
     return answer(*loaded, m_ran);
@@ -128,7 +161,17 @@ private:
                          bool background) const {
     return PendingKey(m_core, m_backend,
                       key_name(m_cache.config(), m_backend, identity, target, m_arguments.bytes()),
-                      key_builder(m_runtime), background);
+                      key_builder(m_runtime), background, m_reads_files);
+  }
+
+  // The key the packages step walked every tier for with the compiler `identity` names (the
+  // packaged identity the runtime calls the same compiler), so that the next step builds and
+  // walks it no second time; nullptr when there is none.
+  Tried* tried_with(const std::string& identity) {
+    for (Tried& tried : m_tried)
+      if (!m_runtime.packaged_identity(tried.fields, &identity))
+        return &tried;
+    return nullptr;
   }
 
   // Hands a stored entry to the runtime's load: the handle to `handle`, the load's time (for a
@@ -150,7 +193,8 @@ private:
   }
 
   // Packages first: keys built with each compiler identity the packages' entries for this
-  // target were made with, the one `known` names aside (the next step builds that key).
+  // target were made with, the one `known` names aside (the next step builds that key). Without
+  // `known`, each key walked in vain is kept for the next step (tried_with).
   std::optional<Loaded> from_packages(const std::string* known, GuardedKey& keyed) {
     auto target = m_runtime.package_target(known);
     if (!target)
@@ -176,8 +220,11 @@ private:
       Handle handle;
       CacheCore::Refusals refusals;
       auto got = m_core.serve(candidate.key, receiver(handle, info), info, refusals, memory());
-      if (!got || !*got)
+      if (!got || !*got) {
+        if (got && !known) // maybe this machine's compiler's key: see tried_with
+          m_tried.push_back(Tried{fields, std::move(candidate), std::move(refusals)});
         continue; // an error is met again, and reported, on the way below
+      }
       m_core.count_hit(candidate.key, **got, info);
       Loaded loaded{handle, info};
       if (place)
@@ -191,10 +238,16 @@ private:
   // The request with compiler `identity`: the remembered key's entry loaded while its stamps
   // are checked, then (when the key proves another, or none was remembered) the tier walk and
   // the compile. `stale` is set when the compile found that the compiler is not `identity`.
-  Expected<Loaded> with_compiler(const std::string& identity, GuardedKey& keyed, bool& stale) {
+  // `tried`: the key of `identity`, settled and walked by the packages step (no guess then).
+  Expected<Loaded> with_compiler(const std::string& identity, GuardedKey& keyed, bool& stale,
+                                 Tried* tried) {
     auto target = m_runtime.select(identity);
     if (!target)
       return std::move(target).error();
+    if (tried) {
+      keyed = tried->keyed;
+      return obtained(identity, keyed.key, *target, stale, std::move(tried->refusals));
+    }
     BuildInfo info;
     info.device = *target;
     Handle handle;
@@ -236,12 +289,23 @@ private:
       return std::move(*speculative);
     }
 
-    const std::string note = info.note; // a refusal of the guessed key's entry is reported
-    info = BuildInfo{};
-    info.device = *target;
-    info.note = note;
-    handle.reset();
-    const Key& key = keyed.key;
+    // The refusals apply when the key proved to be the guessed one (the same entries).
+    return obtained(identity, keyed.key, *target, stale,
+                    keyed.key.digest == guessed ? refusals : CacheCore::Refusals{}, info.note);
+  }
+
+  // Step 5 for `key`, built with compiler `identity` for `target`: the tier walk and, on a
+  // miss, the compile. `carried`: what an earlier walk for the same key refused; `note`: what
+  // it reported.
+  Expected<Loaded> obtained(const std::string& identity, const Key& key, const std::string& target,
+                            bool& stale, CacheCore::Refusals carried,
+                            const std::string& note = {}) {
+    BuildInfo info;
+    info.device = target;
+    info.note = note; // a refusal of the guessed key's entry is reported
+    Handle handle;
+    const EntryReceiver use = receiver(handle, info);
+    HandleCache& handles = m_core.handles();
     const bool checked = m_runtime.library_search() != nullptr;
     const Compiler compile = [&]() -> Expected<Compiled> {
       if (checked) { // the identity may be a remembered one: the compiler opened must be it
@@ -257,8 +321,6 @@ private:
       }
       return m_runtime.compile(key, handle);
     };
-    // The refusals apply when the key proved to be the guessed one (the same entries).
-    CacheCore::Refusals carried = key.digest == guessed ? refusals : CacheCore::Refusals{};
     const auto obtain = [&]() -> Expected<Loaded> {
       if (auto got = m_core.obtain(key, compile, use, info, memory(), std::move(carried)); !got)
         return std::move(got).error();
@@ -289,7 +351,9 @@ private:
   const char* const m_backend;
   std::optional<Place> m_place;
   RequestHash m_arguments;
-  bool m_ran = true; ///< false when the handle came from the memory tier of handles
+  bool m_reads_files = true;  ///< may_read_files(), once past the memory tier of handles
+  std::vector<Tried> m_tried; ///< see tried_with
+  bool m_ran = true;          ///< false when the handle came from the memory tier of handles
 };
 
 } // namespace
@@ -307,6 +371,22 @@ Expected<Key> current_key(Runtime& runtime) {
   if (auto selected = runtime.select(probed->identity); !selected)
     return std::move(selected).error();
   return runtime.make_key().first;
+}
+
+Expected<Key> remembered_current_key(Cache& cache, Runtime& runtime) {
+  if (auto ok = runtime.check(); !ok)
+    return std::move(ok).error();
+  bool remembered = false;
+  auto identity = identity_for_keys(cache, runtime, &remembered);
+  if (!identity)
+    return std::move(identity).error();
+  auto target = runtime.select(*identity);
+  if (!target)
+    return std::move(target).error();
+  auto keyed = remembered_key(cache, runtime, *identity, *target).settle();
+  if (!keyed)
+    return std::move(keyed).error();
+  return std::move(keyed->key);
 }
 
 Expected<std::string> identity_for_keys(Cache& cache, Runtime& runtime, bool* remembered) {
@@ -341,7 +421,7 @@ PendingKey remembered_key(Cache& cache, Runtime& runtime, const std::string& ide
   return PendingKey(
       core_of(cache), runtime.backend(),
       key_name(cache.config(), runtime.backend(), identity, target, arguments_of(runtime).bytes()),
-      key_builder(runtime), runtime.check_stamps_aside());
+      key_builder(runtime), runtime.check_stamps_aside(), may_read_files(runtime));
 }
 
 } // namespace jitcache::detail

@@ -40,6 +40,13 @@ Expected<Answer> serve_request(Cache& cache, Runtime& runtime);
 /// nothing up and compiles nothing. Errors: those of check(), probe() and select().
 Expected<Key> current_key(Runtime& runtime);
 
+/// The key of `runtime`'s request as a hit takes it (steps 2 and 4): the compiler's remembered
+/// identity, and the key remembered for the request when no file it was built from changed (no
+/// header is read; the key has no `fields`, only `stored_fields`), else the key built from the
+/// files (with its fields), remembered for the next process. Looks nothing up and compiles
+/// nothing. Errors: those of check(), probe() and select().
+Expected<Key> remembered_current_key(Cache& cache, Runtime& runtime);
+
 /// Step 2 alone: the compiler identity keys are built with, as the user tier remembers it for
 /// the runtime's library search (`*remembered` set; nothing is opened), else probed and then
 /// remembered for the next process. Errors: the runtime's probe().

@@ -14,7 +14,7 @@ namespace jitcache::detail {
 /// list counted, so no two requests hash alike. `Program` is a backend's program type with those
 /// members (cuda::Program, hip::Program).
 template <typename Program>
-void hash_request_arguments(const Program& program, RequestHasher& out) {
+void hash_request_arguments(const Program& program, RequestParts& out) {
   out.add(CurrentDirectory().path());
   out.add(program.name);
   out.add(program.source);

@@ -18,19 +18,29 @@ struct RequestHash {
   std::string_view bytes() const { return {reinterpret_cast<const char*>(this), sizeof *this}; }
 };
 
+/// What a request's arguments are given to, part by part where they lie (Runtime::arguments):
+/// the hash below, or a scan of them.
+class RequestParts {
+public:
+  virtual ~RequestParts() = default;
+  /// Adds `part`.
+  virtual void add(std::string_view part) = 0;
+  /// Adds a list's length, before its parts (an empty list and a missing one differ).
+  virtual void add_count(std::size_t count) = 0;
+};
+
 /// Hashes a request's arguments part by part where they lie (XXH3-128, each part
 /// length-delimited), so that a repeated request copies nothing to be found: a 10 KB source is
 /// read once, by the hash.
-class RequestHasher {
+class RequestHasher final : public RequestParts {
 public:
   RequestHasher();
   RequestHasher(const RequestHasher&) = delete;
   RequestHasher& operator=(const RequestHasher&) = delete;
 
   /// Adds `part`; its length goes first, so that no two sequences of parts hash alike.
-  void add(std::string_view part);
-  /// Adds a list's length, before its parts (an empty list and a missing one differ).
-  void add_count(std::size_t count);
+  void add(std::string_view part) override;
+  void add_count(std::size_t count) override;
   /// The hash of every part added so far.
   RequestHash digest() const;
 

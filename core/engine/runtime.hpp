@@ -49,7 +49,7 @@ public:
   /// Adds every argument of the request to `out`, part by part where it lies (see
   /// hash_request_arguments): what the memory tier of handles finds a repeated request by, and
   /// part of the name its key is remembered under.
-  virtual void arguments(RequestHasher& out) const = 0;
+  virtual void arguments(RequestParts& out) const = 0;
   /// Where the handle is loaded; nullopt for a request that loads nothing (an offline compile:
   /// its handle is a copy of the entry's bytes).
   virtual std::optional<Place> place() const = 0;
@@ -65,6 +65,10 @@ public:
   /// recalled without opening the compiler (nullptr: none). Errors: when the target cannot be
   /// told without opening the compiler; the pipeline then skips the packages step.
   virtual Expected<PackageTarget> package_target(const std::string* known) = 0;
+  /// Whether package_target() needs `known` to tell the target without opening the compiler
+  /// (hipRTC's target ids are made canonical with the remembered table). When it does not, a
+  /// request that a package serves is answered without reading the user tier at all.
+  virtual bool package_target_needs_identity() const { return true; }
   /// The identity a package's entries were made with, from their toolchain section (key
   /// fields); nullopt when `fields` name no compiler of this backend or the one `known` is.
   virtual std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,

@@ -135,11 +135,18 @@ std::optional<std::string> guards_of(const Dependencies& deps, detail::StampCloc
   std::vector<detail::FileStamp> out = deps.read;
   std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
   std::error_code ec;
+  // The current directory is searched last, and is where tools write (a build's outputs, a
+  // scratch folder): its stamp would change with every file made there and prove no key. A name
+  // absent there is vouched for by its own absent stamp instead (one stat).
+  const fs::path cwd = fs::current_path(ec);
   for (const std::string& path : deps.absent) {
     fs::path dir = fs::path(path).parent_path();
     while (dir.has_relative_path() && !fs::is_directory(dir, ec))
       dir = dir.parent_path();
-    dirs.insert(dir.empty() ? "." : dir.string());
+    if (!cwd.empty() && dir == cwd)
+      out.push_back(detail::stamp_of(path));
+    else
+      dirs.insert(dir.empty() ? "." : dir.string());
   }
   for (const std::string& dir : dirs)
     out.push_back(detail::stamp_of(dir));

@@ -97,8 +97,11 @@ struct PendingKey::Check {
 };
 
 PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
-                       bool background)
-    : m_core(core), m_backend(std::move(backend)), m_name(name), m_build(std::move(build)) {
+                       bool background, bool recall)
+    : m_core(core), m_backend(std::move(backend)), m_name(name), m_build(std::move(build)),
+      m_recall(recall) {
+  if (!recall)
+    return;
   core.peek(m_backend, name, [&](const RecordView& record) {
     if (auto key = decode_key(record.payload); key && key->backend == m_backend) {
       m_key = std::move(*key);
@@ -133,10 +136,21 @@ Expected<GuardedKey> PendingKey::settle() {
   auto built = m_build();
   if (!built)
     return std::move(built).error();
-  GuardedKey out{std::move(built->first), guards_of(built->second, m_core.stamp_clock())};
-  if (out.guards)
+  const Dependencies& deps = built->second;
+  GuardedKey out{std::move(built->first), guards_of(deps, m_core.stamp_clock())};
+  // A key built from no file is built from the record's name's own inputs: recalling it would
+  // cost more than building it.
+  const bool from_files = !deps.read.empty() || !deps.absent.empty() || !deps.listed.empty();
+  if (out.guards && m_recall && from_files)
     m_core.remember(m_backend, m_name, Record{*out.guards, encode_key(out.key)});
   return out;
+}
+
+bool may_read_files(std::string_view arguments) {
+  for (std::string_view word : {"include", "import", "\\\n", "\\\r\n", "?\?/"})
+    if (arguments.find(word) != std::string_view::npos)
+      return true;
+  return false;
 }
 
 Expected<GuardedKey> manifest_key(CacheCore& core, const std::string& backend, const Digest& name,

@@ -73,9 +73,10 @@ class PendingKey {
 public:
   using Build = std::function<Expected<std::pair<Key, Dependencies>>()>;
   /// `build` is called by settle() when nothing proven is remembered; what it refers to must
-  /// live until then.
-  PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
-             bool background);
+  /// live until then. Without `recall` (a request that reads no file: may_read_files), nothing
+  /// is looked up or remembered: settle() builds the key, which costs less than the lookup.
+  PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build, bool background,
+             bool recall = true);
   PendingKey(const PendingKey&) = delete;
   PendingKey& operator=(const PendingKey&) = delete;
 
@@ -84,8 +85,8 @@ public:
   /// and loading it), never for compiling, storing or counting.
   const Key* guess() const { return m_key ? &*m_key : nullptr; }
   /// The remembered key when every stamp is unchanged (waiting for the check); otherwise the
-  /// key `build` makes, remembered for the next process when the stamps can vouch and the user
-  /// tier is writable. Errors: those of `build`. Call once.
+  /// key `build` makes, remembered for the next process when it was built from some file, the
+  /// stamps can vouch and the user tier is writable. Errors: those of `build`. Call once.
   Expected<GuardedKey> settle();
 
 private:
@@ -97,7 +98,15 @@ private:
                 // a thread's exit costs a CUDA process as much as its start)
   std::shared_ptr<Check> m_check;
   std::optional<Key> m_key; ///< the remembered key
+  bool m_recall = true;
 };
+
+/// Whether the key of a request whose arguments (Runtime::arguments) are `arguments` may be built
+/// from files: every way a source or an option names a header spells "include" or "import"
+/// (`#include`, `%:include`, `#import`, `-include`, `__has_include`), unless a line splice or a
+/// trigraph splits the word. A request with none of these reads no header: its key is built from
+/// its arguments alone (a `-D` value naming a file is still read then, and counted right).
+bool may_read_files(std::string_view arguments);
 
 /// The key a request named `name` (record_name) had, when `core` remembers it for `backend`
 /// and none of the files it was built from changed since: no file is read. Otherwise `build`

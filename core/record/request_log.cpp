@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -71,9 +72,14 @@ void record_once(const Config& config, const std::string& id,
 
 } // namespace
 
-void record_request(const Config& config, const Key& key,
-                    const std::function<RequestRecord()>& describe) {
-  record_once(config, key.digest.hex(), [&] {
+void record_request(const Config& config, const Key& recorded,
+                    const std::function<RequestRecord()>& describe,
+                    const std::function<Key()>& full_key) {
+  record_once(config, recorded.digest.hex(), [&] {
+    std::optional<Key> built;
+    if (recorded.fields.empty() && full_key)
+      built = full_key();
+    const Key& key = built ? *built : recorded;
     RequestRecord record = describe();
     record.backend = key.backend;
     // What changes the build and nothing else: the compile environment the key covers, never

@@ -20,8 +20,11 @@ namespace jitcache::detail {
 /// Never fails and never blocks: a line that cannot be written (a read-only directory, a full
 /// disk, a symlink, a FIFO or device, a lock held for over 2 s) is one warning per file and
 /// process, and the build goes on.
+/// A key recalled from a manifest has no `fields`: then `full_key` (when given) builds the key
+/// from the files when the line is written, so that a record never lacks its headers.
 void record_request(const Config& config, const Key& key,
-                    const std::function<RequestRecord()>& describe);
+                    const std::function<RequestRecord()>& describe,
+                    const std::function<Key()>& full_key = {});
 
 /// With Config::record set, appends the line `line` gives (a tuning problem's,
 /// core/tuning/tuning_problem_line) to that file, once per `id` (the problem's record key) and file

@@ -53,11 +53,17 @@ Program program_of(const RequestRecord& record, const Key* found = nullptr) {
 
 /// The program that makes `record` again with its recorded key: program_of(record), and when
 /// its key (`make_key(program)`, for the recorded target) is not the recorded one,
-/// program_of(record, that key). Errors: make_key's, and check_replayed_key's when neither has
-/// the recorded key.
-template <typename Program, typename MakeKey>
-Expected<Program> replayed_program(const RequestRecord& record, const MakeKey& make_key) {
+/// program_of(record, that key). `recall(program)`, when given, is tried first: the key as a hit
+/// takes it (remembered_current_key: no header read when the files it was built from are
+/// unchanged), so that a replay of a record warmed before reads no header; when it is not the
+/// recorded key, make_key's (with its header fields) decides as above. Errors: make_key's, and
+/// check_replayed_key's when neither has the recorded key.
+template <typename Program, typename MakeKey, typename RecallKey>
+Expected<Program> replayed_program(const RequestRecord& record, const MakeKey& make_key,
+                                   const RecallKey& recall) {
   Program program = program_of<Program>(record);
+  if (Expected<Key> recalled = recall(program); recalled && recalled->digest.hex() == record.key)
+    return program;
   Expected<Key> key = make_key(program);
   if (key && key->digest.hex() != record.key) {
     program = program_of<Program>(record, &*key);

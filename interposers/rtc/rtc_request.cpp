@@ -87,7 +87,9 @@ public:
       return Error(ErrorCode::unsupported, "an option the front-end does not model");
     return {};
   }
-  std::string arguments() const override { return detail::flatten_request(m_request); }
+  void arguments(detail::RequestParts& out) const override {
+    detail::hash_request_arguments(m_request, out);
+  }
   std::optional<detail::Place> place() const override { return std::nullopt; }
   const detail::LibrarySearch* library_search() const override { return &m_front_end.search; }
   Expected<detail::ProbedLibraries<std::string>> probe() override {

@@ -73,6 +73,27 @@ protected:
   int builds = 0;
 };
 
+// A key built from no file costs less to build than to recall: nothing is remembered for it.
+TEST_F(ManifestTest, AKeyBuiltFromNoFileIsNotRemembered) {
+  const std::string source = "kernel void k() {}\n";
+  let_stamps_settle();
+  const auto first = key(source);
+  const auto second = key(source);
+  EXPECT_FALSE(first.recalled);
+  EXPECT_FALSE(second.recalled);
+  EXPECT_EQ(builds, 2);
+  EXPECT_EQ(first.key.digest, second.key.digest);
+}
+
+// Every spelling that can name a file makes a request one whose key may be built from files.
+TEST(MayReadFiles, EverySpellingOfAnIncludeCounts) {
+  for (const char* named : {"#include <a.h>", "#  include \"a.h\"", "%:include <a.h>",
+                            "#import <a.h>", "-include a.h", "__has_include(<a.h>)",
+                            "#inc\\\nlude <a.h>", "#inc\\\r\nlude <a.h>", "#inc?\?/\nlude <a.h>"})
+    EXPECT_TRUE(detail::may_read_files(named)) << named;
+  EXPECT_FALSE(detail::may_read_files("kernel void k(global int* x) { *x = 1; }"));
+}
+
 TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
   const std::string source = "#include <a.h>\n#include \"missing.h\"\nkernel void k() {}\n";
   write(dir.path() / "second/a.h", "#include \"b.h\"\nint a;\n");

@@ -7,6 +7,7 @@
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/packages/package_format.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
+#include "tests/support/open_count.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -189,6 +190,75 @@ TEST(CudaPackaged, APackageMadeWithAnotherNvrtcServesWithoutCompiling) {
   const Stats stats = cache.session_stats();
   EXPECT_EQ(stats.get("cuda", Counter::compiles), 1u);
   EXPECT_EQ(stats.get("cuda", Counter::corrupt), 0u);
+}
+
+// A package hit of a request whose key is built from no file reads nothing of the user tier:
+// one that does not exist is not made by the hit (the counters make it when they are written),
+// and one that exists and remembers NVRTC's identity is not opened. A request the package lacks
+// still finds the user tier, and compiles once.
+TEST(CudaPackaged, APackageHitOfAKeyBuiltFromNoFileReadsNothingOfTheUserTier) {
+  test::TempDir made, dir, packages;
+  const auto program_of = [](const std::string& name) {
+    Program program;
+    program.source = "extern \"C\" __global__ void " + name + "(float* x) { x[0] = 2.0f; }\n";
+    program.name = name + ".cu";
+    return program;
+  };
+  const Program packaged = program_of("packaged"), other = program_of("other");
+  const fs::path package = packages.path() / "cuda-sm_90.jcpkg";
+  {
+    auto tools = toolchain();
+    ASSERT_TRUE(tools) << tools.error().message;
+    Cache cache(in(made));
+    auto binary = compile(cache, "sm_90", packaged);
+    ASSERT_TRUE(binary) << binary.error().message;
+    cache.flush();
+    const Key key = make_key(**tools, *arch_target(**tools, "sm_90"), in(made), packaged).first;
+    ASSERT_EQ(key.digest, binary->info.key);
+    Entry stored;
+    for (const auto& tier : cache.tiers())
+      if (tier->name() == "user")
+        if (auto found = tier->get(key.digest); found && *found)
+          stored = **found;
+    ASSERT_EQ(stored.payload, binary->cubin);
+    ASSERT_TRUE(detail::write_package(package, detail::target_of("cuda", key.fields),
+                                      {{key.digest, encode_entry(key.digest, stored)}}));
+  }
+  const fs::path user = dir.path() / "user";
+  const Config config = Config::from_variables(
+      {{"JITCACHE_DIR", user.string()}, {"JITCACHE_SYSTEM_PATH", package.string()}});
+  {
+    Cache cache(config);
+    auto served = compile(cache, "sm_90", packaged);
+    ASSERT_TRUE(served) << served.error().message;
+    EXPECT_EQ(served->info.tier, "system");
+    EXPECT_FALSE(fs::exists(user)) << "the package hit made the user tier";
+    EXPECT_EQ(cache.session_stats().hits("cuda", "system"), 1u);
+  }
+
+  { // the user tier made, remembering NVRTC's identity
+    Cache cache(config);
+    auto compiled = compile(cache, "sm_90", other);
+    ASSERT_TRUE(compiled) << compiled.error().message;
+    EXPECT_EQ(compiled->info.outcome, Outcome::miss);
+  }
+  fs::path tier;
+  for (const auto& file : fs::recursive_directory_iterator(user))
+    if (file.path().filename() == "data.mdb")
+      tier = file.path().parent_path();
+  ASSERT_FALSE(tier.empty());
+  test::OpenCount opens(tier);
+  ASSERT_TRUE(opens.watching());
+  Cache cache(config);
+  auto served = compile(cache, "sm_90", packaged);
+  ASSERT_TRUE(served) << served.error().message;
+  EXPECT_EQ(served->info.tier, "system");
+  const auto opened = opens.take();
+  EXPECT_TRUE(opened.empty()) << "the package hit opened " << test::names(opened);
+  auto again = compile(cache, "sm_90", other);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->info.tier, "user");
+  EXPECT_EQ(cache.session_stats().get("cuda", Counter::compiles), 0u);
 }
 
 } // namespace

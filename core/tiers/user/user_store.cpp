@@ -46,8 +46,9 @@ Expected<CacheUserTier> cache_user_tier(const Config& config) {
   fs::path existing = dir;
   while (!fs::exists(existing, ec) && existing.has_relative_path())
     existing = existing.parent_path();
-  const bool absent = !fs::exists(dir / "data.mdb", ec);
-  if (!config.read_only && absent && ::access(existing.c_str(), W_OK) == 0)
+  // Opened (or made) by the first use, made or not: a request a package serves needs nothing of
+  // the user tier, and opening an LMDB environment costs a package hit as much as the rest of it.
+  if (!config.read_only && ::access(existing.c_str(), W_OK) == 0)
     return CacheUserTier(
         std::make_shared<DeferredUserTier>(dir, [config]() -> Expected<std::shared_ptr<UserTier>> {
           auto opened = open_user_store(config, false);

@@ -31,11 +31,11 @@ Expected<std::shared_ptr<LmdbStore>>
 open_user_store(const Config& config, bool read_only, LmdbStore::Options options = {},
                 const std::filesystem::path& root = k_node_local_root);
 
-/// The user tier a Cache uses. Usually open_user_store(config, config.read_only), now; but when
-/// the tier does not exist yet (no data file in user_store_dir) and could be made (not
-/// read-only, its nearest existing directory writable), a DeferredUserTier that makes it on the
-/// first write (see core/tiers/user/deferred_user_tier.hpp). Errors as open_user_store, when opened
-/// now.
+/// The user tier a Cache uses: when it could be made or written (not read-only, its nearest
+/// existing directory writable), a DeferredUserTier that opens it on its first use, or makes it
+/// on the first write when it does not exist yet (see core/tiers/user/deferred_user_tier.hpp), so
+/// that a request a package serves opens nothing; otherwise open_user_store(config,
+/// config.read_only), now. Errors as open_user_store, when opened now.
 using CacheUserTier = std::variant<std::shared_ptr<LmdbStore>, std::shared_ptr<DeferredUserTier>>;
 Expected<CacheUserTier> cache_user_tier(const Config& config);
 
