@@ -39,7 +39,7 @@ RequestHash arguments_of(const Runtime& runtime) {
 
 // Whether building the request's key may read a file (see may_read_files(std::string_view)):
 // whether any of its arguments may.
-bool may_read_files(const Runtime& runtime) {
+bool may_read_any_file(const Runtime& runtime) {
   class Scan final : public RequestParts {
   public:
     void add(std::string_view part) override { found = found || may_read_files(part); }
@@ -89,7 +89,7 @@ public:
     // nothing of the user tier. A request built from files needs the user tier's manifest (its
     // key is proven while the remembered entry loads: see with_compiler), so the identity is
     // recalled first, as it costs nothing more then.
-    m_reads_files = may_read_files(m_runtime);
+    m_reads_files = may_read_any_file(m_runtime);
     const bool recall_first = m_runtime.package_target_needs_identity() || m_reads_files;
     std::optional<std::string> known;
     if (recall_first)
@@ -351,7 +351,7 @@ private:
   const char* const m_backend;
   std::optional<Place> m_place;
   RequestHash m_arguments;
-  bool m_reads_files = true;  ///< may_read_files(), once past the memory tier of handles
+  bool m_reads_files = true;  ///< may_read_any_file(), once past the memory tier of handles
   std::vector<Tried> m_tried; ///< see tried_with
   bool m_ran = true;          ///< false when the handle came from the memory tier of handles
 };
@@ -421,7 +421,7 @@ PendingKey remembered_key(Cache& cache, Runtime& runtime, const std::string& ide
   return PendingKey(
       core_of(cache), runtime.backend(),
       key_name(cache.config(), runtime.backend(), identity, target, arguments_of(runtime).bytes()),
-      key_builder(runtime), runtime.check_stamps_aside(), may_read_files(runtime));
+      key_builder(runtime), runtime.check_stamps_aside(), may_read_any_file(runtime));
 }
 
 } // namespace jitcache::detail

@@ -42,8 +42,12 @@ public:
                              const std::string& target, int,
                              const std::filesystem::path&) override {
     const FrontEnd& front_end = Api::front_end();
-    auto request = detail::replayed_program<Request>(
-        record, [&](const Request& request) { return key_of(cache.config(), front_end, request); });
+    // The key built from the files stands in for a recalled one: a front-end's replay is
+    // rare beside the compile it makes.
+    const auto make_key = [&](const Request& request) {
+      return key_of(cache.config(), front_end, request);
+    };
+    auto request = detail::replayed_program<Request>(record, make_key, make_key);
     if (!request)
       return std::move(request).error();
     if (!target.empty())
