@@ -200,8 +200,8 @@ TEST(ReadOnlyCommands, CreateNothingNotEvenALockFileOrTheDirectory) {
   auto readonly = env;
   readonly.emplace("JITCACHE_READONLY", "1");
   ASSERT_EQ(build_problem("build", test::run_cli(build_args(), env)), "");
-  for (const char* name : {"lock.mdb", "gate", "leases"})
-    fs::remove(dir.path() / "v1" / name);
+  for (const char* name : {"lock.mdb", "gate", "leases"}) // leases: the compile slots' file
+    fs::remove_all(dir.path() / "v1" / name);
   const auto before = snapshot(dir.path(), true);
   for (const char* command : {"verify", "stats", "list", "info"})
     EXPECT_EQ(test::run_cli({command, "--json"}, env).exit_code, 0) << command;

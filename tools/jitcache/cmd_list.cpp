@@ -3,8 +3,11 @@
 
 #include "core/key/key_fields.hpp"
 #include "core/tiers/user/access_log.hpp"
+#include "core/tiers/user/user_store.hpp"
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 namespace jitcache::cli {
 
@@ -55,8 +58,13 @@ std::string age_text(std::uint64_t seconds) {
 
 int run_list(const Config& config, const Output& out) {
   // Only a writable open reads the use times (a read-only one does not keep them): one of a
-  // tier that exists creates nothing; where it cannot be had, the ages are unknown.
-  auto store = has_user_tier(config) && may_change(config)
+  // tier that a process has opened before (its lock and gate files are there) creates nothing;
+  // elsewhere, or where it cannot be had, the ages are unknown.
+  std::error_code ec;
+  const bool opened_before =
+      std::filesystem::exists(detail::user_store_dir(config) / "lock.mdb", ec) &&
+      std::filesystem::exists(detail::user_store_dir(config) / "gate", ec);
+  auto store = has_user_tier(config) && opened_before && may_change(config)
                    ? open_user_tier(config, true)
                    : Expected<std::shared_ptr<detail::LmdbStore>>(nullptr);
   if (!store || !*store)
