@@ -13,8 +13,7 @@ namespace jitcache::detail {
 /// reports), then `program`'s name, source, options, in-memory headers and name expressions, each
 /// list counted, so no two requests hash alike. `Program` is a backend's program type with those
 /// members (cuda::Program, hip::Program).
-template <typename Program>
-void hash_request_arguments(const Program& program, RequestParts& out) {
+template <typename Program> void hash_request_arguments(const Program& program, RequestParts& out) {
   out.add(CurrentDirectory().path());
   out.add(program.name);
   out.add(program.source);
