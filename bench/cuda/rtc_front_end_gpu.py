@@ -44,7 +44,7 @@ ops = {
 raw = cp.RawKernel(r"""extern "C" __global__ void twice(float* v, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) v[i] *= 2; }""", "twice")
 ew = cp.ElementwiseKernel("float32 a, float32 b", "float32 c", "c = a * a + b", "sq_add")
-red = cp.ReductionKernel("float32 a", "float32 s", "a * a", "x + y", "s = _j", "0", "sumsq")
+red = cp.ReductionKernel("float32 v", "float32 s", "v * v", "a + b", "s = a", "0", "sumsq")
 for name, op in ops.items():
     out[name] = float(cp.asarray(op(), dtype=cp.float64).sum())
 z = x.copy(); raw((256,), (256,), (z, cp.int32(z.size))); out["raw"] = float(z.sum())
