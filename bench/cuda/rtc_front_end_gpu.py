@@ -55,7 +55,10 @@ print(json.dumps(out))
 # cuda.core's Program.compile of the sample kernels: an include path, name expressions.
 CUDA_CORE_WORKLOAD = r'''
 import hashlib, json, sys
-from cuda.core.experimental import Device, Program, ProgramOptions
+try:  # cuda.core 1.x; 0.x had them under cuda.core.experimental
+    from cuda.core import Device, Program, ProgramOptions
+except ImportError:
+    from cuda.core.experimental import Device, Program, ProgramOptions
 kernels, include = sys.argv[1], sys.argv[2]
 Device(0).set_current()
 arch = "sm_" + "".join(str(v) for v in Device(0).compute_capability)
