@@ -9,7 +9,6 @@
 #include "core/engine/pipeline.hpp"
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -121,30 +120,7 @@ std::vector<Expected<CodeObject>> compile_together(Cache& cache, cohort::Exchang
                                                    const std::vector<Offline>& requests,
                                                    const cohort::Options& options,
                                                    cohort::Report* report) {
-  std::deque<Runtime> runtimes; // not moved: the pipeline holds pointers to them
-  std::vector<detail::Runtime*> set;
-  for (const Offline& request : requests)
-    if (!request.target.empty())
-      set.push_back(&runtimes.emplace_back(cache.config(), request.program, request.target));
-  auto answers = detail::serve_cohort(cache, exchange, set, options, report);
-  std::vector<Expected<CodeObject>> out;
-  std::size_t next = 0;
-  for (const Offline& request : requests) {
-    if (request.target.empty()) {
-      out.emplace_back(
-          Error(ErrorCode::invalid_argument, "compile_together needs a target for each request"));
-      continue;
-    }
-    auto& answer = answers[next++];
-    if (!answer) {
-      out.emplace_back(std::move(answer).error());
-      continue;
-    }
-    CodeObject binary = std::move(*static_cast<CodeObject*>(answer->handle.get()));
-    binary.info = std::move(answer->info);
-    out.emplace_back(std::move(binary));
-  }
-  return out;
+  return detail::compile_together<CodeObject, Runtime>(cache, exchange, requests, options, report);
 }
 
 } // namespace jitcache::hip

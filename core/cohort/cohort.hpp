@@ -5,7 +5,9 @@
 
 #include <jitcache/cohort.hpp>
 
+#include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace jitcache::detail {
@@ -53,5 +55,39 @@ std::vector<Task> plan_cohort(const std::vector<Holding>& ranks);
 std::vector<Expected<Answer>> serve_cohort(Cache& cache, cohort::Exchange& exchange,
                                            const std::vector<Runtime*>& runtimes,
                                            const cohort::Options& options, cohort::Report* report);
+
+/// serve_cohort() for offline requests (`Offline`: a `program` and a `target`) of a backend
+/// whose `Runtime` (constructed from the config, the program and the target) hands back copies
+/// of the entry as `Binary` (cuda::Binary, hip::CodeObject). One answer per request, in order; a
+/// request without a target is invalid_argument and takes no part.
+template <typename Binary, typename Runtime, typename Offline>
+std::vector<Expected<Binary>>
+compile_together(Cache& cache, cohort::Exchange& exchange, const std::vector<Offline>& requests,
+                 const cohort::Options& options, cohort::Report* report) {
+  std::deque<Runtime> runtimes; // not moved: the pipeline holds pointers to them
+  std::vector<detail::Runtime*> set;
+  for (const Offline& request : requests)
+    if (!request.target.empty())
+      set.push_back(&runtimes.emplace_back(cache.config(), request.program, request.target));
+  auto answers = serve_cohort(cache, exchange, set, options, report);
+  std::vector<Expected<Binary>> out;
+  std::size_t next = 0;
+  for (const Offline& request : requests) {
+    if (request.target.empty()) {
+      out.emplace_back(
+          Error(ErrorCode::invalid_argument, "compile_together needs a target for each request"));
+      continue;
+    }
+    auto& answer = answers[next++];
+    if (!answer) {
+      out.emplace_back(std::move(answer).error());
+      continue;
+    }
+    Binary binary = std::move(*static_cast<Binary*>(answer->handle.get()));
+    binary.info = std::move(answer->info);
+    out.emplace_back(std::move(binary));
+  }
+  return out;
+}
 
 } // namespace jitcache::detail
