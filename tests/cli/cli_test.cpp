@@ -16,17 +16,11 @@ namespace jitcache {
 namespace {
 
 using test::json_lines;
+using test::line_count;
 using test::run_cli;
 
 const std::string k_kernels = JITCACHE_KERNELS;
 const std::string k_options = "-I " + k_kernels;
-
-std::size_t line_count(const std::string& text) {
-  std::size_t n = 0;
-  for (char c : text)
-    n += c == '\n';
-  return n;
-}
 
 class CliTest : public ::testing::Test {
 protected:

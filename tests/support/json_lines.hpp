@@ -21,6 +21,14 @@ inline std::vector<nlohmann::json> json_lines(const std::string& out) {
   return lines;
 }
 
+/// How many lines `text` ends (its newlines): what a command printed, counted.
+inline std::size_t line_count(const std::string& text) {
+  std::size_t n = 0;
+  for (char c : text)
+    n += c == '\n';
+  return n;
+}
+
 /// The lines of the text file at `path`, without their newlines (none when it cannot be read).
 inline std::vector<std::string> file_lines(const std::filesystem::path& path) {
   std::ifstream in(path);
