@@ -132,11 +132,18 @@ int main(int argc, char** argv) {
   MPI_Reduce(&cpu, &job_cpu, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_Reduce(&compiles, &job_compiles, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_Reduce(&failures, &job_failures, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0)
+  // Each rank's CPU: who compiled, who only received, and what the wait between costs.
+  std::vector<double> rank_cpu(rank == 0 ? size : 0);
+  MPI_Gather(&cpu, 1, MPI_DOUBLE, rank_cpu.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
     std::printf("{\"mode\":\"%s\",\"ranks\":%d,\"kernels\":%zu,\"wall_s\":%.3f,\"cpu_s\":%.3f,"
-                "\"compiles\":%llu,\"failures\":%d}\n",
+                "\"compiles\":%llu,\"failures\":%d,\"rank_cpu_s\":[",
                 mode.c_str(), size, sources.size(), job_wall, job_cpu,
                 static_cast<unsigned long long>(job_compiles), job_failures);
+    for (int r = 0; r < size; ++r)
+      std::printf(r ? ",%.3f" : "%.3f", rank_cpu[static_cast<std::size_t>(r)]);
+    std::printf("]}\n");
+  }
   clReleaseContext(context);
   MPI_Finalize();
   return job_failures == 0 ? 0 : 1;

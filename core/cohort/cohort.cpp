@@ -1,6 +1,7 @@
 #include "core/cohort/cohort.hpp"
 
 #include "core/engine/cache_core.hpp"
+#include "core/engine/compile_slot.hpp"
 #include "core/support/byte_io.hpp"
 #include "core/support/log.hpp"
 #include "core/tiers/entry_codec.hpp"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -33,6 +35,8 @@ constexpr char k_failure = 'F';
 std::string encode_holding(const Holding& holding) {
   std::string out;
   append_sized(out, holding.node);
+  append_sized(out, holding.host);
+  append_le(out, holding.compile_slots);
   append_le(out, static_cast<std::uint64_t>(holding.wants.size()));
   for (const Holding::Want& want : holding.wants) {
     out.append(reinterpret_cast<const char*>(want.key.bytes.data()), want.key.bytes.size());
@@ -44,7 +48,8 @@ std::string encode_holding(const Holding& holding) {
 std::optional<Holding> decode_holding(std::string_view in) {
   Holding holding;
   std::uint64_t count = 0;
-  if (!take_sized(in, holding.node) || !take_le(in, count) || count > in.size())
+  if (!take_sized(in, holding.node) || !take_sized(in, holding.host) ||
+      !take_le(in, holding.compile_slots) || !take_le(in, count) || count > in.size())
     return std::nullopt;
   for (std::uint64_t i = 0; i < count; ++i) {
     Holding::Want want;
@@ -58,12 +63,16 @@ std::optional<Holding> decode_holding(std::string_view in) {
   return holding;
 }
 
-// The node whose user tier this rank writes: ranks of one host with the same user tier share it.
-std::string node_of(const Config& config) {
+// This rank's host and the node whose user tier it writes: ranks of one host with the same user
+// tier share it.
+Holding holding_of(const Config& config) {
   char host[HOST_NAME_MAX + 1] = {};
   if (gethostname(host, sizeof host - 1) != 0)
     host[0] = '\0';
-  return std::string(host) + '\n' + config.cache_dir.string();
+  return Holding{std::string(host) + '\n' + config.cache_dir.string(),
+                 host,
+                 CompileSlot::default_count(config.max_compiles),
+                 {}};
 }
 
 // A request of this rank, on its way through the cohort.
@@ -93,13 +102,33 @@ std::vector<Task> plan_cohort(const std::vector<Holding>& ranks) {
     }
   const int size = static_cast<int>(ranks.size());
   std::vector<std::size_t> load(ranks.size(), 0);
+  // Per host: its compile slots (the fewest any of its ranks reports; 0 counts as no cap) and
+  // the ranks given a compile so far.
+  std::map<std::string, std::uint32_t> slots;
+  for (const Holding& rank : ranks) {
+    const std::uint32_t reported = rank.compile_slots ? rank.compile_slots : UINT32_MAX;
+    auto [at, added] = slots.emplace(rank.host, reported);
+    at->second = std::min(at->second, reported);
+  }
+  std::map<std::string, std::vector<int>> compiling;
+  const auto may_compile = [&](int rank) {
+    const std::vector<int>& busy = compiling[ranks[rank].host];
+    return busy.size() < slots[ranks[rank].host] ||
+           std::find(busy.begin(), busy.end(), rank) != busy.end();
+  };
   std::vector<Task> tasks;
   std::size_t index = 0;
   for (auto& [key, seen] : keys) {
     Task task;
     task.key = key;
     task.compile = seen.holding.empty();
-    const std::vector<int>& candidates = task.compile ? seen.asking : seen.holding;
+    std::vector<int> candidates = task.compile ? seen.asking : seen.holding;
+    if (task.compile) {
+      std::vector<int> placed;
+      std::copy_if(candidates.begin(), candidates.end(), std::back_inserter(placed), may_compile);
+      if (!placed.empty()) // else every asking host is full of compilers that did not ask
+        candidates = std::move(placed);
+    }
     // The rotation: among equally loaded candidates, the first at or after rank `index % size`.
     const auto order = [&](int rank) {
       return std::make_pair(load[rank], (rank - static_cast<int>(index % size) + size) % size);
@@ -107,6 +136,11 @@ std::vector<Task> plan_cohort(const std::vector<Holding>& ranks) {
     task.provider = *std::min_element(candidates.begin(), candidates.end(),
                                       [&](int a, int b) { return order(a) < order(b); });
     load[task.provider] += task.compile ? ranks.size() + 1 : 1;
+    if (task.compile && may_compile(task.provider)) {
+      std::vector<int>& busy = compiling[ranks[task.provider].host];
+      if (std::find(busy.begin(), busy.end(), task.provider) == busy.end())
+        busy.push_back(task.provider);
+    }
     // A holder needs nothing sent, and its node's user tier is taken to have it.
     std::vector<std::string> nodes{ranks[task.provider].node};
     for (int rank : seen.holding)
@@ -146,7 +180,7 @@ public:
       log::warn("the cohort did not start (" + begun.error().message + "); building alone");
       return finish();
     }
-    Holding mine{node_of(m_cache.config()), {}};
+    Holding mine = holding_of(m_cache.config());
     for (Pending& request : m_pending) {
       prepare(request);
       if (request.key)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,7 +19,7 @@ Digest key(int n) {
 
 Holding ranks_holding(const std::string& node, std::vector<int> wanted,
                       std::vector<int> held = {}) {
-  Holding holding{node, {}};
+  Holding holding{node, {}, 0, {}};
   for (int n : wanted)
     holding.wants.push_back({key(n), std::find(held.begin(), held.end(), n) != held.end()});
   return holding;
@@ -78,6 +79,58 @@ TEST(CohortPlan, OneRankPerOtherNodeStoresIntoItsUserTier) {
       others.push_back(node);
   EXPECT_EQ(stored_on, others);
   EXPECT_EQ(task.receives.size(), 4u);
+}
+
+Holding on_host(const std::string& host, std::uint32_t slots, std::vector<int> wanted) {
+  Holding holding = ranks_holding(host + "\n/rank" + std::to_string(wanted.size()), wanted);
+  holding.host = host;
+  holding.compile_slots = slots;
+  return holding;
+}
+
+std::map<int, int> compiles_by_rank(const std::vector<Task>& tasks) {
+  std::map<int, int> compiles;
+  for (const Task& task : tasks)
+    compiles[task.provider] += task.compile;
+  return compiles;
+}
+
+TEST(CohortPlan, CompilesOfAHostGoToNoMoreRanksThanItsCompileSlots) {
+  // 16 ranks of one 2-slot host, each asking for the same 5 keys: 2 ranks compile, 3 and 2.
+  std::vector<Holding> ranks(16, on_host("n1", 2, {1, 2, 3, 4, 5}));
+  const std::map<int, int> compiles = compiles_by_rank(plan_cohort(ranks));
+  ASSERT_EQ(compiles.size(), 2u);
+  std::vector<int> counts;
+  for (auto [rank, count] : compiles)
+    counts.push_back(count);
+  std::sort(counts.begin(), counts.end());
+  EXPECT_EQ(counts, (std::vector<int>{2, 3}));
+}
+
+TEST(CohortPlan, CompileSlotsAreCountedPerHostAndTheFewestReportedHolds) {
+  // Two hosts of 4 ranks, each host 2 slots (one rank of n2 reports 1: n2 takes 1 compiler);
+  // 6 keys asked by every rank: 2 compilers on n1, 1 on n2, the compiles spread over the three.
+  std::vector<Holding> ranks;
+  for (int rank = 0; rank < 8; ++rank)
+    ranks.push_back(on_host(rank < 4 ? "n1" : "n2", rank == 6 ? 1 : 2, {1, 2, 3, 4, 5, 6}));
+  const std::map<int, int> compiles = compiles_by_rank(plan_cohort(ranks));
+  int on_n1 = 0, on_n2 = 0;
+  for (auto [rank, count] : compiles) {
+    EXPECT_EQ(count, 2) << "rank " << rank;
+    ++(rank < 4 ? on_n1 : on_n2);
+  }
+  EXPECT_EQ(on_n1, 2);
+  EXPECT_EQ(on_n2, 1);
+}
+
+TEST(CohortPlan, AKeyAskedOnlyByRanksOfAFullHostIsStillCompiledByOneOfThem) {
+  // One slot on the host: rank 0 compiles key 1; key 2 is asked only by rank 1, which must
+  // compile it (no other rank can), past the cap.
+  const std::vector<Holding> ranks{on_host("n1", 1, {1}), on_host("n1", 1, {2})};
+  const std::vector<Task> tasks = plan_cohort(ranks);
+  EXPECT_EQ(task_of(tasks, 1).provider, 0);
+  EXPECT_EQ(task_of(tasks, 2).provider, 1);
+  EXPECT_TRUE(task_of(tasks, 2).compile);
 }
 
 TEST(CohortPlan, ARankThatAsksNothingProvidesNothing) {
