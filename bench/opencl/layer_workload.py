@@ -8,6 +8,8 @@ usage: layer_workload.py [--record FILE | --floor FILE]
                  after the launches (over PoCL's cache, as jitcache's store reads them);
   --floor FILE:  builds every program from the binary FILE has for it (the floor: kernels loaded
                  from binaries handed to the program, nothing looked up but a dictionary).
+Both replace PyOpenCL's cached build, which PyOpenCL skips under PYOPENCL_NO_CACHE: run them
+without it. Either exits with an error if no program went through it.
 """
 import json
 import pickle
@@ -34,10 +36,12 @@ def hand_binaries(mode, path):
             devices = devices or ctx.devices
             program = cl._cl._Program(ctx, devices, [binaries[(src, options_bytes)]])
             program.build(options_bytes, devices)
+            handed.append(src)
             return program, True
 
+        handed = []
         pyopencl.cache.create_built_program_from_source_cached = from_binary
-        return None
+        return handed
     recorded = {}
 
     def recording(ctx, src, options_bytes, devices=None, cache_dir=None, include_path=None):
@@ -73,7 +77,10 @@ def main():
     cl_array.if_positive(b, a, b).get()
     queue.finish()
     ms = (time.perf_counter() - t0) * 1e3
-    if recorded is not None:
+    if recorded is not None and not recorded:
+        sys.exit(f"layer_workload.py: no program went through {sys.argv[1]} "
+                 "(is PYOPENCL_NO_CACHE set?)")
+    if isinstance(recorded, dict):
         # Read after the launches, from a program built again over PoCL's warm cache, whose
         # program folder then holds the kernels PoCL specialised for them (as jitcache's store).
         binaries = {}
