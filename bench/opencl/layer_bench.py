@@ -64,16 +64,17 @@ def main():
         # The layer hands its stores over to a detached `jitcache store`: done before measuring.
         wait_for_stores(args.build, base)
         run(argv, layered, None)
-        rows = {}
-        for name, env, extra in [("pyopencl", base, []), ("jitcache", layered, []),
-                                 ("floor", base, ["--floor", binaries]),
-                                 ("pocl", no_cache, [])]:
-            rows[name] = median([run(argv + extra, env, raw) for _ in range(args.runs)])
-        cold = []
+        # The modes alternate, run by run: a machine whose load drifts shifts them alike.
+        modes = [("pyopencl", base, []), ("jitcache", layered, []),
+                 ("floor", base, ["--floor", binaries]), ("pocl", no_cache, [])]
+        lines = {name: [] for name, _, _ in modes}
+        lines["cold"] = []
         for i in range(args.runs):
+            for name, env, extra in modes:
+                lines[name].append(run(argv + extra, env, raw))
             env = {**no_cache, "POCL_CACHE_DIR": os.path.join(top, f"cold-{i}")}
-            cold.append(run(argv, env, raw))
-        rows["cold"] = median(cold)
+            lines["cold"].append(run(argv, env, raw))
+        rows = {name: median(measured) for name, measured in lines.items()}
         floor = rows["floor"]
         print(f"PyOpenCL workload (layer_workload.py), medians of {args.runs} fresh processes")
         print("| mode | ms | x floor |")
