@@ -9,6 +9,8 @@
 #     the user tier;
 #   - PyOpenCL's n-body.py example (python-pyopencl-doc) through the installed Python module
 #     (nbody_through_jitcache.py): a miss, then a hit;
+#   - n-body.py itself, unchanged, under the installed OpenCL layer (OPENCL_LAYERS): a miss,
+#     then a hit, counted for the front-end "opencl-layer";
 #   - a package exported by the installed tool into /usr/share/jitcache/packages: a fresh home's
 #     first run is a hit from the system tier;
 # then `apt-get purge` of every package: dpkg knows none of them, and no file or folder is left
@@ -143,12 +145,35 @@ for program in app_cpp app_c app_pc; do
 done
 
 # Python: PyOpenCL's n-body example with its program built through the installed module.
-# ISSUE 28 (the OpenCL layer): once the packages install the layer, run n-body.py unchanged here
-# (python3 "$nbody"), and check its miss and hit with `jitcache stats --json`.
 nbody=$(dpkg -L python-pyopencl-doc 2>/dev/null | grep '/n-body\.py$' | head -1) ||
   fail "PyOpenCL's n-body.py example not found: install python-pyopencl-doc (ci/install.sh)"
 cd "$work"
 miss_then_hit n-body /usr/bin/python3 "$here/nbody_through_jitcache.py" "$nbody"
+
+# The OpenCL layer as installed: n-body.py itself, unchanged, with the one variable that turns
+# the layer on (OPENCL_LAYERS) and PyOpenCL's own binary cache off (else its second run would
+# not ask for a build): a miss, the store waited for, then a hit, as `jitcache stats` counts
+# them for the front-end "opencl-layer".
+layer=$(grep '/libjitcache-opencl-layer\.so$' "$work/owned.txt" | head -1)
+[[ -n $layer ]] || fail "no package ships libjitcache-opencl-layer.so"
+layer_counts() {
+  /usr/bin/jitcache stats --json | /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    row = json.loads(line)
+    if row.get("front_end") == "opencl-layer":
+        print(f"misses={row.get(\"misses\", 0)} hits={row.get(\"hits\", 0)}")'
+}
+fresh_home layer
+for round in 1 2; do
+  OPENCL_LAYERS=$layer PYOPENCL_NO_CACHE=1 timeout "$(left)" /usr/bin/python3 "$nbody" \
+    >"$work/layer-$round.log" 2>&1 || fail "n-body.py under the layer (run $round): $(tail -20 "$work/layer-$round.log")"
+  [[ $round == 1 ]] && run "n-body.py under the layer, store" "pending" /usr/bin/jitcache store --wait --json
+  counts=$(layer_counts)
+  expected=$([[ $round == 1 ]] && echo "misses=[1-9][0-9]* hits=0" || echo "misses=[1-9][0-9]* hits=[1-9]")
+  grep -Eq "^$expected\$" <<<"$counts" || fail "n-body.py under the layer (run $round): expected '$expected', got '$counts'"
+  echo "install.deb: n-body.py under the layer (run $round): $counts"
+done
 
 # The system tier: a package the installed tool exports, dropped into the folder the packages
 # ship, serves a program in a home whose user tier is empty.
