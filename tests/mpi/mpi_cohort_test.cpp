@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -418,15 +419,49 @@ TEST(MpiCohort, HipOfflineCompilesEachKernelAndTargetOnceForTheJob) {
 
 } // namespace
 
+// Two jobs in a row on one user tier (ctest mpi.killed_rank, run by tests/mpi/killed_rank.sh,
+// which names their folder in JITCACHE_MPI_JOB_DIR). In the first, rank 1 is killed (SIGKILL)
+// in the compile it does for the others, holding the user tier's lease and a compile slot: Open
+// MPI 4 lets no rank go on after another died (no ULFM), so the job ends, and the script checks
+// it ends rather than hangs. The second job, on the same user tier, must find it healthy: every
+// program right, every kernel compiled by the cohort (none waited out on the dead rank's lease).
+fs::path job_dir() {
+  const char* dir = std::getenv("JITCACHE_MPI_JOB_DIR");
+  return dir ? fs::path(dir) : fs::path();
+}
+
+TEST(MpiCohortKilled, FirstJobARankIsKilledWhileCompilingForTheOthers) {
+  if (job_dir().empty())
+    GTEST_SKIP() << "run by tests/mpi/killed_rank.sh";
+  const TestComm comm;
+  jitcache::cohort::Options options;
+  if (world_rank() == 1) // it alone asks for kernel 1, so it compiles that one
+    options.before_compile = [](const std::string&) { ::raise(SIGKILL); };
+  build(config_at(job_dir() / "user"), comm.get(), wanted(world_rank()), options);
+}
+
+TEST(MpiCohortKilled, SecondJobFindsTheUserTierHealthy) {
+  if (job_dir().empty())
+    GTEST_SKIP() << "run by tests/mpi/killed_rank.sh";
+  const TestComm comm;
+  jitcache::cohort::Options options;
+  options.timeout = std::chrono::seconds(60);
+  const Round round =
+      build(config_at(job_dir() / "user"), comm.get(), wanted(world_rank()), options);
+  EXPECT_TRUE(round.report.agreed);
+  EXPECT_EQ(sum(round.report.alone), 0u);
+  EXPECT_LE(sum(round.compiles), distinct_kernels());
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   // A home of each rank's own: PoCL keeps its kernel cache there, and a rank must not find
-  // another's compile in it.
-  char home[] = "/tmp/jitcache-mpi-home-XXXXXX";
-  if (!mkdtemp(home))
+  // another's compile in it. (Under TMPDIR: a killed job's homes are left in the script's.)
+  std::string home = (fs::temp_directory_path() / "jitcache-mpi-home-XXXXXX").string();
+  if (!mkdtemp(home.data()))
     return 2;
-  ::setenv("HOME", home, 1);
-  ::setenv("XDG_CACHE_HOME", (std::string(home) + "/.cache").c_str(), 1);
+  ::setenv("HOME", home.c_str(), 1);
+  ::setenv("XDG_CACHE_HOME", (home + "/.cache").c_str(), 1);
   ::testing::InitGoogleTest(&argc, argv);
   const int failed = RUN_ALL_TESTS();
   std::error_code ec;

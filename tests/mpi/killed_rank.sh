@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ctest mpi.killed_rank: a rank killed while it compiles for the others ends the MPI job (Open
+# MPI 4 has no ULFM: no rank may go on), within a bound, not a hang; the next job on the same
+# user tier finds it healthy (the dead rank's lease and compile slot released, no damaged entry):
+# its programs right, `jitcache verify` clean. The two jobs are MpiCohortKilled.* in test_mpi.
+# usage: killed_rank.sh JITCACHE_CLI TEST_MPI MPIRUN [MPIRUN ARGUMENTS...]
+set -uo pipefail
+cli=$1 test_mpi=$2
+shift 2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "killed_rank.sh: $*" >&2
+  exit 1
+}
+export TMPDIR=$work JITCACHE_MPI_JOB_DIR=$work/job
+mkdir -p "$JITCACHE_MPI_JOB_DIR"
+
+timeout 100 "$@" -np 4 "$test_mpi" --gtest_filter='MpiCohortKilled.FirstJob*' >"$work/first.log" 2>&1
+status=$?
+((status == 124)) && fail "the job with a killed rank hung: $(tail -20 "$work/first.log")"
+((status == 0)) && fail "the job with a killed rank ended well: $(tail -20 "$work/first.log")"
+grep -q "signal 9" "$work/first.log" || fail "rank 1 was not killed: $(tail -20 "$work/first.log")"
+echo "killed_rank.sh: the first job ended (exit $status) after rank 1 was killed"
+
+timeout 100 "$@" -np 4 "$test_mpi" --gtest_filter='MpiCohortKilled.SecondJob*' >"$work/second.log" 2>&1 ||
+  fail "the next job (exit $?): $(tail -40 "$work/second.log")"
+grep -q "PASSED" "$work/second.log" || fail "the next job ran no test: $(tail -20 "$work/second.log")"
+echo "killed_rank.sh: the next job built every program right"
+
+JITCACHE_DIR=$work/job/user "$cli" verify >"$work/verify.log" 2>&1 ||
+  fail "jitcache verify: $(cat "$work/verify.log")"
+echo "killed_rank.sh: jitcache verify: $(tail -1 "$work/verify.log")"
