@@ -22,9 +22,10 @@ while (($#)) && [[ $1 == asan || $1 == tsan ]]; do
   shift
 done
 ((${#runs[@]})) || runs=(asan tsan)
-# until-pass:2: LeakSanitizer's exit-time tracer itself sometimes crashes ("Tracer caught signal
-# 11 ... LeakSanitizer has encountered a fatal error") under load, failing a test that did nothing
-# wrong; a test that fails for a reason of its own fails both times.
+# until-pass:2: LeakSanitizer's exit-time tracer itself has crashed under load ("Tracer caught
+# signal 11 ... LeakSanitizer has encountered a fatal error"; use_tls=0 below removed the cause we
+# found), failing a test that did nothing wrong; a test that fails for a reason of its own fails
+# both times.
 ctest_args=(--output-on-failure -j "$(nproc)" --timeout 900 --repeat until-pass:2 "$@")
 supp="$PWD/ci/sanitizers"
 
@@ -38,7 +39,11 @@ supp="$PWD/ci/sanitizers"
 # ASan's handler installed, that action would be ASan's report and exit 1, not the default death
 # by the signal that the guard's tests check. A real fault still kills the test with the signal.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1:protect_shadow_gap=0:use_sigaltstack=0:handle_segv=0:handle_sigbus=0"
-export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+# use_tls=0: LeakSanitizer's exit-time tracer reads every thread's TLS, and a thread of PoCL's
+# being torn down at exit crashes it ("Tracer caught signal 11: addr=0xb90", 4 of 4 runs of
+# OpenclMultiDevice.ContextWithTwoDevices at once, 0 of 4 with this). TLS is then no root of
+# reachability: a leak could only be over-reported, never missed.
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0:use_tls=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 # The randomized hostile-input tests run 200 trials per kind in the normal run; a sanitized
 # process is several times slower, and a quarter of the trials still tries every kind.
@@ -69,15 +74,12 @@ for run in "${runs[@]}"; do
       # Left to the normal run: the tests that fill a small tmpfs, run as other users, or kill
       # processes at random test what lies between processes and the filesystem, run the same
       # code as the damage and stress tests kept here, and take a tenth of this run's time.
-      # StoreModeTest.AReadOnlyCacheHandsNothingOver passes here, but LeakSanitizer's exit-time
-      # tracer crashes in its process ("Tracer caught signal 11", twice in a row since the
-      # request pipeline); it runs in the normal tree. Understanding the crash is still open.
       # The OpenCL layer's tests load it into programs that are not instrumented (PyOpenCL's
       # Python, a plain C program): they run in the normal tree (label opencl_layer). The MPI
       # tests (label mpi) too: Open MPI's own allocations at exit are LeakSanitizer reports of
       # its, not jitcache's (the cohort's core runs in test_core here).
       ci/ctest.sh build-asan "${ctest_args[@]}" -LE '^(downstream|opencl_layer|mpi)$' \
-        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment|^StoreModeTest\.AReadOnlyCacheHandsNothingOver$'
+        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment'
       ;;
     tsan)
       # The stress test (PoCL) is required here: without OpenCL nothing would run many processes.
