@@ -32,7 +32,8 @@ std::string normalized(const std::string& text) {
   std::size_t at = 0;
   for (std::size_t found; (found = text.find(prefix, at)) != std::string::npos;) {
     std::size_t end = found + prefix.size();
-    while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0) ++end;
+    while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0)
+      ++end;
     out.append(text, at, found - at).append(end > found + prefix.size() ? "tempfile_X" : prefix);
     at = end;
   }
