@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--arch", build.arch, "compile for this target only (sm_90, gfx90a)");
   build_cmd->add_option("--options", build.options, "build options, exactly as given");
   build_cmd->add_option("--max-source-size", build.max_source_size,
-                        "the largest source file read (default 64M)");
+                        "the largest source file read (default 64M; 0: no limit)");
   build_cmd->add_flag("--wait", build.wait,
                       "store each binary before reporting it, in this process (by default, "
                       "PoCL binaries are stored by a detached `jitcache store` after exit, as "
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--arch", explain.arch, "the target, as for build");
   explain_cmd->add_option("--options", explain.options, "build options, exactly as given");
   explain_cmd->add_option("--max-source-size", explain.max_source_size,
-                          "the largest source file read (default 64M)");
+                          "the largest source file read (default 64M; 0: no limit)");
   explain_cmd->add_option("FILE", explain.files, "kernel source files")->required();
   cli::WarmOptions warm;
   CLI::App* warm_cmd = add("warm", "compile every request of a record (JITCACHE_RECORD) for "
