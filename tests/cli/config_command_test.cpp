@@ -1,6 +1,7 @@
 // `jitcache config`: the configuration file as a user sets it (ccache -M's habit): list, get,
 // set, unset; the values other processes then use with no variable set; refused values and
 // keys; concurrent and failing writes; and 0 as "no limit" wherever a size limit is taken.
+#include "tests/support/child_process.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -280,6 +282,56 @@ TEST_F(ConfigCommandTest, AReadOnlyFolderIsOneLineAndTheOldFileIsKept) {
   EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
   EXPECT_EQ(read(file()), "max_size = 1M\n");
   EXPECT_TRUE(left_over().empty());
+}
+
+// A full disk: one line naming the file, exit 1, the old file as it was, no temporary file. On a
+// small tmpfs of a private mount namespace (root only), filled up.
+TEST_F(ConfigCommandTest, AFullDiskIsOneLineAndTheOldFileIsKept) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "mounting a tmpfs needs root";
+  constexpr int k_skip = 77;
+  const fs::path folder = file().parent_path();
+  test::ChildProcess child([&] {
+    fs::create_directories(folder);
+    if (!test::private_mounts() || ::mount("tmpfs", folder.c_str(), "tmpfs", 0, "size=64k") != 0)
+      return k_skip;
+    if (run_cli({"config", "max_size", "1M"}, env()).exit_code != 0)
+      return 1;
+    {
+      std::ofstream filler(folder / "filler", std::ios::binary);
+      const std::string chunk(4096, 'x');
+      while (filler.write(chunk.data(), chunk.size()) && filler.flush())
+        ;
+    }
+    const auto r = run_cli({"config", "log", "debug"}, env());
+    std::fputs(r.err.c_str(), stderr);
+    if (r.exit_code != 1 || std::count(r.err.begin(), r.err.end(), '\n') != 1 ||
+        r.err.rfind("jitcache: error: cannot write " + file().string() + ": ", 0) != 0 ||
+        r.err.find("No space left on device") == std::string::npos)
+      return 2;
+    if (read(file()) != "max_size = 1M\n")
+      return 3;
+    fs::remove(folder / "filler");
+    return left_over().empty() ? 0 : 4;
+  });
+  const int status = child.wait();
+  if (status == k_skip)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs CAP_SYS_ADMIN)";
+  EXPECT_EQ(status, 0) << child.err();
+}
+
+// `jitcache info` says which settings the file gave.
+TEST_F(ConfigCommandTest, InfoNamesTheFileAndWhatItGave) {
+  ASSERT_EQ(run_cli({"config", "max_size", "3G"}, env()).exit_code, 0);
+  auto r = run_cli({"info", "--json"}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto info = json_lines(r.out).front();
+  EXPECT_EQ(info["config_file"], file().string());
+  EXPECT_EQ(info["from_config_file"], nlohmann::json::array({"JITCACHE_MAX_SIZE"}));
+  EXPECT_EQ(info["max_size"], 3ull << 30);
+  r = run_cli({"info"}, env());
+  EXPECT_NE(r.out.find("  JITCACHE_MAX_SIZE=3G (from the configuration file)\n"), std::string::npos)
+      << r.out;
 }
 
 // A FIFO where the file should be: every command still runs (with one warning), and a write
