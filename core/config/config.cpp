@@ -634,6 +634,10 @@ Config detail::config_from(const std::map<std::string, std::string>& environment
       file.refused_key_line ? file.path.string() + ":" + std::to_string(file.refused_key_line)
                             : std::string();
   Config config = build(vars, labels, refused_key);
+  // A config made again from these variables (the Python module's, a child process's
+  // environment) keeps the remote tiers off too: a key file set empty is a key asked for.
+  if (!refused_key.empty() && !vars.count("JITCACHE_REMOTE_KEY"))
+    config.variables.emplace("JITCACHE_REMOTE_KEY_FILE", "");
   config.warnings.insert(config.warnings.begin(), file.warnings.begin(), file.warnings.end());
   return config;
 }

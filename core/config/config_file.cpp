@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <random>
 
 namespace jitcache::detail {
 
@@ -378,12 +377,10 @@ Expected<void> write_config_setting(const std::filesystem::path& named, const En
   if (value && !written)
     out += key + " = " + *value + "\n";
 
-  // A temporary file of a name no other writer uses, in the same folder (rename is atomic
-  // within one filesystem only).
-  std::random_device random;
-  const fs::path temporary =
-      folder / ("." + path.filename().string() + "." + std::to_string(::getpid()) + "." +
-                std::to_string(random()) + ".tmp");
+  // The temporary file, in the same folder (rename is atomic within one filesystem only). One
+  // name is enough: writers hold the lock; what a killed writer left there is replaced.
+  const fs::path temporary = folder / ("." + path.filename().string() + ".tmp");
+  ::unlink(temporary.c_str());
   Fd file;
   file.fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (file.fd < 0)

@@ -116,7 +116,8 @@ std::vector<std::string> check_file_value(const EnvVariable& v, const std::strin
 /// Sets (`value`) or removes (std::nullopt) setting `v` in the configuration file `path`,
 /// keeping every other line as it is: the first line of its key is replaced, later ones
 /// dropped; a new key is appended. A symbolic link is written through (its target replaced).
-/// Atomic: a temporary file in the same folder, written, fsynced and renamed over the old one
+/// Atomic: a temporary file in the same folder (`.<file>.tmp`; one a killed writer left is
+/// replaced), written, fsynced and renamed over the old one
 /// (its mode kept, less group and others' write; 0600 for a new file), then the folder fsynced;
 /// whatever fails leaves the old file as it was and no temporary file. Concurrent writers are
 /// serialised by an exclusive flock on `<file>.lock` next to it, so none loses another's

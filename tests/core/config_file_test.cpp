@@ -188,6 +188,8 @@ TEST_F(ConfigFileTest, ARemoteKeyInTheFileIsRefusedAndTheRemoteTiersFailClosed) 
   for (const std::string& warning : c.warnings)
     EXPECT_EQ(warning.find("hunter2"), std::string::npos) << warning;
   EXPECT_EQ(c.variables.count("JITCACHE_REMOTE_KEY"), 0u);
+  // A config made again from its variables (the Python module's, a child's environment) too.
+  EXPECT_TRUE(Config::from_variables(c.variables).remote.empty());
 
   c = config(text, {{"JITCACHE_REMOTE_KEY", "from the environment"}});
   EXPECT_EQ(c.remote, "redis://127.0.0.1:6379?unsigned=1");
@@ -292,16 +294,17 @@ TEST_F(ConfigFileTest, FromEnvironmentReadsTheFileOncePerProcess) {
 TEST_F(ConfigFileTest, RandomlyDamagedFilesNeverApplyGarbage) {
   const std::string good = "# jitcache\nmax_size = 3M\nlog = debug\nreadonly = 1\n"
                            "opencl_store = wait\ndisable = cuda,hip\n";
+  // 200 trials of each kind of damage (JITCACHE_CONFIG_DAMAGE_TRIALS), from a fixed seed that
+  // JITCACHE_CONFIG_DAMAGE_SEED changes (a failure names the seed and trial that replay it).
   const char* trials_variable = std::getenv("JITCACHE_CONFIG_DAMAGE_TRIALS");
-  const int trials = trials_variable ? std::atoi(trials_variable) : 400;
-  // JITCACHE_CONFIG_DAMAGE_SEED replays a failure's trials.
+  const int trials = trials_variable ? std::atoi(trials_variable) : 200;
   const char* seed_variable = std::getenv("JITCACHE_CONFIG_DAMAGE_SEED");
-  const std::uint32_t seed = seed_variable ? static_cast<std::uint32_t>(std::stoul(seed_variable))
-                                           : std::random_device{}();
-  std::printf("RandomlyDamagedFilesNeverApplyGarbage: seed %u, %d trials "
+  const std::uint32_t seed =
+      seed_variable ? static_cast<std::uint32_t>(std::stoul(seed_variable)) : 20261126u;
+  std::printf("RandomlyDamagedFilesNeverApplyGarbage: seed %u, %d trials of each of 4 kinds "
               "(JITCACHE_CONFIG_DAMAGE_SEED, JITCACHE_CONFIG_DAMAGE_TRIALS)\n",
               seed, trials);
-  std::mt19937 rng(seed);
+  const char* const k_kinds[] = {"flipped bytes", "inserted bytes", "deleted bytes", "truncated"};
   const fs::path path = dir.path() / "jitcache.conf";
   // The lines of `text` whose key (before '=', trimmed) is `key`.
   const auto lines_of = [](const std::string& text, const std::string& key) {
@@ -317,12 +320,15 @@ TEST_F(ConfigFileTest, RandomlyDamagedFilesNeverApplyGarbage) {
     }
     return found;
   };
-  for (int trial = 0; trial < trials; ++trial) {
+  for (int trial = 0; trial < 4 * trials; ++trial) {
+    const int kind = trial / trials;
+    // A generator per trial: trial N of seed S is the same alone as in the whole run.
+    std::mt19937 rng(seed + static_cast<std::uint32_t>(trial));
     std::string text = good;
     const int damages = 1 + static_cast<int>(rng() % 4);
     for (int d = 0; d < damages && !text.empty(); ++d) {
       const std::size_t at = rng() % text.size();
-      switch (rng() % 4) {
+      switch (kind) {
       case 0:
         text[at] = static_cast<char>(rng() % 256);
         break;
@@ -336,8 +342,8 @@ TEST_F(ConfigFileTest, RandomlyDamagedFilesNeverApplyGarbage) {
         text.resize(at);
       }
     }
-    const std::string context =
-        "seed " + std::to_string(seed) + ", trial " + std::to_string(trial) + ", file:\n" + text;
+    const std::string context = "seed " + std::to_string(seed) + ", trial " +
+                                std::to_string(trial) + " (" + k_kinds[kind] + "), file:\n" + text;
     std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
     const ConfigFileContents file = read_config_file(path);
     const Config c = config_from({{"JITCACHE_DIR", "/c"}}, file);
