@@ -294,15 +294,16 @@ TEST_F(ConfigFileTest, FromEnvironmentReadsTheFileOncePerProcess) {
 TEST_F(ConfigFileTest, RandomlyDamagedFilesNeverApplyGarbage) {
   const std::string good = "# jitcache\nmax_size = 3M\nlog = debug\nreadonly = 1\n"
                            "opencl_store = wait\ndisable = cuda,hip\n";
-  // 200 trials of each kind of damage (JITCACHE_CONFIG_DAMAGE_TRIALS), from a fixed seed that
-  // JITCACHE_CONFIG_DAMAGE_SEED changes (a failure names the seed and trial that replay it).
-  const char* trials_variable = std::getenv("JITCACHE_CONFIG_DAMAGE_TRIALS");
+  // 200 trials of each kind of damage (JITCACHE_HOSTILE_TRIALS, as the other hostile-input
+  // tests: fewer under the sanitizers), from a fixed seed that JITCACHE_HOSTILE_SEED changes (a
+  // failure names the seed and trial that replay it).
+  const char* trials_variable = std::getenv("JITCACHE_HOSTILE_TRIALS");
   const int trials = trials_variable ? std::atoi(trials_variable) : 200;
-  const char* seed_variable = std::getenv("JITCACHE_CONFIG_DAMAGE_SEED");
+  const char* seed_variable = std::getenv("JITCACHE_HOSTILE_SEED");
   const std::uint32_t seed =
       seed_variable ? static_cast<std::uint32_t>(std::stoul(seed_variable)) : 20261126u;
   std::printf("RandomlyDamagedFilesNeverApplyGarbage: seed %u, %d trials of each of 4 kinds "
-              "(JITCACHE_CONFIG_DAMAGE_SEED, JITCACHE_CONFIG_DAMAGE_TRIALS)\n",
+              "(JITCACHE_HOSTILE_SEED, JITCACHE_HOSTILE_TRIALS)\n",
               seed, trials);
   const char* const k_kinds[] = {"flipped bytes", "inserted bytes", "deleted bytes", "truncated"};
   const fs::path path = dir.path() / "jitcache.conf";
