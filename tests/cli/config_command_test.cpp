@@ -145,6 +145,21 @@ TEST_F(ConfigCommandTest, ASizeLimitSetOnceIsKeptByLaterProcesses) {
     EXPECT_EQ(pruned["evicted"], 0);
     EXPECT_EQ(pruned["entries"], 3);
   }
+
+  // A limit lowered under a fuller tier: prune gets down to it, and a build stores again.
+  ASSERT_EQ(run_cli({"config", "max_size", "200K"}, env()).exit_code, 0);
+  r = run_cli({"prune", "--json"}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto pruned = json_lines(r.out).back();
+  EXPECT_EQ(pruned["max_size"], 200 << 10);
+  EXPECT_GT(pruned["evicted"].get<int>(), 0);
+  EXPECT_LE(pruned["bytes"].get<std::uint64_t>(), 200u << 10);
+  r = run_cli({"build", "--backend", "opencl", "--options", "-I " + kernels + " -D LOWERED=1",
+               "--json", kernels + "/nbody.cl"},
+              env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "stored, no warning";
+  EXPECT_NE(json_lines(r.out).back()["bytes"], nullptr);
 }
 
 // `--max-source-size 0` is "no limit", as every size limit's 0.
