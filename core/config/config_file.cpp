@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -234,7 +235,7 @@ ConfigFileContents parse_config_file(std::string_view text, const std::filesyste
     if (content.empty() || content.front() == '#')
       continue;
     const std::size_t eq = content.find('=');
-    const std::string_view key = eq == std::string_view::npos ? content : key_of(content);
+    const std::string_view key = trim(content.substr(0, eq));
     if (eq == std::string_view::npos || !is_key_text(key)) {
       warnings.add(at + "not a `key = value` line; it is ignored");
       continue;
