@@ -1,3 +1,4 @@
+#include "core/config/config_file.hpp"
 #include "core/config/config_table.hpp"
 
 #include <jitcache/version.hpp>
@@ -188,7 +189,9 @@ void set_remote_key_file(const std::string& value, Config& config, Complaints& c
 // variable set, even to an empty value) and gave none: no remote tier, rather than one read
 // trusting the server. No key asked for: only the URLs that say unsigned=1 (an unsigned shared
 // cache lets whoever can write to it run code on every GPU that reads it).
-void settle_remote_key(Config& config) {
+// `refused_key`: where a configuration file asked for a key it may not give (file:line), empty
+// when none did; that too is a key asked for.
+void settle_remote_key(Config& config, const std::string& refused_key) {
   if (config.remote.empty() || !config.remote_key.empty())
     return;
   const auto variable = [&](const char* name) -> const std::string* {
@@ -197,6 +200,12 @@ void settle_remote_key(Config& config) {
   };
   const std::string* key = variable("JITCACHE_REMOTE_KEY");
   const std::string* file = variable("JITCACHE_REMOTE_KEY_FILE");
+  if (!key && !file && !refused_key.empty()) {
+    config.warnings.push_back(refused_key + ": asks for a remote key that cannot be used; " +
+                              k_remote_off);
+    config.remote.clear();
+    return;
+  }
   if (key || file) {
     const char* name = key ? "JITCACHE_REMOTE_KEY" : "JITCACHE_REMOTE_KEY_FILE";
     const std::string why = std::string(name) + " is set and gives no key; " + k_remote_off;
@@ -372,7 +381,16 @@ constexpr EnvVariable k_env_variables[] = {
     {"JITCACHE_NVRTC", R::setting, set_front_end<k_nvrtc>, nullptr, nullptr, k_doc_front_end},
     {"JITCACHE_HIPRTC", R::setting, set_front_end<k_hiprtc>, nullptr, nullptr, k_doc_front_end},
 
+    {"JITCACHE_CONFIG_FILE", R::location, nullptr, nullptr, nullptr,
+     "the configuration file, read once per process: default "
+     "`$XDG_CONFIG_HOME/jitcache/jitcache.conf`, else `~/.config/jitcache/jitcache.conf`; set "
+     "but empty: none. Its `key = value` lines are this table's settings in lower case without "
+     "`JITCACHE_` (`max_size = 5G`), read and checked as these variables are; a variable set "
+     "here, even empty, wins over the file. `jitcache config` lists, sets and unsets them"},
     {"XDG_CACHE_HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
+    {"XDG_CONFIG_HOME", R::location, nullptr, nullptr, nullptr,
+     "read, never changed: where the default configuration file is (an absolute path only, as "
+     "the XDG specification says)"},
     {"HOME", R::location, nullptr, nullptr, nullptr, k_doc_home},
     {"LD_LIBRARY_PATH", R::location, nullptr, nullptr, nullptr,
      "read, never changed: part of what decides which NVRTC is opened, so NVRTC's remembered "
@@ -561,7 +579,12 @@ Config::compile_environment(std::string_view backend) const {
   return out;
 }
 
-Config Config::from_variables(const std::map<std::string, std::string>& vars) {
+namespace {
+
+// The Config of `vars`. `labels`: for each variable a configuration file gave, how a complaint
+// names it ("FILE:LINE: key = value"); `refused_key`: see settle_remote_key.
+Config build(const std::map<std::string, std::string>& vars,
+             const std::map<std::string, std::string>& labels, const std::string& refused_key) {
   Config config;
   for (const EnvVariable& v : k_env_variables) {
     auto it = vars.find(v.name);
@@ -573,11 +596,14 @@ Config Config::from_variables(const std::map<std::string, std::string>& vars) {
       continue;
     Complaints complaints;
     v.parse(value, config, complaints);
+    const auto label = labels.find(v.name);
     for (const std::string& why : complaints)
-      config.warnings.push_back(std::string(v.name) + "=" + shown_value(v.name, value) + ": " +
-                                why);
+      config.warnings.push_back((label != labels.end()
+                                     ? label->second
+                                     : std::string(v.name) + "=" + shown_value(v.name, value)) +
+                                ": " + why);
   }
-  settle_remote_key(config);
+  settle_remote_key(config, refused_key);
   if (config.cache_dir.empty())
     config.cache_dir = default_cache_dir(config.variables);
   const auto system_path = config.variables.find("JITCACHE_SYSTEM_PATH");
@@ -590,12 +616,44 @@ Config Config::from_variables(const std::map<std::string, std::string>& vars) {
   return config;
 }
 
-Config Config::from_environment() {
+} // namespace
+
+Config Config::from_variables(const std::map<std::string, std::string>& vars) {
+  return build(vars, {}, {});
+}
+
+Config detail::config_from(const std::map<std::string, std::string>& environment,
+                           const ConfigFileContents& file) {
+  std::map<std::string, std::string> vars = environment;
+  std::map<std::string, std::string> labels;
+  for (const auto& [name, setting] : file.settings)
+    if (vars.emplace(name, setting.value).second) // the environment wins, even empty
+      labels.emplace(name, file.path.string() + ":" + std::to_string(setting.line) + ": " +
+                               file_key(name) + " = " + shown_value(name, setting.value));
+  const std::string refused_key =
+      file.refused_key_line ? file.path.string() + ":" + std::to_string(file.refused_key_line)
+                            : std::string();
+  Config config = build(vars, labels, refused_key);
+  // A config made again from these variables (the Python module's, a child process's
+  // environment) keeps the remote tiers off too: a key file set empty is a key asked for.
+  if (!refused_key.empty() && !vars.count("JITCACHE_REMOTE_KEY"))
+    config.variables.emplace("JITCACHE_REMOTE_KEY_FILE", "");
+  config.warnings.insert(config.warnings.begin(), file.warnings.begin(), file.warnings.end());
+  return config;
+}
+
+std::map<std::string, std::string> detail::environment_variables() {
   std::map<std::string, std::string> vars;
   for (const EnvVariable& v : k_env_variables)
     if (const char* value = std::getenv(v.name))
       vars.emplace(v.name, value);
-  Config config = from_variables(vars);
+  return vars;
+}
+
+Config Config::from_environment() {
+  const std::map<std::string, std::string> vars = detail::environment_variables();
+  Config config = detail::config_from(
+      vars, detail::read_config_file_once(detail::config_file_location(vars).path));
   log::set_level(config.log_level);
   for (const std::string& warning : config.warnings)
     log::write_once(LogLevel::warn, "config:" + warning, warning);

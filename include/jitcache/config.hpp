@@ -124,11 +124,11 @@ struct JITCACHE_EXPORT Config {
   /// Whether `backend`'s persistent tiers are on, and why.
   PersistencePolicy persistence(std::string_view backend) const;
 
-  /// Reads the environment (the table in config.cpp) and logs each warning once.
+  /// Reads the environment, then the configuration file (config/config_file.hpp); logs warnings.
   static Config from_environment();
 
-  /// Builds a config from `vars` as if they were the environment; warnings are returned,
-  /// not logged. Never fails: bad values fall back to defaults with a warning.
+  /// Builds a config from `vars` as if they were the environment, reading no configuration file;
+  /// warnings are returned, not logged. Never fails: bad values fall back to defaults, warned.
   static Config from_variables(const std::map<std::string, std::string>& vars);
 
   /// The names of all variables jitcache reads, jitcache's own and the runtimes'.

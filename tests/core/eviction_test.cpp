@@ -195,5 +195,36 @@ TEST_F(EvictionTest, AFileOverItsBoundIsCompactedByAProcessThatOpensItAlone) {
     EXPECT_TRUE(store->get(key(i)).value()) << "compaction keeps every entry: " << i;
 }
 
+// A limit lowered under a tier that holds more than it (`jitcache config max_size` lowered, a
+// JITCACHE_MAX_SIZE smaller than the last one): the map is at its bound and full of live
+// entries, so evicting needs pages the bound leaves none of. The first write evicts and is
+// kept; prune gets down to the limit; the next process to open the file alone compacts it.
+TEST_F(EvictionTest, ALimitLoweredUnderAFullerTierEvictsOnTheNextWriteAndOnPrune) {
+  const auto fill = [&](int from) {
+    auto store = open(std::nullopt);
+    for (int i = from; i < from + 60; ++i)
+      ASSERT_TRUE(store->put(key(i), entry_of(i, 20 << 10)));
+  };
+  constexpr std::uint64_t k_limit = 200 << 10;
+  fill(0);
+  {
+    auto store = open(k_limit);
+    ASSERT_TRUE(store->put(key(1000), entry_of(1000, 20 << 10)));
+    EXPECT_TRUE(store->get(key(1000)).value());
+    EXPECT_LE(store->usage().value().value_bytes, k_limit);
+  }
+  fill(2000);
+  {
+    auto store = open(k_limit);
+    auto pruned = store->prune(k_limit);
+    ASSERT_TRUE(pruned) << pruned.error().message;
+    EXPECT_GT(pruned->entries, 0u);
+    EXPECT_LE(store->usage().value().value_bytes, k_limit);
+  }
+  auto store = open(k_limit);
+  EXPECT_LE(std::filesystem::file_size(dir.path() / "data.mdb"), file_bound(k_limit));
+  EXPECT_TRUE(store->put(key(3000), entry_of(3000, 20 << 10)));
+}
+
 } // namespace
 } // namespace jitcache

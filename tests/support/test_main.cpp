@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(work);
   ::setenv("HOME", home.c_str(), 1);
   ::setenv("XDG_CACHE_HOME", (home / ".cache").c_str(), 1);
+  // Nor is the user's configuration file read: a test's processes read only the one it writes.
+  ::setenv("XDG_CONFIG_HOME", (home / ".config").c_str(), 1);
+  ::unsetenv("JITCACHE_CONFIG_FILE");
   ::setenv("JITCACHE_OPENCL_STORE", "wait", 0);
   std::filesystem::current_path(work);
   ::testing::InitGoogleTest(&argc, argv);

@@ -2,7 +2,7 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
-#include "core/config/config_table.hpp"
+#include "core/config/config_file.hpp"
 #include "core/engine/runtime_caches.hpp"
 #include "core/support/fd_write.hpp"
 #include "core/support/json_line.hpp"
@@ -108,6 +108,16 @@ int run_info(const Config& config, const Output& out) {
   for (const auto& [name, value] : config.variables)
     variables[name] = shown_value(name, value);
   info["variables"] = variables;
+  // Which of them the configuration file gave: those the environment does not set.
+  const std::map<std::string, std::string> environment = detail::environment_variables();
+  const std::filesystem::path config_file = detail::config_file_location(environment).path;
+  nlohmann::json from_file = nlohmann::json::array();
+  for (const auto& [name, value] : config.variables)
+    if (!environment.count(name))
+      from_file.push_back(name);
+  info["config_file"] =
+      config_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(config_file.string());
+  info["from_config_file"] = from_file;
   std::string remote_text;
   info["remotes"] = describe_remotes(config, remote_text);
   if (!config.remote.empty()) {
@@ -141,9 +151,11 @@ int run_info(const Config& config, const Output& out) {
        << "remote key: " << (config.remote_key_source.empty() ? "(none)" : config.remote_key_source)
        << "\n"
        << "log level: " << k_levels[static_cast<int>(config.log_level)] << "\n"
+       << "configuration file: " << (config_file.empty() ? "(none)" : config_file.string()) << "\n"
        << "environment:" << (config.variables.empty() ? " (none set)" : "") << "\n";
   for (const auto& [name, value] : config.variables)
-    text << "  " << name << "=" << shown_value(name, value) << "\n";
+    text << "  " << name << "=" << shown_value(name, value)
+         << (environment.count(name) ? "" : " (from the configuration file)") << "\n";
   for (const auto& warning : config.warnings)
     text << "warning: " << warning << "\n";
   nlohmann::json backends = nlohmann::json::object();

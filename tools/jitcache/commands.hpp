@@ -57,6 +57,13 @@ struct TuneRecordOptions {
   double timeout = 0;           ///< seconds a runner may take; 0: no limit
 };
 
+/// Options of `jitcache config`.
+struct ConfigOptions {
+  std::string key;                  ///< empty: list every setting
+  std::optional<std::string> value; ///< set KEY to it
+  bool unset = false;               ///< remove KEY from the file
+};
+
 /// Each command returns the process exit status: 0 on success, 1 on failure (after printing a
 /// one-line error to stderr), 2 on a usage error (usage_error: the error, then the usage).
 /// `jitcache build`: one line per file; a file that fails has its error on stderr (with a
@@ -159,6 +166,15 @@ int run_tune(const Config& config, const TuneOptions& options, const Output& out
 /// line (see Progress), then a table of the choices. Exit 1 when a runner failed, timed out or
 /// printed no choice, each named FILE:LINE on stderr; the others are still tuned.
 int run_tune_record(const TuneRecordOptions& options, const Output& out);
+/// `jitcache config`: the configuration file (core/config/config_file.hpp). No KEY: one line per
+/// setting (its key, value, and where it comes from: environment, file with its line, or
+/// default; secrets hidden). KEY: its value (empty for the default). KEY VALUE: sets it in the
+/// file, checked first by the setting's parser (a refused value, an unknown key or a key the
+/// file may not hold, such as remote_key, is a usage error, exit 2, and nothing is written; a
+/// relative path is made absolute). --unset KEY: removes it. Writes are atomic and serialised
+/// between processes (detail::write_config_setting); one that fails (a read-only folder, a
+/// full disk) is exit 1 with one line naming the file, the old file left as it was.
+int run_config(const ConfigOptions& options, const Output& out);
 /// `jitcache remote ping|push|pull`.
 enum class RemoteAction { ping, push, pull };
 /// ping: one line per remote tier of JITCACHE_REMOTE (reachable, round trip, how entries are

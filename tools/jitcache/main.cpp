@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--arch", build.arch, "compile for this target only (sm_90, gfx90a)");
   build_cmd->add_option("--options", build.options, "build options, exactly as given");
   build_cmd->add_option("--max-source-size", build.max_source_size,
-                        "the largest source file read (default 64M)");
+                        "the largest source file read (default 64M; 0: no limit)");
   build_cmd->add_flag("--wait", build.wait,
                       "store each binary before reporting it, in this process (by default, "
                       "PoCL binaries are stored by a detached `jitcache store` after exit, as "
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--arch", explain.arch, "the target, as for build");
   explain_cmd->add_option("--options", explain.options, "build options, exactly as given");
   explain_cmd->add_option("--max-source-size", explain.max_source_size,
-                          "the largest source file read (default 64M)");
+                          "the largest source file read (default 64M; 0: no limit)");
   explain_cmd->add_option("FILE", explain.files, "kernel source files")->required();
   cli::WarmOptions warm;
   CLI::App* warm_cmd = add("warm", "compile every request of a record (JITCACHE_RECORD) for "
@@ -168,6 +168,14 @@ int main(int argc, char** argv) {
       ->add_option("--timeout", tune_record.timeout,
                    "RECORD: seconds a runner may take before it is killed (default: none)")
       ->check(CLI::NonNegativeNumber);
+  cli::ConfigOptions config_options;
+  CLI::App* config_cmd =
+      add("config", "list the settings and where each comes from; KEY: print one; KEY VALUE: "
+                    "set it in the configuration file; --unset KEY: remove it");
+  config_cmd->add_option("KEY", config_options.key, "a setting: max_size, dir, log, remote, ...");
+  config_cmd->add_option("VALUE", config_options.value,
+                         "its new value, checked as the environment variable's");
+  config_cmd->add_flag("--unset", config_options.unset, "remove KEY from the file");
   CLI::App* remote_cmd = add("remote", "the remote tiers of JITCACHE_REMOTE: ping, push, pull");
   remote_cmd->require_subcommand(1);
   std::string remote_backend;
@@ -192,7 +200,7 @@ int main(int argc, char** argv) {
     cli::set_usage(app.help());
     return cli::usage_error(std::string("unknown command '") + argv[1] +
                             "' (expected build, explain, warm, store, stats, list, info, verify, "
-                            "clear, prune, export, import, packages, tune or remote)");
+                            "clear, prune, export, import, packages, tune, config or remote)");
   }
   if (argc >= 3 && std::string(argv[1]) == "remote" && argv[2][0] != '-' &&
       !known(*remote_cmd, argv[2])) {
@@ -259,6 +267,8 @@ int main(int argc, char** argv) {
       tune_record.record = tune.command;
       return cli::run_tune_record(tune_record, out);
     }
+    if (config_cmd->parsed())
+      return cli::run_config(config_options, out);
     if (remote_cmd->parsed())
       return cli::run_remote(config,
                              remote_ping->parsed()   ? cli::RemoteAction::ping

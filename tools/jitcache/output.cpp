@@ -7,6 +7,7 @@
 #include <jitcache/expected.hpp>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -56,7 +57,8 @@ Expected<std::string> read_source(const std::string& path, const std::string& ma
   if (!limit)
     return Error(ErrorCode::invalid_argument,
                  "--max-source-size " + max_size + ": not a size (e.g. 64M, 1G)");
-  return detail::read_regular_file(path, *limit);
+  // 0 is "no limit", as for every size limit (JITCACHE_MAX_SIZE, prune --max-size).
+  return detail::read_regular_file(path, *limit ? *limit : UINT64_MAX);
 }
 
 } // namespace jitcache::cli

@@ -38,8 +38,8 @@ int usage_error(const std::string& message);
 int fail_option(const Error& error);
 
 /// Reads a source file given on the command line: a regular file of at most `max_size`
-/// (`--max-source-size`, e.g. "64M"). Errors: invalid_argument (`max_size` is not a size),
-/// io_error naming the file and the reason (see detail::read_regular_file).
+/// (`--max-source-size`, e.g. "64M"; "0": no limit). Errors: invalid_argument (`max_size` is not a
+/// size), io_error naming the file and the reason (see detail::read_regular_file).
 Expected<std::string> read_source(const std::string& path, const std::string& max_size);
 
 } // namespace jitcache::cli

@@ -279,10 +279,19 @@ int LmdbStore::Env::grow_map(std::uint64_t bytes) {
     return errno;
   std::size_t grown = info.me_mapsize * 2;
   if (max_size) {
-    const std::size_t bound = map_bound(max_size);
+    std::uint64_t bound = map_bound(max_size);
+    // A data file at or over the bound (filled under a larger limit, or none, then the limit
+    // lowered): evicting copies the pages on its path, and a map at the bound has none left,
+    // so nothing could ever be evicted. The map may then grow past the bound by room for that
+    // and for this write; the evictions free far more than it, and the next process to open
+    // the file alone compacts it (LmdbStore::open).
+    constexpr std::uint64_t k_eviction_room = std::uint64_t(1) << 20;
+    if (std::uint64_t(st.st_size) >= bound)
+      bound = (std::uint64_t(st.st_size) + k_eviction_room + 2 * bytes + 0xffff) &
+              ~std::uint64_t(0xffff);
     if (info.me_mapsize >= bound)
       return MDB_MAP_FULL;
-    grown = std::min(grown, bound);
+    grown = std::min<std::uint64_t>(grown, bound);
   }
   const std::uint64_t cap = std::max<std::uint64_t>(
       initial_map_size, 4 * std::uint64_t(st.st_size) + 2 * bytes + k_slack);

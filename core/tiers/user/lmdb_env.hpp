@@ -117,7 +117,9 @@ struct LmdbStore::Env {
   }
 
   /// Grows the map for a write of about `bytes` (no transaction of this process may be
-  /// running): doubles it, up to map_bound(max_size) when there is a size limit, and up to a
+  /// running): doubles it, up to map_bound(max_size) when there is a size limit (a data file
+  /// already at or over that bound, left by a larger limit: up to the file plus 1 MiB and twice
+  /// `bytes`, room for the evictions that bring it under the limit), and up to a
   /// cap of 4 times the data file plus 2 times `bytes` plus 64 MiB (or the initial map size,
   /// when larger). A healthy write never needs more than the file plus twice its bytes
   /// (copy-on-write pages, the free list); past the cap the transaction is walking a damaged
