@@ -135,38 +135,7 @@ TEST_F(CliTest, StatsZeroKeepsEntriesAndZeroMeansNoLimit) {
   EXPECT_EQ(json_lines(unlimited.out).at(3)["max_size"], nullptr);
 }
 
-// `list` shows what a person recognises an entry by: the source's name and kernels (where the
-// entry says), the target, the size, when it was last used; --json the same, null where unknown.
-TEST_F(CliTest, ListShowsSourceKernelsTargetSizeAndAge) {
-  auto built = build({k_kernels + "/matmul.cl"});
-  ASSERT_EQ(built.exit_code, 0) << built.err;
-  const std::string device = json_lines(built.out).at(0)["device"];
-#ifdef JITCACHE_TEST_HAVE_CUDA
-  auto cuda = run_cli(
-      {"build", "--backend", "cuda", "--arch", "sm_80", "--json", k_kernels + "/saxpy.cu"}, env());
-  ASSERT_EQ(cuda.exit_code, 0) << cuda.err;
-#endif
-  auto list = run_cli({"list", "--json"}, env());
-  ASSERT_EQ(list.exit_code, 0) << list.err;
-  std::map<std::string, nlohmann::json> by_backend;
-  for (const auto& line : json_lines(list.out))
-    by_backend[line["backend"]] = line;
-  const auto& opencl = by_backend.at("opencl");
-  EXPECT_EQ(opencl["target"], device);
-  EXPECT_EQ(opencl["source"], nullptr) << "an OpenCL entry names no source";
-  EXPECT_GT(opencl["bytes"].get<std::uint64_t>(), 0u);
-  EXPECT_LT(opencl["last_used_s"].get<std::uint64_t>(), 3600u) << opencl;
-  EXPECT_TRUE(opencl.contains("hits"));
-#ifdef JITCACHE_TEST_HAVE_CUDA
-  const auto& entry = by_backend.at("cuda");
-  EXPECT_EQ(entry["target"], "sm_80");
-  EXPECT_EQ(entry["source"], k_kernels + "/saxpy.cu");
-#endif
-  auto text = run_cli({"list"}, env());
-  ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("  opencl  -  -  " + device + "  "), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find(" ago  hits -"), std::string::npos) << text.out;
-}
+// `list`: list_test.cpp.
 
 TEST_F(CliTest, InfoReportsConfigurationAndRuntimeCaches) {
   auto r =

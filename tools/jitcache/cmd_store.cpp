@@ -65,7 +65,8 @@ nlohmann::json store_one(const Config& config, const detail::RequestRecord& reco
     return dropped("cannot enter " + record.directory + ": " + std::strerror(errno));
   if (record.options.size() != 1)
     return dropped("not an OpenCL request: its options are not one string");
-  BuildRequest request{"", record.source, record.options.front(), 0, "", record.compile_ns};
+  BuildRequest request{record.name, record.source,    record.options.front(), 0,
+                       "",          record.compile_ns};
   auto found = device_with_key(**backend, config, request, record.key);
   if (!found)
     return dropped("no device gives the request's key any more (its files changed?)");
