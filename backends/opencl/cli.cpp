@@ -2,7 +2,10 @@
 #include "backends/opencl/opencl_compile.hpp"
 #include "backends/opencl/opencl_error.hpp"
 #include "backends/opencl/opencl_key.hpp"
+#include "backends/opencl/opencl_metadata.hpp"
+#include "backends/opencl/opencl_runtime.hpp"
 #include "core/engine/backend.hpp"
+#include "core/engine/pipeline.hpp"
 #include "core/record/request_replay.hpp"
 #include "core/support/clock.hpp"
 
@@ -83,13 +86,13 @@ public:
     if (!opened)
       return std::move(opened).error();
     const auto [device, context] = *opened;
-    auto program = opencl::build_program(cache, context, device, request.source, request.options);
-    if (program)
-      clReleaseProgram(program->program);
+    // build_program(), with the file's name stored with the entry (the key does not cover it).
+    opencl::Runtime runtime(cache, context, device, request.source, request.options, request.file);
+    auto answer = detail::serve_request(cache, runtime);
     clReleaseContext(context);
-    if (!program)
-      return std::move(program).error();
-    return program->info;
+    if (!answer)
+      return std::move(answer).error();
+    return std::move(answer->info);
   }
 
   Expected<std::uint64_t> store(Cache& cache, const BuildRequest& request,
@@ -107,24 +110,32 @@ public:
       return std::move(program).error();
     }
     const Stopwatch reading;
-    auto binary = opencl::read_binary(*program);
+    auto entry = opencl::entry_of(*program, request.file);
     clReleaseProgram(*program);
     clReleaseContext(context);
-    if (!binary)
-      return std::move(binary).error();
+    if (!entry)
+      return std::move(entry).error();
     // What a hit saves: the requester's compile plus the kernels' compile reading the binary
     // did, not this build's (a hit in PoCL's cache, which the requester's compile warmed). A
     // request that does not say (an older jitcache's) has this whole store's time.
     const std::uint64_t compile_ns =
         request.compile_ns ? request.compile_ns + reading.ns() : clock.ns();
-    const std::uint64_t bytes = binary->size();
-    cache.store(key, Entry{"opencl", std::move(*binary), {}, compile_ns});
+    const std::uint64_t bytes = entry->payload.size();
+    entry->compile_ns = compile_ns;
+    cache.store(key, std::move(*entry));
     return bytes;
   }
 
   bool claims_target(const std::string& target) const override {
     static_cast<void>(target);
     return false;
+  }
+
+  detail::EntryDescription describe(std::string_view metadata) const override {
+    auto decoded = opencl::decode_metadata(metadata);
+    if (!decoded)
+      return {};
+    return {std::move(decoded->source), std::move(decoded->kernels)};
   }
 
   Expected<void> check_target(const std::string& target) override {
@@ -155,7 +166,7 @@ public:
       return std::move(key).error();
     if (auto same = detail::check_replayed_key(record, *key); !same)
       return std::move(same).error();
-    return build(cache, BuildRequest{"", record.source, options, index, ""});
+    return build(cache, BuildRequest{record.name, record.source, options, index, ""});
   }
 
   Expected<Key> key(const Config& config, const BuildRequest& request) override {

@@ -1,6 +1,7 @@
 #include "backends/opencl/opencl_compile.hpp"
 
 #include "backends/opencl/opencl_error.hpp"
+#include "backends/opencl/opencl_metadata.hpp"
 
 #include <cctype>
 
@@ -98,6 +99,13 @@ Expected<std::string> read_binary(cl_program program) {
       rc != CL_SUCCESS)
     return cl_error("clGetProgramInfo(CL_PROGRAM_BINARIES)", rc);
   return binary;
+}
+
+Expected<Entry> entry_of(cl_program program, const std::string& name) {
+  auto binary = read_binary(program);
+  if (!binary)
+    return std::move(binary).error();
+  return Entry{"opencl", std::move(*binary), encode_metadata({name, kernel_names(program)})};
 }
 
 } // namespace jitcache::opencl

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <jitcache/entry.hpp>
 #include <jitcache/error.hpp>
 #include <jitcache/expected.hpp>
 
@@ -35,5 +36,10 @@ Expected<cl_program> from_binary(cl_context context, cl_device_id device, std::s
 /// program is compiled (seconds for a large program), which is why it runs off the caller's
 /// path. Errors: runtime_error (a failing call, or an empty binary).
 Expected<std::string> read_binary(cl_program program);
+
+/// The entry of a program built for one device: its binary (read_binary), and as metadata the
+/// kernels the runtime names in it and `name`, the source's name (may be empty). Errors as
+/// read_binary.
+Expected<Entry> entry_of(cl_program program, const std::string& name);
 
 } // namespace jitcache::opencl

@@ -1,6 +1,7 @@
 #include "backends/opencl/opencl_runtime.hpp"
 
 #include "backends/opencl/opencl_compile.hpp"
+#include "backends/opencl/opencl_metadata.hpp"
 #include "core/support/current_directory.hpp"
 #include "core/tiers/packages/package_target.hpp"
 
@@ -28,9 +29,10 @@ bool pocl_cache_on(const Identity& id, const Config& config) {
 // by record_request). No variable of the configuration: a request file names what to build,
 // and the store process runs with the requesting process's settings from its environment.
 detail::RequestRecord describe(const Identity& id, std::string_view source,
-                               const std::string& options) {
+                               const std::string& options, const std::string& name) {
   detail::RequestRecord record;
   record.backend = "opencl";
+  record.name = name; // not part of the key: what the stored entry is named by
   record.device = id.device_name;
   record.options = {options};
   record.directory = std::string(detail::CurrentDirectory().path());
@@ -41,8 +43,9 @@ detail::RequestRecord describe(const Identity& id, std::string_view source,
 // The request as a detached `jitcache store` makes it again (StoreMode::detach). nullopt when
 // the current directory is gone: relative paths could not be resolved again.
 std::optional<detail::RequestRecord> handover(const Identity& id, const Key& key,
-                                              std::string_view source, const std::string& options) {
-  detail::RequestRecord record = describe(id, source, options);
+                                              std::string_view source, const std::string& options,
+                                              const std::string& name) {
+  detail::RequestRecord record = describe(id, source, options, name);
   if (record.directory.empty())
     return std::nullopt;
   record.key = key.digest.hex();
@@ -65,35 +68,31 @@ detail::HandleCache::Handle hold(cl_program program) {
 // caller's program would not see them.) Other runtimes: the caller's program is read, once.
 void store_later(detail::Compiled& compiled, const detail::HandleCache::Handle& handle,
                  cl_context context, cl_device_id device, std::string_view source,
-                 const std::string& options, bool pocl_cache) {
+                 const std::string& options, const std::string& name, bool pocl_cache) {
   if (pocl_cache) {
-    compiled.later = [handle, context, device, source = std::string(source),
-                      options]() -> Expected<Entry> {
+    compiled.later = [handle, context, device, source = std::string(source), options,
+                      name]() -> Expected<Entry> {
       auto again = from_source(context, device, source, options);
       if (!again)
         return std::move(again).error();
-      auto binary = read_binary(*again);
+      auto entry = entry_of(*again, name);
       clReleaseProgram(*again);
-      if (!binary)
-        return std::move(binary).error();
-      return Entry{"opencl", std::move(*binary)};
+      return entry;
     };
     compiled.refresh = compiled.later;
     return;
   }
-  compiled.later = [handle]() -> Expected<Entry> {
-    auto binary = read_binary(static_cast<cl_program>(handle.get()));
-    if (!binary)
-      return std::move(binary).error();
-    return Entry{"opencl", std::move(*binary)};
+  compiled.later = [handle, name]() -> Expected<Entry> {
+    return entry_of(static_cast<cl_program>(handle.get()), name);
   };
 }
 
 } // namespace
 
 Runtime::Runtime(Cache& cache, cl_context context, cl_device_id device, std::string_view source,
-                 std::string_view options)
-    : m_cache(cache), m_context(context), m_device(device), m_source(source), m_options(options) {}
+                 std::string_view options, std::string name)
+    : m_cache(cache), m_context(context), m_device(device), m_source(source), m_options(options),
+      m_name(std::move(name)) {}
 
 Expected<void> Runtime::check() {
   if (!m_context || !m_device)
@@ -181,12 +180,12 @@ Expected<detail::Compiled> Runtime::compile(const Key& key, Handle& handle) {
   detail::Compiled compiled;
   const Config& config = m_cache.config();
   if (m_cache.persistent("opencl") && !config.read_only) {
-    store_later(compiled, handle, m_context, m_device, m_source, m_options,
+    store_later(compiled, handle, m_context, m_device, m_source, m_options, m_name,
                 pocl_cache_on(*m_id, config));
     // Reading a PoCL binary is the expensive part of a first run: it can happen in another
     // process, after this one has exited.
     if (pocl(*m_id) && config.opencl_store == StoreMode::detach)
-      compiled.handover = handover(*m_id, key, m_source, m_options);
+      compiled.handover = handover(*m_id, key, m_source, m_options, m_name);
   }
   return compiled;
 }
@@ -199,7 +198,7 @@ Expected<Runtime::Handle> Runtime::load(const EntryView& entry, std::string&) {
 }
 
 detail::RequestRecord Runtime::describe() const {
-  return opencl::describe(*m_id, m_source, m_options);
+  return opencl::describe(*m_id, m_source, m_options, m_name);
 }
 
 } // namespace jitcache::opencl

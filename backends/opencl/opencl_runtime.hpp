@@ -18,8 +18,10 @@ namespace jitcache::opencl {
 /// application's own program (the OpenCL layer) derives from it and builds that program.
 class Runtime : public detail::Runtime {
 public:
+  /// `name`: the source's name, for people (`jitcache build`'s file; stored with the entry, not
+  /// part of the key); empty when the request has none (an application's).
   Runtime(Cache& cache, cl_context context, cl_device_id device, std::string_view source,
-          std::string_view options);
+          std::string_view options, std::string name = {});
 
   const char* backend() const override { return "opencl"; }
   Expected<void> check() override;
@@ -52,6 +54,7 @@ private:
   const cl_device_id m_device;
   const std::string_view m_source;
   const std::string m_options;
+  const std::string m_name;
   std::optional<Identity> m_own; ///< the device's, once own() asked
   std::optional<Identity> m_id;  ///< selected
 };

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,13 @@ struct BuildRequest {
   /// Backend::store: how long the requesting process's compile took (RequestRecord::compile_ns);
   /// 0: not known.
   std::uint64_t compile_ns = 0;
+};
+
+/// What a person recognises a stored entry by, beyond its key fields (`jitcache list`): empty
+/// parts are not known.
+struct EntryDescription {
+  std::string source;               ///< the source's name
+  std::vector<std::string> kernels; ///< its kernels
 };
 
 /// What the CLI needs of a backend. Each backend folder provides one (backends/<name>/cli.cpp)
@@ -53,6 +61,13 @@ public:
   /// the message listing the targets the installed compiler supports; unsupported for a backend
   /// that builds only for present devices.
   virtual Expected<void> check_target(const std::string& target) = 0;
+  /// What an entry of this backend says of itself in its `metadata` (Entry::metadata), for
+  /// `jitcache list`; nothing by default (CUDA and HIP name their source and kernels in the key
+  /// fields). Never fails: metadata it cannot read describes nothing.
+  virtual EntryDescription describe(std::string_view metadata) const {
+    static_cast<void>(metadata);
+    return {};
+  }
   /// Makes `record`, a request of this backend recorded by JITCACHE_RECORD, again through
   /// `cache` (for `jitcache warm`): for `target` (CUDA, HIP: a target that need not be present;
   /// empty: the recorded one), or on device `device` (OpenCL). First proves that the replay has

@@ -4,6 +4,7 @@
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/terminal.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +14,6 @@
 #include <fcntl.h>
 #include <fstream>
 #include <map>
-#include <pty.h>
 #include <set>
 #include <spawn.h>
 #include <sstream>
@@ -238,37 +238,12 @@ TEST_F(WarmTest, OnATerminalOneProgressLineIsRedrawnInPlace) {
                   app.path(), record)
                 .exit_code,
             0);
-  int terminal = -1, child_side = -1;
-  ASSERT_EQ(openpty(&terminal, &child_side, nullptr, nullptr, nullptr), 0);
-  std::vector<std::string> args{JITCACHE_CLI, "warm",   record.string(),      "--arch",
-                                "sm_80",      "--into", into.path().string(), "--jobs",
-                                "1"};
-  std::vector<char*> argv;
-  for (std::string& arg : args)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, child_side, 2);
-  posix_spawn_file_actions_addclose(&actions, child_side);
-  posix_spawn_file_actions_addclose(&actions, terminal);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(child_side);
-  std::string shown;
-  char chunk[4096];
-  for (ssize_t n; spawned == 0;) { // EIO once the child and its stderr are gone
-    if ((n = read(terminal, chunk, sizeof chunk)) > 0)
-      shown.append(chunk, static_cast<std::size_t>(n));
-    else if (n == 0 || errno != EINTR)
-      break;
-  }
-  close(terminal);
-  ASSERT_EQ(spawned, 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const test::TerminalRun run =
+      test::run_on_terminal({JITCACHE_CLI, "warm", record.string(), "--arch", "sm_80", "--into",
+                             into.path().string(), "--jobs", "1"});
+  ASSERT_EQ(run.spawned, 0);
+  const std::string& shown = run.shown;
+  const int status = run.status;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << shown;
   EXPECT_NE(shown.find("\r\033[K1/2 done, 0 failed, "), std::string::npos) << shown;
   // The item in flight is named, with its time so far, from its start (before one is done,

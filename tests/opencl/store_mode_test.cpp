@@ -8,6 +8,7 @@
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/terminal.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -837,6 +838,52 @@ TEST_F(StoreModeTest, TheWaitCountsTheFileTheWorkerIsStoring) {
   EXPECT_NE(err.find("still runs after 2 s, with 1 request files pending (1 being stored)"),
             std::string::npos)
       << err;
+}
+
+// `store --wait` names what the worker is storing: the worker writes it under its pid in its lock
+// (here a process holding the lock as a worker mid-store does; one of an older jitcache writes
+// its pid only, and is named by it alone).
+TEST_F(StoreModeTest, TheWaitNamesWhatTheWorkerIsStoring) {
+  { Cache create(config("wait")); }
+  fs::create_directories(pending());
+  test::ChildProcess worker([lock = pending() / "worker.lock"] {
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    const std::string said = std::to_string(::getpid()) + "\nmatmul.cl\n";
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0 ||
+        ::pwrite(fd, said.data(), said.size(), 0) != static_cast<ssize_t>(said.size()))
+      return 1;
+    test::ChildProcess::tell_parent("held");
+    for (;;)
+      ::pause();
+  });
+  ASSERT_EQ(worker.next_message(), std::optional<std::string>("held"));
+  write_requests(config("detach"), device, pending() / "taken-by-the-worker.taken");
+  std::string err;
+  EXPECT_EQ(
+      test::run_cli_bounded({"store", "--wait", "--timeout", "2"}, variables("detach"), 60, &err),
+      1)
+      << err;
+  EXPECT_NE(err.find("), storing matmul.cl: 1 request files pending (1 being stored) ("),
+            std::string::npos)
+      << err;
+}
+
+// With no worker alive, `store --wait` makes the stores itself; on a terminal it names each
+// request as it starts it (the source file `build` was given; here, requests of the library,
+// which have none, by backend and key).
+TEST_F(StoreModeTest, TheWaitStoringItselfNamesEachRequestOnATerminal) {
+  { Cache create(config("wait")); }
+  fs::create_directories(pending());
+  write_requests(config("detach"), device, pending() / "requests.jsonl");
+  const test::TerminalRun run = test::run_on_terminal(
+      {JITCACHE_CLI, "store", "--wait", "--timeout", "240"}, variables("detach"));
+  ASSERT_EQ(run.spawned, 0);
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << run.shown;
+  std::size_t named = 0;
+  for (auto at = run.shown.find("jitcache: storing opencl request "); at != std::string::npos;
+       at = run.shown.find("jitcache: storing opencl request ", at + 1))
+    ++named;
+  EXPECT_EQ(named, std::size(k_kernels)) << run.shown;
 }
 
 // The library's call: this process's stores handed over, then waited for; a new process hits.

@@ -285,6 +285,22 @@ TrialResult run_damage_trial(const DamageTools& tools, const fs::path& pristine,
   const Run after = run({tools.cli, "verify"}, cache, work);
   if (after.status != 0)
     return fail(describe("verify after", after) + " " + after.out.substr(0, 400));
+  // What `list` reads of each entry's use (its hits, the time) survives the damage: it runs,
+  // and each count is unknown (null: damaged, or replaced since) or one the trial could have
+  // made (a process hits an entry at most once: populating and three builds of two programs).
+  const Run listed = run({tools.cli, "list", "--json"}, cache, work);
+  if (listed.status != 0)
+    return fail(describe("list", listed));
+  constexpr int k_most_hits = 1 + 3 * 2;
+  for (std::size_t at = listed.out.find("\"hits\":"); at != std::string::npos;
+       at = listed.out.find("\"hits\":", at + 1)) {
+    const std::string value =
+        listed.out.substr(at + 7, listed.out.find_first_of(",}", at) - at - 7);
+    if (value != "null" && (value.empty() || value.size() > 2 ||
+                            value.find_first_not_of("0123456789") != std::string::npos ||
+                            std::stoi(value) > k_most_hits))
+      return fail("list shows " + value + " hits for an entry: " + listed.out.substr(0, 400));
+  }
   // Undetected damage must be harmless: nothing moved aside, every entry verify counted still
   // there (an empty data file is an empty cache, which LMDB starts afresh).
   const bool empty_before = before.out.rfind("0 entries checked", 0) == 0 ||

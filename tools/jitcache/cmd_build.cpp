@@ -39,17 +39,24 @@ int run_build(const Config& environment, const BuildOptions& options, const Outp
   const bool wait = config.opencl_store == StoreMode::wait;
   Cache cache(config);
   int status = 0;
+  // On a terminal, a line on stderr names the file in the works and estimates the time left:
+  // a file takes seconds, and a store that is waited for more (reading a PoCL binary compiles
+  // every kernel of the program).
+  Progress progress(options.files.size(), out, Progress::Lines::kept);
   for (const std::string& file : options.files) {
+    progress.begin(file);
     // A file that fails has its line too (--json: outcome "error"); its error goes to stderr.
     const auto failed = [&](const Error& error) {
-      if (out.json())
-        out.emit({{"file", file},
-                  {"backend", options.backend},
-                  {"outcome", "error"},
-                  {"code", to_string(error.code)},
-                  {"error", first_line(error.message)}},
-                 "");
-      status = fail(error);
+      progress.done(true, file, [&] {
+        if (out.json())
+          out.emit({{"file", file},
+                    {"backend", options.backend},
+                    {"outcome", "error"},
+                    {"code", to_string(error.code)},
+                    {"error", first_line(error.message)}},
+                   "");
+        status = fail(error);
+      });
       return !files_own(error);
     };
     auto source = read_source(file, options.max_source_size);
@@ -93,8 +100,9 @@ int run_build(const Config& environment, const BuildOptions& options, const Outp
                   info->compile_ms, info->load_ms,
                   info->bytes ? std::to_string(info->bytes).c_str() : "unknown",
                   info->key.hex().c_str());
-    out.emit(line, text);
+    progress.done(false, file, [&] { out.emit(line, text); });
   }
+  progress.finish();
   return status;
 }
 

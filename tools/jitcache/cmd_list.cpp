@@ -1,3 +1,4 @@
+#include "tools/jitcache/backend_table.hpp"
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
@@ -7,6 +8,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <system_error>
 
 namespace jitcache::cli {
@@ -15,17 +19,31 @@ namespace {
 
 // What a person recognises an entry by, read from the key fields stored with it: the target
 // (OpenCL: the device's name; CUDA, HIP: the architecture), and for CUDA and HIP the program's
-// name (the source file `build` was given) and its name expressions (the kernels). What an entry
-// does not say stays empty ("-"): OpenCL entries name no source or kernels.
+// name (the source file `build` was given) and its name expressions (the kernels); then what its
+// backend reads in its metadata (OpenCL: the source file `build` was given, and the kernels the
+// runtime named). What an entry does not say stays empty ("-").
 struct Described {
   std::string source;
   std::vector<std::string> kernels;
   std::string target;
 };
 
-Described describe(std::string_view key_fields) {
+// The backends entries were read with, by name (null: not built into this binary).
+using Backends = std::map<std::string, std::unique_ptr<detail::Backend>, std::less<>>;
+
+Described describe(const EntryView& entry, Backends& backends) {
   Described out;
-  const auto fields = detail::decode_key_fields(key_fields);
+  auto known = backends.find(entry.backend);
+  if (known == backends.end()) {
+    auto found = find_backend(std::string(entry.backend));
+    known = backends.emplace(entry.backend, found ? std::move(*found) : nullptr).first;
+  }
+  if (known->second) {
+    detail::EntryDescription described = known->second->describe(entry.metadata);
+    out.source = std::move(described.source);
+    out.kernels = std::move(described.kernels);
+  }
+  const auto fields = detail::decode_key_fields(entry.key_fields);
   if (!fields)
     return out;
   for (const KeyField& field : *fields) {
@@ -78,14 +96,20 @@ int run_list(const Config& config, const Output& out) {
   if (!listed)
     return fail(listed.error());
   const std::uint64_t now_us = detail::AccessLog::now_us();
+  Backends backends;
   for (const Store::Item& item : items) {
     Described about;
+    // Peeked: listing an entry is not a use of it (no hit counted, its age unchanged).
     if (item.valid)
-      static_cast<void>((*store)->visit(
-          item.key, [&](const EntryView& entry) { about = describe(entry.key_fields); }));
+      static_cast<void>((*store)->peek(
+          item.key, [&](const EntryView& entry) { about = describe(entry, backends); }));
+    const auto use = (*store)->entry_use(item.key);
     std::optional<std::uint64_t> age_s;
-    if (auto used = (*store)->last_use(item.key); used && *used && **used <= now_us)
-      age_s = (now_us - **used) / 1'000'000;
+    if (use && use->last_use_us && *use->last_use_us <= now_us)
+      age_s = (now_us - *use->last_use_us) / 1'000'000;
+    nlohmann::json hits = nullptr; // not counted (an older jitcache's entry) or damaged
+    if (use && use->hits)
+      hits = *use->hits;
     std::string kernels;
     for (const std::string& kernel : about.kernels)
       kernels += (kernels.empty() ? "" : ",") + kernel;
@@ -101,15 +125,15 @@ int run_list(const Config& config, const Output& out) {
         {"target", or_null(about.target)},
         {"bytes", item.bytes},
         {"last_used_s", age_s ? nlohmann::json(*age_s) : nlohmann::json(nullptr)},
-        {"hits", nullptr}, // not counted per entry yet
+        {"hits", hits},
         {"tier", "user"},
         {"valid", item.valid}};
     const auto shown = [](const std::string& text) { return text.empty() ? "-" : text; };
     out.emit(line, item.key.hex().substr(0, 16) + "  " + shown(item.backend) + "  " +
                        shown(about.source) + "  " + shown(kernels) + "  " + shown(about.target) +
                        "  " + format_size(item.bytes) + "  used " +
-                       (age_s ? age_text(*age_s) + " ago" : "-") + "  hits -" +
-                       (item.valid ? "" : "  CORRUPT"));
+                       (age_s ? age_text(*age_s) + " ago" : "-") + "  hits " +
+                       (hits.is_null() ? "-" : hits.dump()) + (item.valid ? "" : "  CORRUPT"));
   }
   return 0;
 }

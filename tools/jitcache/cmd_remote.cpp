@@ -2,9 +2,11 @@
 #include "tools/jitcache/user_tier.hpp"
 
 #include "core/support/clock.hpp"
+#include "core/tiers/entry_codec.hpp"
 #include "core/tiers/remote/remote_store.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace jitcache::cli {
@@ -64,12 +66,14 @@ Moved push(LmdbStore& user, RemoteStore& remote, const std::string& backend) {
     return moved;
   }
   for (const Digest& key : keys) {
-    auto entry = user.get(key);
-    if (!entry || !*entry) {
+    // Peeked: copying an entry to the remote is not a use of it here.
+    std::optional<Entry> entry;
+    auto read = user.peek(key, [&](const EntryView& view) { entry = detail::to_entry(view); });
+    if (!read || !entry) {
       ++moved.skipped; // removed or damaged since it was listed
       continue;
     }
-    auto ok = remote.put(key, **entry);
+    auto ok = remote.put(key, *entry);
     if (!ok && ok.error().code == ErrorCode::store_full) {
       ++moved.skipped;
       continue;
@@ -79,7 +83,7 @@ Moved push(LmdbStore& user, RemoteStore& remote, const std::string& backend) {
       return moved;
     }
     ++moved.copied;
-    moved.bytes += (*entry)->payload.size();
+    moved.bytes += entry->payload.size();
   }
   return moved;
 }
@@ -98,7 +102,7 @@ Moved pull(LmdbStore& user, RemoteStore& remote, const std::string& backend) {
     return moved;
   }
   for (const Digest& key : keys) {
-    auto here = user.visit(key, [](const EntryView&) {});
+    auto here = user.peek(key, [](const EntryView&) {});
     if (here && *here) {
       ++moved.present;
       continue;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -65,7 +66,8 @@ nlohmann::json store_one(const Config& config, const detail::RequestRecord& reco
     return dropped("cannot enter " + record.directory + ": " + std::strerror(errno));
   if (record.options.size() != 1)
     return dropped("not an OpenCL request: its options are not one string");
-  BuildRequest request{"", record.source, record.options.front(), 0, "", record.compile_ns};
+  BuildRequest request{record.name, record.source,    record.options.front(), 0,
+                       "",          record.compile_ns};
   auto found = device_with_key(**backend, config, request, record.key);
   if (!found)
     return dropped("no device gives the request's key any more (its files changed?)");
@@ -236,12 +238,22 @@ Expected<Taken> take(int dir_fd, const std::string& name, bool remove) {
   return taken;
 }
 
+// What a person recognises a request by while it is stored: the source file it was built from
+// (`jitcache build`'s), else its key.
+std::string label(const detail::RequestRecord& record) {
+  return record.name.empty() ? record.backend + " request " + record.key.substr(0, 16)
+                             : record.name;
+}
+
+// Called with each request before it is made (see store_file).
+using Starting = std::function<void(const detail::RequestRecord&)>;
+
 // Makes the requests of the request file `name` (relative to `dir_fd`; `file` names it), one
-// line each on `out`; a line that is no request is dropped, naming its number. 1 when the file
-// cannot be read, is no request file, or had such a line, else 0 (also when another process has
-// it).
+// line each on `out`, calling `starting` (when set) before each; a line that is no request is
+// dropped, naming its number. 1 when the file cannot be read, is no request file, or had such a
+// line, else 0 (also when another process has it).
 int store_file(const Config& config, int dir_fd, const std::string& name, const std::string& file,
-               bool remove, const Output& out) {
+               bool remove, const Output& out, const Starting& starting = {}) {
   auto taken = take(dir_fd, name, remove);
   if (!taken)
     return fail(Error(ErrorCode::io_error, "cannot read " + file + ": " + taken.error().message));
@@ -262,6 +274,8 @@ int store_file(const Config& config, int dir_fd, const std::string& name, const 
       if (text.empty())
         continue;
       auto record = detail::decode_request(text);
+      if (record && starting)
+        starting(*record);
       nlohmann::json line = record ? store_one(config, *record)
                                    : nlohmann::json{{"outcome", "dropped"},
                                                     {"why", "line " + std::to_string(number) +
@@ -309,25 +323,35 @@ Expected<void> open_pending(const std::filesystem::path& folder, Pending& pendin
   return {};
 }
 
-// Says who holds the worker lock (for `store --wait`): this process's pid, while it holds it.
-// Only a name for `store --wait` to print, so a failed write is a debug line: the lock itself is
-// the flock, not these bytes.
-void write_pid(int lock) {
-  const std::string pid = std::to_string(::getpid()) + "\n";
+// Says who holds the worker lock (for `store --wait`): this process's pid, while it holds it,
+// and on a second line what it is storing (`what`, when given). Only words for `store --wait` to
+// print, so a failed write is a debug line: the lock itself is the flock, not these bytes.
+void write_pid(int lock, const std::string& what = {}) {
+  const std::string pid = std::to_string(::getpid()) + "\n" + (what.empty() ? "" : what + "\n");
   if (::ftruncate(lock, 0) != 0 ||
       ::pwrite(lock, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
     log::debug(std::string("store: cannot write the worker's pid: ") + std::strerror(errno));
 }
 
-// The pid a worker wrote into its lock; empty when none.
-std::string holder(int lock) {
-  char buffer[32] = {};
+// What a worker wrote into its lock (write_pid): its pid and what it is storing; each empty
+// when not said (a worker of an older jitcache writes its pid only).
+struct Holder {
+  std::string pid;
+  std::string storing;
+};
+Holder holder(int lock) {
+  char buffer[4096] = {};
   const ssize_t n = ::pread(lock, buffer, sizeof buffer - 1, 0);
-  std::string pid(buffer, n > 0 ? static_cast<std::size_t>(n) : 0);
-  pid.erase(pid.find_last_not_of("\n") + 1);
-  return !pid.empty() && pid.size() < 10 && pid.find_first_not_of("0123456789") == std::string::npos
-             ? pid
-             : std::string();
+  const std::string text(buffer, n > 0 ? static_cast<std::size_t>(n) : 0);
+  const std::size_t end = text.find('\n');
+  Holder out;
+  out.pid = text.substr(0, end);
+  if (out.pid.empty() || out.pid.size() >= 10 ||
+      out.pid.find_first_not_of("0123456789") != std::string::npos)
+    return {};
+  if (end != std::string::npos && text.find('\n', end + 1) != std::string::npos)
+    out.storing = text.substr(end + 1, text.find('\n', end + 1) - end - 1);
+  return out;
 }
 
 // With the worker lock of `pending` held: stores every request file of the folder, batch after
@@ -336,17 +360,26 @@ std::string holder(int lock) {
 // listing and its unlock started nothing: when a file is there, takes the lock again and goes
 // on (when another process has it by then, that one lists the folder after taking it). Returns
 // 1 when a file could not be read, else 0; `others` is set when it ended because another
-// process took the lock.
-int drain(const Config& config, const Pending& pending, const Output& out, bool* others) {
+// process took the lock. Each request is named in the lock before it is made (for `store
+// --wait` in another process) and, when `say` (`store --wait` storing in the foreground, on a
+// terminal), on stderr.
+int drain(const Config& config, const Pending& pending, const Output& out, bool* others,
+          bool say = false) {
   std::set<std::string> tried;
   int status = 0;
+  const Starting starting = [&](const detail::RequestRecord& record) {
+    write_pid(pending.lock, label(record));
+    if (say)
+      std::cerr << "jitcache: storing " << label(record) << "\n";
+  };
   for (;;) {
     write_pid(pending.lock);
     for (std::vector<std::string> names;
          !(names = take_from(pending.dir_fd, pending.folder, tried)).empty();)
       for (const std::string& name : names) {
         tried.insert(name);
-        status |= store_file(config, pending.dir_fd, name, pending.folder + "/" + name, true, out);
+        status |= store_file(config, pending.dir_fd, name, pending.folder + "/" + name, true, out,
+                             starting);
       }
     if (::ftruncate(pending.lock, 0) != 0)
       log::debug(std::string("store: cannot clear the worker's pid: ") + std::strerror(errno));
@@ -434,7 +467,7 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
     if (::flock(pending.lock, LOCK_EX | LOCK_NB) == 0) {
       // No worker alive: the stores left are made here, in the foreground.
       bool others = false;
-      status |= drain(config, pending, out, &others);
+      status |= drain(config, pending, out, &others, ::isatty(STDERR_FILENO) != 0);
       if (!others)
         break;
       continue; // another process took the lock meanwhile: wait for it
@@ -450,8 +483,9 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
              " request files pending" +
              (taken ? " (" + std::to_string(taken) + " being stored)" : std::string());
     };
-    const std::string pid = holder(pending.lock);
+    const auto [pid, storing] = holder(pending.lock);
     const std::string worker = "the store worker" + (pid.empty() ? "" : " (pid " + pid + ")");
+    const std::string doing = storing.empty() ? "" : ", storing " + storing;
     // Someone waits for the worker now: it leaves the idle classes, so that a busy machine does
     // not starve it (its nice value stays 19; a process of the same user may do this).
     if (!pid.empty() && ::sched_getscheduler(std::stoi(pid)) == SCHED_IDLE) {
@@ -467,7 +501,7 @@ int run_store_wait(const Config& environment, const std::string& pending_dir, do
                                                       pending.folder));
     if (waited - reported >= (reported == 0 ? 1.0 : 5.0)) {
       reported = waited;
-      std::cerr << "jitcache: waiting for " << worker << ": " << left() << " ("
+      std::cerr << "jitcache: waiting for " << worker << doing << ": " << left() << " ("
                 << static_cast<long>(waited) << " s)\n";
     }
     clock.sleep_for(std::chrono::milliseconds(50));

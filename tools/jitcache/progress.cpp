@@ -19,8 +19,16 @@ std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
-Progress::Progress(std::size_t total, const Output& out)
-    : m_total(total), m_out(out), m_terminal(!out.json() && ::isatty(STDERR_FILENO)) {
+namespace {
+
+// Moves to the start of the terminal's line and clears it.
+constexpr const char* k_clear_line = "\r\033[K";
+
+} // namespace
+
+Progress::Progress(std::size_t total, const Output& out, Lines lines)
+    : m_total(total), m_out(out), m_lines(lines),
+      m_terminal((lines == Lines::kept || !out.json()) && ::isatty(STDERR_FILENO)) {
   if (m_terminal)
     m_ticker = std::thread([this] { tick(); });
 }
@@ -45,9 +53,7 @@ void Progress::begin(const std::string& what) {
     draw();
 }
 
-void Progress::report(bool failed, const nlohmann::json& line, const std::string& text,
-                      const std::string& what) {
-  std::lock_guard<std::mutex> lock(m_mutex);
+void Progress::count(bool failed, const std::string& what) {
   ++m_done;
   m_failed += failed;
   for (auto it = m_in_flight.begin(); it != m_in_flight.end(); ++it)
@@ -55,6 +61,12 @@ void Progress::report(bool failed, const nlohmann::json& line, const std::string
       m_in_flight.erase(it);
       break;
     }
+}
+
+void Progress::report(bool failed, const nlohmann::json& line, const std::string& text,
+                      const std::string& what) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  count(failed, what);
   if (!m_terminal) {
     m_out.emit(line, "[" + std::to_string(m_done) + "/" + std::to_string(m_total) + "] " + text);
     return;
@@ -62,9 +74,19 @@ void Progress::report(bool failed, const nlohmann::json& line, const std::string
   draw();
 }
 
+void Progress::done(bool failed, const std::string& what, const std::function<void()>& print) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  count(failed, what);
+  if (m_terminal)
+    std::cerr << k_clear_line << std::flush;
+  print();
+  if (m_terminal)
+    draw();
+}
+
 void Progress::draw() {
   const double elapsed = m_clock.ms() / 1000;
-  std::cerr << "\r\033[K" << m_done << "/" << m_total << " done, " << m_failed << " failed, "
+  std::cerr << k_clear_line << m_done << "/" << m_total << " done, " << m_failed << " failed, "
             << seconds_text(elapsed) << " elapsed";
   double spent = 0; // by the items in flight so far
   for (const auto& [what, started] : m_in_flight)
@@ -99,7 +121,9 @@ void Progress::finish() {
   m_wake.notify_all();
   if (m_ticker.joinable())
     m_ticker.join();
-  if (m_terminal)
+  if (m_terminal && m_lines == Lines::kept)
+    std::cerr << k_clear_line << std::flush; // the items' lines said it all
+  else if (m_terminal)
     std::cerr << '\n';
 }
 

@@ -23,7 +23,8 @@ int evict(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t& total, std::uint64_t t
     c.value_bytes = v.mv_size;
     MDB_val key = k, when;
     if (mdb_get(txn, e.access, &key, &when) == MDB_SUCCESS)
-      c.last_use = as_u64(when);
+      c.last_use = decode_use(c.key, {static_cast<const char*>(when.mv_data), when.mv_size})
+                       .last_use_us.value_or(0);
     candidates.push_back(c);
   });
   if (r != MDB_SUCCESS)

@@ -30,16 +30,16 @@ Expected<bool> visit_value(LmdbStore::Env& e, MDB_dbi dbi, const Digest& name,
   return found;
 }
 
-Expected<std::optional<std::uint64_t>> LmdbStore::last_use(const Digest& key) {
+Expected<EntryUse> LmdbStore::entry_use(const Digest& key) {
   auto e = env();
-  std::optional<std::uint64_t> when;
-  auto seen = visit_value(*e, e->access, key, [&](std::string_view bytes) {
-    if (bytes.size() == sizeof(std::uint64_t))
-      when = as_u64(MDB_val{bytes.size(), const_cast<char*>(bytes.data())});
-  });
+  EntryUse use;
+  if (!e->has_dbs || e->read_only) // only writers keep uses (open_env)
+    return use;
+  auto seen = visit_value(*e, e->access, key,
+                          [&](std::string_view bytes) { use = decode_use(key, bytes); });
   if (!seen)
     return std::move(seen).error();
-  return when;
+  return use;
 }
 
 Expected<bool> LmdbStore::visit_record(const Digest& name,

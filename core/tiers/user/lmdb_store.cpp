@@ -143,6 +143,17 @@ Expected<std::optional<Entry>> LmdbStore::get(const Digest& key) {
 
 Expected<Store::Visit> LmdbStore::visit(const Digest& key,
                                         const std::function<void(const EntryView&)>& use) {
+  return read_entry(key, use, true);
+}
+
+Expected<Store::Visit> LmdbStore::peek(const Digest& key,
+                                       const std::function<void(const EntryView&)>& use) {
+  return read_entry(key, use, false);
+}
+
+Expected<Store::Visit> LmdbStore::read_entry(const Digest& key,
+                                             const std::function<void(const EntryView&)>& use,
+                                             bool hit) {
   auto e = env();
   if (!e->has_dbs)
     return Visit::miss();
@@ -173,7 +184,7 @@ Expected<Store::Visit> LmdbStore::visit(const Digest& key,
     log::warn(bad->message + " (key " + key.hex() + "); treated as a miss and replaced");
     return Visit::damaged(bad->message);
   }
-  if (found && writes(*e)) {
+  if (found && hit && writes(*e)) {
     e->uses.record(key, AccessLog::now_us());
     if (e->uses.due()) // a process that only hits still tells eviction what it uses
       write_transaction(*e, [](MDB_txn*) { return MDB_SUCCESS; });
@@ -213,11 +224,11 @@ Expected<void> LmdbStore::write_entry(const Digest& key, const Entry& entry,
         const std::uint64_t replaced =
             mdb_get(txn, e->entries, &k, &old) == MDB_SUCCESS ? footprint(*e, old.mv_size) : 0;
         std::uint64_t total = before - std::min(before, replaced) + size;
+        // Stored again (an import, a remote copy, two processes compiling it): its hits stay.
+        const std::uint32_t hits = replaced ? stored_use(*e, txn, key).hits.value_or(0) : 0;
         int r = mdb_put(txn, e->entries, &k, &v, 0);
-        std::uint64_t now = AccessLog::now_us();
-        MDB_val t = as_val(now);
         if (r == MDB_SUCCESS)
-          r = mdb_put(txn, e->access, &k, &t, 0);
+          r = put_use(*e, txn, key, AccessLog::now_us(), hits);
         if (r == MDB_SUCCESS && counters)
           r = add_counters_in(*e, txn, *counters);
         if (r == MDB_SUCCESS)

@@ -3,6 +3,7 @@
 #include "core/support/fs_check.hpp"
 
 #include "core/tiers/entry_codec.hpp"
+#include "core/tiers/user/access_log.hpp"
 #include "core/tiers/user/user_tier.hpp"
 
 #include <jitcache/stats.hpp>
@@ -77,6 +78,9 @@ public:
   /// written again. `use` must not call this store.
   Expected<Visit> visit(const Digest& key,
                         const std::function<void(const EntryView&)>& use) override;
+  /// Like visit(), without it counting as a use (no hit counted, no later use time): for what
+  /// only looks at entries (`jitcache list`, `export`, `remote push`).
+  Expected<Visit> peek(const Digest& key, const std::function<void(const EntryView&)>& use);
   /// Errors as Store::put; store_full also when the entry alone is larger than the size limit.
   Expected<void> put(const Digest& key, const Entry& entry) override;
   Expected<bool> remove(const Digest& key) override;
@@ -101,10 +105,12 @@ public:
   /// more than k_max_records, and by clear(). A miss is an empty optional; bytes are returned
   /// as stored.
   Expected<std::optional<std::string>> get_record(const Digest& name);
-  /// When the entry of `key` was last used (stored or hit, as far as this tier has been told:
-  /// AccessLog writes hits in batches), in AccessLog::now_us() units; empty when not known.
-  /// For `jitcache list`. Errors: io_error (LMDB's, with the folder).
-  Expected<std::optional<std::uint64_t>> last_use(const Digest& key);
+  /// When the entry of `key` was last used (stored or hit) and how often it was hit, as far as
+  /// this tier has been told: AccessLog writes hits in batches, with the next write of each
+  /// process and at the latest when its last handle closes (a process killed before that loses
+  /// its batch). Each part is empty when not known (a read-only environment keeps no uses). For
+  /// `jitcache list`. Errors: io_error (LMDB's, with the folder).
+  Expected<EntryUse> entry_use(const Digest& key);
   /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.
   Expected<bool> visit_record(const Digest& name,
@@ -194,6 +200,9 @@ private:
   std::shared_ptr<Env> env();
   bool writes(const Env& env) const;
   Expected<void> write_entry(const Digest& key, const Entry& entry, const Stats* counters);
+  /// visit() (`hit`: recorded as a use) and peek().
+  Expected<Visit> read_entry(const Digest& key, const std::function<void(const EntryView&)>& use,
+                             bool hit);
   std::shared_ptr<Env> m_env;
   bool m_read_only; ///< this handle's view: a read-only open may share a writable environment
   Options m_options;

@@ -2,6 +2,9 @@
 
 #include "core/tiers/user/eviction.hpp"
 
+#include <algorithm>
+#include <climits>
+
 namespace jitcache::detail {
 
 namespace {
@@ -21,13 +24,33 @@ Error read_only_error(const std::filesystem::path& dir) {
   return Error(ErrorCode::read_only, "user tier " + dir.string() + " is read-only");
 }
 
+EntryUse stored_use(LmdbStore::Env& e, MDB_txn* txn, const Digest& key) {
+  MDB_val k = as_val(key), v;
+  if (mdb_get(txn, e.access, &k, &v) != MDB_SUCCESS)
+    return {};
+  return decode_use(key, {static_cast<const char*>(v.mv_data), v.mv_size});
+}
+
+int put_use(LmdbStore::Env& e, MDB_txn* txn, const Digest& key, std::uint64_t last_use_us,
+            std::uint64_t hits) {
+  const std::string bytes = encode_use(
+      key, last_use_us,
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(hits, UINT32_MAX))); // saturates
+  MDB_val k = as_val(key), v{bytes.size(), const_cast<char*>(bytes.data())};
+  return mdb_put(txn, e.access, &k, &v, 0);
+}
+
 int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch) {
-  for (auto [key, when] : batch) {
+  for (const auto& [key, use] : batch) {
     MDB_val k = as_val(key), v;
     if (mdb_get(txn, e.entries, &k, &v) != MDB_SUCCESS)
       continue;
-    MDB_val t = as_val(when);
-    if (int r = mdb_put(txn, e.access, &k, &t, 0); r != MDB_SUCCESS)
+    // Read and added to inside the write transaction, which LMDB runs one at a time across
+    // processes: batches of processes hitting at once all count.
+    const EntryUse stored = stored_use(e, txn, key);
+    if (int r = put_use(e, txn, key, std::max(stored.last_use_us.value_or(0), use.when_us),
+                        std::uint64_t(stored.hits.value_or(0)) + use.hits);
+        r != MDB_SUCCESS)
       return r;
   }
   return MDB_SUCCESS;

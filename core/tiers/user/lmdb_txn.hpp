@@ -56,7 +56,16 @@ template <typename Fn> int scan(MDB_txn* txn, MDB_dbi dbi, Fn&& fn) {
 Expected<bool> visit_value(LmdbStore::Env& e, MDB_dbi dbi, const Digest& name,
                            const std::function<void(std::string_view)>& use);
 
-/// Writes the recorded uses of entries that still exist. Returns an LMDB status.
+/// What `txn` holds of the use of the entry `key` (nothing known when there is no record).
+EntryUse stored_use(LmdbStore::Env& e, MDB_txn* txn, const Digest& key);
+
+/// Keeps `last_use_us` and `hits` (at most UINT32_MAX) as the use of the entry `key` (see
+/// encode_use). Returns an LMDB status.
+int put_use(LmdbStore::Env& e, MDB_txn* txn, const Digest& key, std::uint64_t last_use_us,
+            std::uint64_t hits);
+
+/// Writes the recorded uses of entries that still exist: the latest time, and the hits added to
+/// those stored. Returns an LMDB status.
 int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch);
 
 /// What an entry whose value has `value_bytes` takes in `e`'s data file (entry_footprint).

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -110,6 +111,19 @@ TEST_F(OpenCLLayer, EveryAnswerAboutAProgramIsTheRuntimesOnAMissAndOnAHit) {
   // programs that fail to compile are the runtime's compiles, each time.
   EXPECT_EQ(after_second.hits - after_first.hits, 4u);
   EXPECT_EQ(after_second.misses, after_first.misses);
+  // What `jitcache list` names an application's program by: its kernels, as the runtime names
+  // them (the application gives the program no file name).
+  ProcessResult listed = run_cli({"list", "--json"}, env(false));
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  std::set<nlohmann::json> kernels;
+  std::istringstream lines(listed.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto entry = nlohmann::json::parse(line);
+    EXPECT_EQ(entry["source"], nullptr) << line;
+    kernels.insert(entry["kernels"]);
+  }
+  EXPECT_EQ(kernels.count(nlohmann::json({"add", "scale"})), 1u) << listed.out;
+  EXPECT_EQ(kernels.count(nlohmann::json({"warns"})), 1u) << listed.out;
 }
 
 TEST_F(OpenCLLayer, TurnedOffItPassesEverythingThrough) {
