@@ -32,7 +32,7 @@ void add_candidates(KeyBuilder& builder, const std::string& why, const std::vect
     for (const fs::path& file : files)
       if (seen.insert(fs::weakly_canonical(file, ec)).second) {
         detail::FileStamp stamp;
-        if (auto content = detail::read_stamped(file.string(), stamp)) {
+        if (auto content = read_header(file.string(), stamp)) {
           builder.header(why + ": " + file.filename().string(), *content, file.string());
           deps.read.push_back(std::move(stamp));
         }

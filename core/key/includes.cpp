@@ -189,7 +189,7 @@ public:
         if (resolved_somewhere)
           break;
         detail::FileStamp stamp;
-        auto header = known.read(resolved, stamp);
+        auto header = folder_exists(resolved) ? known.read(resolved, stamp) : nullptr;
         if (!header) {
           m_absent.insert(resolved);
           continue;
@@ -205,6 +205,21 @@ public:
     }
   }
 
+  // Whether the folder `path` would be in exists, looked at once per scan: most candidates a
+  // toolkit's includes try are in folders that do not exist (cuda/std/... under every -I folder
+  // searched before the toolkit's), and one stat(2) of the folder answers for all of them.
+  bool folder_exists(const std::string& path) {
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos || slash == 0)
+      return true;
+    auto [at, added] = m_folders.try_emplace(path.substr(0, slash), false);
+    if (added) {
+      struct stat st {};
+      at->second = ::stat(at->first.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    return at->second;
+  }
+
   IncludeScan take() {
     m_out.absent.assign(m_absent.begin(), m_absent.end());
     m_out.unresolved.assign(m_unresolved.begin(), m_unresolved.end());
@@ -217,11 +232,19 @@ private:
   std::set<std::string> m_seen;
   std::set<std::string> m_absent;
   std::set<std::string> m_unresolved;
-  std::unordered_set<std::string> m_searched; ///< folder (quoted includes) and name searched
+  std::unordered_set<std::string> m_searched;      ///< folder (quoted includes) and name searched
+  std::unordered_map<std::string, bool> m_folders; ///< folder_exists()
   IncludeScan m_out;
 };
 
 } // namespace
+
+std::shared_ptr<const std::string> read_header(const std::string& path, FileStamp& stamp) {
+  auto header = KnownHeaders::instance().read(path, stamp);
+  if (!header)
+    return nullptr;
+  return std::shared_ptr<const std::string>(header, &header->content);
+}
 
 std::vector<std::string> split_options(std::string_view options) {
   std::vector<std::string> out;

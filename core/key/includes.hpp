@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,12 @@ struct IncludeScan {
 IncludeScan scan_includes(std::string_view source,
                           const std::vector<std::filesystem::path>& include_dirs,
                           const std::map<std::string, std::string>& in_memory = {});
+
+/// The content of the regular file `path` as read_stamped() gives it (`stamp` set likewise),
+/// read once per process while stat(2) gives the stamp it was read with and that stamp is old
+/// enough to vouch for its content (too_recent): a process compiles many kernels on the same
+/// headers. nullptr: absent, unreadable or not a regular file. Thread-safe.
+std::shared_ptr<const std::string> read_header(const std::string& path, FileStamp& stamp);
 
 /// Splits an option string the way a shell would for the simple cases compilers see: whitespace
 /// separates, single and double quotes group (and are removed).
