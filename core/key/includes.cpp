@@ -160,7 +160,8 @@ public:
       }
       if (auto it = m_in_memory.find(d.name); it != m_in_memory.end()) {
         if (m_seen.insert("mem:" + d.name).second) {
-          m_out.headers.push_back({d.name, k_in_memory_path, it->second, {}});
+          auto owner = std::make_shared<const std::string>(it->second);
+          m_out.headers.push_back({d.name, k_in_memory_path, *owner, owner, {}});
           scan(it->second, std::nullopt, depth + 1);
         }
         continue;
@@ -195,7 +196,9 @@ public:
           continue;
         }
         m_seen.insert(resolved);
-        m_out.headers.push_back({d.name, resolved, header->content, std::move(stamp)});
+        m_out.headers.push_back({d.name, resolved, header->content,
+                                 std::shared_ptr<const std::string>(header, &header->content),
+                                 std::move(stamp)});
         scan(header->directives, fs::path(resolved).parent_path(), depth + 1);
         resolved_somewhere = true;
         break;

@@ -16,9 +16,10 @@ namespace jitcache::detail {
 inline constexpr const char* k_in_memory_path = "(in memory)";
 
 struct IncludedHeader {
-  std::string name;        ///< as the #include spells it (or the in-memory name)
-  std::string path;        ///< where it was found (canonical), or k_in_memory_path
-  std::string content;     ///< its bytes
+  std::string name;         ///< as the #include spells it (or the in-memory name)
+  std::string path;         ///< where it was found (canonical), or k_in_memory_path
+  std::string_view content; ///< its bytes, held by `owner` (a file's shared with read_header)
+  std::shared_ptr<const std::string> owner;
   detail::FileStamp stamp; ///< of the file as it was read (not exists: given in memory)
 };
 

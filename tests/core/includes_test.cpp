@@ -126,7 +126,7 @@ TEST(IncludesTest, AQuotedIncludeFromAHeaderFoundThroughDotIsSearchedThereFirst)
   std::filesystem::current_path(before);
   std::vector<std::string> contents;
   for (const auto& header : headers)
-    contents.push_back(header.content);
+    contents.emplace_back(header.content);
   EXPECT_EQ(contents,
             (std::vector<std::string>{"int sys_b;\n", "#include \"b.h\"\n", "int local_b;\n"}));
 }
