@@ -145,6 +145,11 @@ int main(int argc, char** argv) {
       expressions[n_expressions++] = argv[i];
     }
 
+  /* The runtime's version first, as applications ask it (CuPy does at its start): the real
+   * library is loaded before the timed calls with and without a front-end alike (linked, the raw
+   * runtime is loaded before main; a front-end opens it at its first call that needs it). */
+  int major = 0, minor = 0;
+  RTC(Version)(&major, &minor);
   if (many > 0) {
     compile_many(many, source, name, n_options, options, n_expressions, expressions);
   } else {
