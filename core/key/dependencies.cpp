@@ -2,6 +2,7 @@
 
 #include "core/key/includes.hpp"
 
+#include <map>
 #include <set>
 
 namespace jitcache::detail {
@@ -31,7 +32,7 @@ void add_candidates(KeyBuilder& builder, const std::string& why, const std::vect
     for (const fs::path& file : files)
       if (seen.insert(fs::weakly_canonical(file, ec)).second) {
         detail::FileStamp stamp;
-        if (auto content = detail::read_stamped(file.string(), stamp)) {
+        if (auto content = read_header(file.string(), stamp)) {
           builder.header(why + ": " + file.filename().string(), *content, file.string());
           deps.read.push_back(std::move(stamp));
         }
@@ -139,10 +140,16 @@ std::optional<std::string> guards_of(const Dependencies& deps, detail::StampCloc
   // scratch folder): its stamp would change with every file made there and prove no key. A name
   // absent there is vouched for by its own absent stamp instead (one stat).
   const fs::path cwd = fs::current_path(ec);
+  // The absent paths of a scan are many (a toolkit's: over a thousand) in few folders: each
+  // folder's nearest existing one is looked for once.
+  std::map<fs::path, fs::path> nearest;
   for (const std::string& path : deps.absent) {
-    fs::path dir = fs::path(path).parent_path();
-    while (dir.has_relative_path() && !fs::is_directory(dir, ec))
-      dir = dir.parent_path();
+    const fs::path parent = fs::path(path).parent_path();
+    auto [at, added] = nearest.try_emplace(parent, parent);
+    fs::path& dir = at->second;
+    if (added)
+      while (dir.has_relative_path() && !fs::is_directory(dir, ec))
+        dir = dir.parent_path();
     if (!cwd.empty() && dir == cwd)
       out.push_back(detail::stamp_of(path));
     else

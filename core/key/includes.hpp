@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,9 +16,10 @@ namespace jitcache::detail {
 inline constexpr const char* k_in_memory_path = "(in memory)";
 
 struct IncludedHeader {
-  std::string name;        ///< as the #include spells it (or the in-memory name)
-  std::string path;        ///< where it was found (canonical), or k_in_memory_path
-  std::string content;     ///< its bytes
+  std::string name;         ///< as the #include spells it (or the in-memory name)
+  std::string path;         ///< where it was found (canonical), or k_in_memory_path
+  std::string_view content; ///< its bytes, held by `owner` (a file's shared with read_header)
+  std::shared_ptr<const std::string> owner;
   detail::FileStamp stamp; ///< of the file as it was read (not exists: given in memory)
 };
 
@@ -43,6 +45,12 @@ struct IncludeScan {
 IncludeScan scan_includes(std::string_view source,
                           const std::vector<std::filesystem::path>& include_dirs,
                           const std::map<std::string, std::string>& in_memory = {});
+
+/// The content of the regular file `path` as read_stamped() gives it (`stamp` set likewise),
+/// read once per process while stat(2) gives the stamp it was read with and that stamp is old
+/// enough to vouch for its content (too_recent): a process compiles many kernels on the same
+/// headers. nullptr: absent, unreadable or not a regular file. Thread-safe.
+std::shared_ptr<const std::string> read_header(const std::string& path, FileStamp& stamp);
 
 /// Splits an option string the way a shell would for the simple cases compilers see: whitespace
 /// separates, single and double quotes group (and are removed).

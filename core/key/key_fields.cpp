@@ -2,10 +2,69 @@
 
 #include "core/support/byte_io.hpp"
 
+#include <xxhash.h>
+
+#include <mutex>
+#include <unordered_map>
+
 namespace jitcache::detail {
 
 namespace {
+
 constexpr std::size_t k_inline_value_limit = 128;
+
+// The stored form of long values, remembered per process: a process's keys repeat the same
+// headers (each kernel of a CuPy program reads 3 MB of toolkit headers), and hashing them again
+// for the stored form was a third of building such a key. A value is found by its XXH3-128 and
+// used only when its bytes equal those the digest was computed from (kept here, bounded).
+class StoredDigests {
+public:
+  static StoredDigests& instance() {
+    static StoredDigests* const digests = new StoredDigests; // never destroyed: used during exit
+    return *digests;
+  }
+
+  std::string of(std::string_view value) {
+    if (value.size() < k_remembered_from)
+      return "sha256:" + Digest::of(value).hex();
+    const XXH128_hash_t hash = XXH3_128bits(value.data(), value.size());
+    const Id id{hash.low64, hash.high64};
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      if (auto it = m_known.find(id); it != m_known.end() && it->second.value == value)
+        return it->second.stored;
+    }
+    std::string stored = "sha256:" + Digest::of(value).hex();
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_bytes + value.size() > k_remembered_bytes) {
+      m_known.clear();
+      m_bytes = 0;
+    }
+    if (m_known.try_emplace(id, Known{std::string(value), stored}).second)
+      m_bytes += value.size();
+    return stored;
+  }
+
+private:
+  // Below this size, hashing costs about as much as finding the digest again.
+  static constexpr std::size_t k_remembered_from = 4096;
+  static constexpr std::size_t k_remembered_bytes = std::size_t(64) << 20;
+  struct Id {
+    std::uint64_t low, high;
+    bool operator==(const Id& o) const { return low == o.low && high == o.high; }
+  };
+  struct IdHash {
+    std::size_t operator()(const Id& id) const { return static_cast<std::size_t>(id.low); }
+  };
+  struct Known {
+    std::string value;
+    std::string stored;
+  };
+  std::mutex m_mutex;
+  std::unordered_map<Id, Known, IdHash> m_known;
+  std::size_t m_bytes = 0;
+};
+
 } // namespace
 
 std::string encode_key_fields(const std::vector<KeyField>& fields) {
@@ -14,7 +73,7 @@ std::string encode_key_fields(const std::vector<KeyField>& fields) {
     out += static_cast<char>(f.section);
     detail::append_sized<std::uint32_t>(out, f.name);
     const std::string value =
-        f.value.size() <= k_inline_value_limit ? f.value : "sha256:" + Digest::of(f.value).hex();
+        f.value.size() <= k_inline_value_limit ? f.value : StoredDigests::instance().of(f.value);
     detail::append_sized<std::uint32_t>(out, value);
   }
   return out;

@@ -1,10 +1,14 @@
 #include "core/key/dependencies.hpp"
 #include "core/key/includes.hpp"
+#include "tests/support/fake_clock.hpp"
+#include "tests/support/open_count.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +48,50 @@ TEST(IncludesTest, FollowsIncludePathsRecursivelyOnce) {
   EXPECT_EQ(headers[3].content, "int m;");
 }
 
+// A process compiles many kernels that include the same headers (CuPy: every kernel includes
+// <cupy/carray.cuh> and the toolkit headers it pulls in): a header read before, whose stamp
+// still holds, is not opened again.
+TEST(IncludesTest, AHeaderReadBeforeIsNotOpenedAgainWhileItsStampHolds) {
+  test::TempDir dir;
+  const auto inc = dir.path() / "inc";
+  write(inc / "a.h", "#include \"b.h\"\nint a;\n");
+  write(inc / "b.h", "int b;\n");
+  test::FakeClock clock;
+  clock.advance(std::chrono::seconds(3)); // the files are old enough to vouch for their content
+  ASSERT_EQ(scan_includes("#include <a.h>\n", {inc}).headers.size(), 2u);
+  test::OpenCount opens(inc);
+  ASSERT_TRUE(opens.watching());
+  auto again = scan_includes("// another kernel\n#include <a.h>\n", {inc});
+  EXPECT_EQ(opens.take(), (std::map<std::string, int>{}));
+  ASSERT_EQ(again.headers.size(), 2u);
+  EXPECT_EQ(again.headers[0].content, "#include \"b.h\"\nint a;\n");
+  EXPECT_EQ(again.headers[1].content, "int b;\n");
+  EXPECT_TRUE(again.headers[1].stamp.exists);
+
+  // A header changed since: read again, and what it includes now is followed.
+  write(inc / "b.h", "#include \"c.h\"\nint b;\n");
+  write(inc / "c.h", "int c;\n");
+  clock.advance(std::chrono::seconds(3));
+  opens.take(); // the writes'
+  auto changed = scan_includes("#include <a.h>\n", {inc});
+  ASSERT_EQ(changed.headers.size(), 3u);
+  EXPECT_EQ(changed.headers[1].content, "#include \"c.h\"\nint b;\n");
+  EXPECT_EQ(changed.headers[2].content, "int c;\n");
+  EXPECT_EQ(opens.take(), (std::map<std::string, int>{{"b.h", 1}, {"c.h", 1}}));
+}
+
+// A stamp taken within the clock's tick of a write cannot tell two writes of the same size
+// apart: such a header is read each time.
+TEST(IncludesTest, AHeaderWrittenTooRecentlyToVouchIsReadEachTime) {
+  test::TempDir dir;
+  const auto inc = dir.path() / "inc";
+  write(inc / "a.h", "int a;\n");
+  test::FakeClock clock; // stands still: every file written now stays too recent
+  ASSERT_EQ(scan_includes("#include <a.h>\n", {inc}).headers.at(0).content, "int a;\n");
+  write(inc / "a.h", "int b;\n"); // same size, maybe the same stamp
+  EXPECT_EQ(scan_includes("#include <a.h>\n", {inc}).headers.at(0).content, "int b;\n");
+}
+
 TEST(IncludesTest, ARemovedCurrentDirectoryIsLeftOutNotThrown) {
   test::TempDir dir;
   write(dir.path() / "inc/a.h", "int a;\n");
@@ -78,7 +126,7 @@ TEST(IncludesTest, AQuotedIncludeFromAHeaderFoundThroughDotIsSearchedThereFirst)
   std::filesystem::current_path(before);
   std::vector<std::string> contents;
   for (const auto& header : headers)
-    contents.push_back(header.content);
+    contents.emplace_back(header.content);
   EXPECT_EQ(contents,
             (std::vector<std::string>{"int sys_b;\n", "#include \"b.h\"\n", "int local_b;\n"}));
 }

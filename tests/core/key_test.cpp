@@ -1,8 +1,11 @@
 #include <jitcache/key.hpp>
 
+#include "core/key/key_fields.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 namespace jitcache {
 namespace {
@@ -91,6 +94,26 @@ TEST(KeyTest, SectionsHashInFixedOrder) {
   EXPECT_EQ(ka.fields[2].section, KeySection::device);
   EXPECT_EQ(ka.fields[3].section, KeySection::options);
   EXPECT_EQ(ka.fields[4].section, KeySection::source);
+}
+
+// A long value (a header) is stored as its SHA-256, remembered per process: the same bytes give
+// the same stored form each time, and other bytes of the same size another.
+TEST(KeyTest, LongValuesAreStoredByTheirDigestEachTimeAlike) {
+  const std::string header(64 * 1024, 'a');
+  std::string other = header;
+  other[40000] = 'b';
+  const auto stored = [](const std::string& content) {
+    KeyBuilder builder("cuda");
+    builder.header("big.h", content);
+    return builder.finish().stored_fields;
+  };
+  const std::string first = stored(header);
+  EXPECT_NE(first.find("sha256:" + Digest::of(header).hex()), std::string::npos);
+  EXPECT_EQ(stored(header), first);
+  const std::string changed = stored(other);
+  EXPECT_NE(changed, first);
+  EXPECT_NE(changed.find("sha256:" + Digest::of(other).hex()), std::string::npos);
+  EXPECT_EQ(stored(header), first);
 }
 
 TEST(DigestTest, HexRoundTrip) {

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/support/read_whole_file.h"
+
 #ifdef RTC_HIP
 #include <hip/hiprtc.h>
 #define RTC(name) hiprtc##name
@@ -104,18 +106,11 @@ static int files_count;
 static char* read_file(const char* dir, const char* name) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE* in = fopen(path, "rb");
-  if (!in) {
+  char* text = read_whole_file(path);
+  if (!text) {
     fprintf(stderr, "cannot read %s\n", path);
     exit(2);
   }
-  fseek(in, 0, SEEK_END);
-  const long size = ftell(in);
-  fseek(in, 0, SEEK_SET);
-  char* text = calloc((size_t)size + 1, 1);
-  if (fread(text, 1, (size_t)size, in) != (size_t)size)
-    exit(2);
-  fclose(in);
   if (files_count < 16)
     files_read[files_count++] = text;
   return text;
