@@ -139,6 +139,14 @@ def main():
                 warm_s.append(seconds)
             hits, misses = counters(args.jitcache, cache)
         equal = all(r == plain[0] for r in [first] + warm)
+        # Which results differ, and whether runs without the front-end agree among themselves
+        # (an operation the GPU computes in a varying order differs there too).
+        for label, runs in [("without", plain[1:]), ("front-end", [first] + warm)]:
+            for i, r in enumerate(runs):
+                for key in sorted(set(r) | set(plain[0])):
+                    if r.get(key) != plain[0].get(key):
+                        print(f"  {name} {label} run {i}: {key} = {r.get(key)!r}, "
+                              f"first run without: {plain[0].get(key)!r}")
         all_hits = misses == misses0 and hits - hits0 == args.runs * misses0 and misses0 > 0
         failed |= not (equal and all_hits)
         print(f"{name}: results equal: {equal}; first run: {misses0} misses, {hits0} hits; "
