@@ -138,7 +138,21 @@ def main():
                 warm.append(result)
                 warm_s.append(seconds)
             hits, misses = counters(args.jitcache, cache)
-        equal = all(r == plain[0] for r in [first] + warm)
+        # CuPy's cumsum gave two values on the H100 without the front-end (715838799.0179 and
+        # 715838804.8773, in separate processes of one environment): such results, and any that
+        # differ between this run's processes without the front-end, are compared to 1e-6.
+        varying = {key for r in plain[1:] for key in r if r[key] != plain[0].get(key)}
+        varying |= {"cumsum"} & set(plain[0])
+
+        def same(r):
+            return set(r) == set(plain[0]) and all(
+                r[k] == plain[0][k] or (k in varying and abs(r[k] - plain[0][k])
+                                        <= 1e-6 * max(abs(r[k]), abs(plain[0][k]))) for k in r)
+
+        equal = all(same(r) for r in [first] + warm)
+        if varying:
+            print(f"  {name}: compared to 1e-6 (they vary without the front-end): "
+                  f"{', '.join(sorted(varying))}")
         # Which results differ, and whether runs without the front-end agree among themselves
         # (an operation the GPU computes in a varying order differs there too).
         for label, runs in [("without", plain[1:]), ("front-end", [first] + warm)]:
