@@ -271,8 +271,11 @@ ConfigFileContents read_config_file(const std::filesystem::path& path) {
   file.path = path;
   if (path.empty())
     return file;
+  // No file, or one this user may not even look for (a folder on the way it may not search: a
+  // process run with another user's HOME): nothing to use, and nothing to say, since another
+  // user's file is never used anyway.
   struct stat there {};
-  if (::stat(path.c_str(), &there) != 0 && errno == ENOENT)
+  if (::stat(path.c_str(), &there) != 0 && (errno == ENOENT || errno == ENOTDIR || errno == EACCES))
     return file;
   struct stat st {};
   auto text = read_regular_file(path.string(), k_config_file_max_bytes, &st);
