@@ -8,6 +8,7 @@ namespace jitcache::cuda {
 
 using detail::append_counted;
 using detail::take_counted;
+using detail::take_prefix;
 
 namespace {
 
@@ -21,13 +22,6 @@ std::optional<std::string_view> take_line(std::string_view& text) {
   std::string_view line = text.substr(0, end);
   text.remove_prefix(end + 1);
   return line;
-}
-
-bool take_prefix(std::string_view& text, std::string_view prefix) {
-  if (text.substr(0, prefix.size()) != prefix)
-    return false;
-  text.remove_prefix(prefix.size());
-  return true;
 }
 
 } // namespace

@@ -8,17 +8,11 @@ namespace jitcache::opencl {
 
 using detail::append_counted;
 using detail::take_counted;
+using detail::take_prefix;
 
 namespace {
 
 constexpr std::string_view k_magic = "jitcache-opencl-metadata 1\n";
-
-bool take_prefix(std::string_view& text, std::string_view prefix) {
-  if (text.substr(0, prefix.size()) != prefix)
-    return false;
-  text.remove_prefix(prefix.size());
-  return true;
-}
 
 // "NAME " and a length-prefixed value, then a newline.
 std::optional<std::string> take_field(std::string_view& text, std::string_view name) {

@@ -75,4 +75,13 @@ inline std::optional<std::string> take_counted(std::string_view& in) {
   return value;
 }
 
+/// Consumes `prefix` from the front of `in` when `in` starts with it; false (and `in` unchanged)
+/// when it does not.
+inline bool take_prefix(std::string_view& in, std::string_view prefix) {
+  if (in.substr(0, prefix.size()) != prefix)
+    return false;
+  in.remove_prefix(prefix.size());
+  return true;
+}
+
 } // namespace jitcache::detail
