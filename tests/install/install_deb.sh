@@ -162,7 +162,7 @@ import json, sys
 for line in sys.stdin:
     row = json.loads(line)
     if row.get("front_end") == "opencl-layer":
-        print(f"misses={row.get(\"misses\", 0)} hits={row.get(\"hits\", 0)}")'
+        print("misses=%d hits=%d" % (row.get("misses", 0), row.get("hits", 0)))'
 }
 fresh_home layer
 for round in 1 2; do
