@@ -43,14 +43,10 @@ def parse(argv):
     return named, rest, options
 
 
-def cupy_hit(source, function, expression, spec, options):
-    import cupy
+def kernel_args(spec, buffer):
+    """A launch's arguments from `spec` (f: float 1.0, i: int 256, k: int 32, p: `buffer()`, a
+    1 MiB device buffer); none for no spec."""
     import numpy
-    device = cupy.cuda.Device(0)
-    device.use()
-    cupy.cuda.runtime.deviceSynchronize()  # the context exists before the clock starts
-    cupy.cuda.nvrtc.getVersion()
-    name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     args = []
     for c in spec or "":
         if c == "f":
@@ -58,7 +54,18 @@ def cupy_hit(source, function, expression, spec, options):
         elif c in "ik":
             args.append(numpy.int32(256 if c == "i" else 32))
         elif c == "p":
-            args.append(cupy.zeros(1 << 18, dtype=cupy.float32))
+            args.append(buffer())
+    return args
+
+
+def cupy_hit(source, function, expression, spec, options):
+    import cupy
+    device = cupy.cuda.Device(0)
+    device.use()
+    cupy.cuda.runtime.deviceSynchronize()  # the context exists before the clock starts
+    cupy.cuda.nvrtc.getVersion()
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    args = kernel_args(spec, lambda: cupy.zeros(1 << 18, dtype=cupy.float32))
     cupy.cuda.runtime.deviceSynchronize()
     start = time.perf_counter()
     module = cupy.RawModule(code=source, options=tuple(options),
@@ -71,7 +78,6 @@ def cupy_hit(source, function, expression, spec, options):
 
 
 def cuda_core_hit(source, function, expression, spec, options, symbol, headers, cache_dir):
-    import numpy
     from cuda.core import Device, LaunchConfig, ObjectCode, Program, ProgramOptions, launch
     from cuda.core.utils import FileStreamProgramCache, make_program_cache_key
     device = Device(0)
@@ -82,14 +88,7 @@ def cuda_core_hit(source, function, expression, spec, options, symbol, headers, 
     program_options = ProgramOptions(arch=f"sm_{device.arch}", include_path=include)
     with open(headers) as f:
         header_files = f.read().split()
-    args = []
-    for c in spec or "":
-        if c == "f":
-            args.append(numpy.float32(1.0))
-        elif c in "ik":
-            args.append(numpy.int32(256 if c == "i" else 32))
-        elif c == "p":
-            args.append(device.allocate(1 << 20, stream=stream))
+    args = kernel_args(spec, lambda: device.allocate(1 << 20, stream=stream))
     stream.sync()
     start = time.perf_counter()
     digest = hashlib.sha256()
