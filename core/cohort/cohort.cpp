@@ -35,7 +35,6 @@ constexpr char k_failure = 'F';
 std::string encode_holding(const Holding& holding) {
   std::string out;
   append_sized(out, holding.node);
-  append_sized(out, holding.host);
   append_le(out, holding.compile_slots);
   append_le(out, static_cast<std::uint64_t>(holding.wants.size()));
   for (const Holding::Want& want : holding.wants) {
@@ -48,8 +47,8 @@ std::string encode_holding(const Holding& holding) {
 std::optional<Holding> decode_holding(std::string_view in) {
   Holding holding;
   std::uint64_t count = 0;
-  if (!take_sized(in, holding.node) || !take_sized(in, holding.host) ||
-      !take_le(in, holding.compile_slots) || !take_le(in, count) || count > in.size())
+  if (!take_sized(in, holding.node) || !take_le(in, holding.compile_slots) || !take_le(in, count) ||
+      count > in.size())
     return std::nullopt;
   for (std::uint64_t i = 0; i < count; ++i) {
     Holding::Want want;
@@ -70,7 +69,6 @@ Holding holding_of(const Config& config) {
   if (gethostname(host, sizeof host - 1) != 0)
     host[0] = '\0';
   return Holding{std::string(host) + '\n' + config.cache_dir.string(),
-                 host,
                  CompileSlot::default_count(config.max_compiles),
                  {}};
 }
@@ -104,17 +102,17 @@ std::vector<Task> plan_cohort(const std::vector<Holding>& ranks) {
   std::vector<std::size_t> load(ranks.size(), 0);
   // Per host: its compile slots (the fewest any of its ranks reports; 0 counts as no cap) and
   // the ranks given a compile so far.
-  std::map<std::string, std::uint32_t> slots;
+  std::map<std::string_view, std::uint32_t> slots;
   for (const Holding& rank : ranks) {
     const std::uint32_t reported = rank.compile_slots ? rank.compile_slots : UINT32_MAX;
-    auto [at, added] = slots.emplace(rank.host, reported);
+    auto [at, added] = slots.emplace(host_of(rank.node), reported);
     at->second = std::min(at->second, reported);
   }
-  std::map<std::string, std::vector<int>> compiling;
+  std::map<std::string_view, std::vector<int>> compiling;
   const auto may_compile = [&](int rank) {
-    const std::vector<int>& busy = compiling[ranks[rank].host];
-    return busy.size() < slots[ranks[rank].host] ||
-           std::find(busy.begin(), busy.end(), rank) != busy.end();
+    const std::string_view host = host_of(ranks[rank].node);
+    const std::vector<int>& busy = compiling[host];
+    return busy.size() < slots[host] || std::find(busy.begin(), busy.end(), rank) != busy.end();
   };
   std::vector<Task> tasks;
   std::size_t index = 0;
@@ -137,7 +135,7 @@ std::vector<Task> plan_cohort(const std::vector<Holding>& ranks) {
                                       [&](int a, int b) { return order(a) < order(b); });
     load[task.provider] += task.compile ? ranks.size() + 1 : 1;
     if (task.compile && may_compile(task.provider)) {
-      std::vector<int>& busy = compiling[ranks[task.provider].host];
+      std::vector<int>& busy = compiling[host_of(ranks[task.provider].node)];
       if (std::find(busy.begin(), busy.end(), task.provider) == busy.end())
         busy.push_back(task.provider);
     }

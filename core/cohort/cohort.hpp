@@ -8,18 +8,18 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace jitcache::detail {
 
 /// What one rank holds, as it tells the others: the node its user tier is on (ranks with the
-/// same node share one user tier), the host it runs on with the compiles that host runs at once
-/// (its JITCACHE_MAX_COMPILES; 0: no cap) and, for each of its requests' keys, whether one of
-/// its tiers has the entry.
+/// same node share one user tier; "HOST\nUSER TIER", see host_of), the compiles its host runs at
+/// once (its JITCACHE_MAX_COMPILES; 0: no cap) and, for each of its requests' keys, whether one
+/// of its tiers has the entry.
 struct Holding {
   std::string node;
-  std::string host;
   std::uint32_t compile_slots = 0;
   struct Want {
     Digest key;
@@ -27,6 +27,11 @@ struct Holding {
   };
   std::vector<Want> wants;
 };
+
+/// The host of a node: what precedes its first newline (all of it when there is none).
+inline std::string_view host_of(std::string_view node) {
+  return node.substr(0, node.find('\n'));
+}
 
 /// Who provides one key of the job, and to whom.
 struct Task {

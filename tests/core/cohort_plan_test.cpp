@@ -19,7 +19,7 @@ Digest key(int n) {
 
 Holding ranks_holding(const std::string& node, std::vector<int> wanted,
                       std::vector<int> held = {}) {
-  Holding holding{node, {}, 0, {}};
+  Holding holding{node, 0, {}};
   for (int n : wanted)
     holding.wants.push_back({key(n), std::find(held.begin(), held.end(), n) != held.end()});
   return holding;
@@ -83,7 +83,6 @@ TEST(CohortPlan, OneRankPerOtherNodeStoresIntoItsUserTier) {
 
 Holding on_host(const std::string& host, std::uint32_t slots, std::vector<int> wanted) {
   Holding holding = ranks_holding(host + "\n/rank" + std::to_string(wanted.size()), wanted);
-  holding.host = host;
   holding.compile_slots = slots;
   return holding;
 }
