@@ -43,6 +43,7 @@ public:
   bool package_target_needs_identity() const override { return false; }
   std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
                                                const std::string* known) const override;
+  std::string identity_in_names(const std::string& identity) const override;
   Expected<std::string> select(const std::string& identity) override;
   std::pair<Key, detail::Dependencies> make_key() const override;
   Expected<detail::Compiled> compile(const Key& key, Handle& handle) override;

@@ -130,6 +130,14 @@ std::optional<std::string> Runtime::packaged_identity(const std::vector<KeyField
   return encode_toolchain(packaged); // no targets: its code objects are for the one asked about
 }
 
+std::string Runtime::identity_in_names(const std::string& identity) const {
+  auto tools = decode_toolchain(identity);
+  if (!tools)
+    return identity;
+  tools->targets = TargetTable{}; // a package's identity names none
+  return encode_toolchain(*tools);
+}
+
 Expected<std::string> Runtime::select(const std::string& identity) {
   auto tools = decode_toolchain(identity);
   if (!tools)

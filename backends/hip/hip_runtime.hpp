@@ -46,6 +46,7 @@ public:
   Expected<detail::PackageTarget> package_target(const std::string* known) override;
   std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
                                                const std::string* known) const override;
+  std::string identity_in_names(const std::string& identity) const override;
   Expected<std::string> select(const std::string& identity) override;
   std::pair<Key, detail::Dependencies> make_key() const override;
   Expected<detail::Compiled> compile(const Key& key, Handle& handle) override;

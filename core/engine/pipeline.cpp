@@ -23,12 +23,14 @@ std::string_view bytes_of(const void* const& pointer) {
   return {reinterpret_cast<const char*>(&pointer), sizeof pointer};
 }
 
-// The name the key of a request with these `arguments` is remembered under (see record_name).
-Digest key_name(const Config& config, const char* backend, const std::string& identity,
+// The name the key of `runtime`'s request with these `arguments`, compiled by `identity`, is
+// remembered under (see record_name).
+Digest key_name(const Config& config, const Runtime& runtime, const std::string& identity,
                 const std::string& target, std::string_view arguments) {
-  return record_name(
-      std::string(backend) + " key",
-      {identity, target, fields_text(config.compile_environment(backend)), arguments});
+  const char* backend = runtime.backend();
+  return record_name(std::string(backend) + " key",
+                     {runtime.identity_in_names(identity), target,
+                      fields_text(config.compile_environment(backend)), arguments});
 }
 
 RequestHash arguments_of(const Runtime& runtime) {
@@ -160,7 +162,7 @@ private:
   PendingKey pending_key(const std::string& identity, const std::string& target,
                          bool background) const {
     return PendingKey(m_core, m_backend,
-                      key_name(m_cache.config(), m_backend, identity, target, m_arguments.bytes()),
+                      key_name(m_cache.config(), m_runtime, identity, target, m_arguments.bytes()),
                       key_builder(m_runtime), background, m_reads_files);
   }
 
@@ -420,7 +422,7 @@ PendingKey remembered_key(Cache& cache, Runtime& runtime, const std::string& ide
                           const std::string& target) {
   return PendingKey(
       core_of(cache), runtime.backend(),
-      key_name(cache.config(), runtime.backend(), identity, target, arguments_of(runtime).bytes()),
+      key_name(cache.config(), runtime, identity, target, arguments_of(runtime).bytes()),
       key_builder(runtime), runtime.check_stamps_aside(), may_read_any_file(runtime));
 }
 

@@ -73,6 +73,11 @@ public:
   /// fields); nullopt when `fields` name no compiler of this backend or the one `known` is.
   virtual std::optional<std::string> packaged_identity(const std::vector<KeyField>& fields,
                                                        const std::string* known) const = 0;
+  /// The part of compiler `identity` (probe()'s, or packaged_identity()'s) that names the keys
+  /// remembered for it (record_name): without what a package's identity leaves out (the targets
+  /// the compiler supports), so that a key remembered under the probed identity and a package's
+  /// portable manifest, looked for under the package's, share one name.
+  virtual std::string identity_in_names(const std::string& identity) const { return identity; }
 
   /// Chooses the target for compiler `identity` (from probe(), the user tier or a package):
   /// what make_key(), compile() and load() use from then on. Returns its name

@@ -1,6 +1,7 @@
 #include "core/key/manifest.hpp"
 
 #include "core/engine/cache_core.hpp"
+#include "core/key/portable_manifest.hpp"
 #include "core/key/sha256.hpp"
 #include "core/support/byte_io.hpp"
 
@@ -21,6 +22,8 @@ constexpr std::string_view k_record_magic = "JCR1";
 // Stamps worth checking on a thread of their own: about 70 (some 50 bytes each) take longer to
 // stat than a thread takes to start (0.06 to 0.1 ms in a CUDA process on an H200 host).
 constexpr std::size_t k_background_bytes = 4096;
+// The same for a portable manifest: files and candidates to stat.
+constexpr std::size_t k_background_paths = 70;
 
 } // namespace
 
@@ -91,6 +94,20 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
 
 struct PendingKey::Check {
   std::string guards;
+  std::optional<PortableManifest> portable; ///< a package's, when this machine remembers none
+  std::optional<Proven> proven;             ///< what proving `portable` found
+  // Whether the key holds on this machine; sets `proven` for a portable manifest.
+  bool prove() {
+    if (!portable)
+      return unchanged(guards);
+    InstalledFiles installed;
+    proven = prove_portable(*portable, installed);
+    return proven.has_value();
+  }
+  bool worth_a_thread() const {
+    return portable ? portable->files.size() + portable->absent.size() >= k_background_paths
+                    : guards.size() >= k_background_bytes;
+  }
   std::promise<bool> promise;
   std::future<bool> held = promise.get_future();
   bool started = false; ///< a thread checks the guards and answers through `promise`
@@ -109,13 +126,21 @@ PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name,
       m_check->guards = record.guards;
     }
   });
-  if (!m_key || !background || m_check->guards.size() < k_background_bytes)
+  if (!m_key)
+    if (auto packaged = core.packaged_record(m_backend, name))
+      if (auto portable = decode_portable(*packaged))
+        if (auto key = decode_key(portable->key); key && key->backend == m_backend) {
+          m_key = std::move(*key);
+          m_check = std::make_shared<Check>();
+          m_check->portable = std::move(*portable);
+        }
+  if (!m_key || !background || !m_check->worth_a_thread())
     return;
   try {
     std::thread([check = m_check] {
       bool held = false;
       try {
-        held = unchanged(check->guards);
+        held = check->prove();
       } catch (...) { // out of memory: not proven
       }
       check->promise.set_value(held);
@@ -128,22 +153,36 @@ PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name,
 
 Expected<GuardedKey> PendingKey::settle() {
   if (m_key) {
-    // A thread is done with the guards once it has answered.
-    const bool held = m_check->started ? m_check->held.get() : unchanged(m_check->guards);
-    if (held)
+    // A thread is done with the check once it has answered.
+    const bool held = m_check->started ? m_check->held.get() : m_check->prove();
+    if (held && !m_check->portable)
       return GuardedKey{std::move(*m_key), std::move(m_check->guards), true};
+    if (held) { // a package's manifest, proven here: remembered as this machine's
+      GuardedKey out{std::move(*m_key), guards_of(m_check->proven->deps, m_core.stamp_clock()),
+                     true};
+      remember(out, m_check->proven->deps);
+      return out;
+    }
   }
   auto built = m_build();
   if (!built)
     return std::move(built).error();
   const Dependencies& deps = built->second;
   GuardedKey out{std::move(built->first), guards_of(deps, m_core.stamp_clock())};
+  remember(out, deps);
+  return out;
+}
+
+void PendingKey::remember(const GuardedKey& keyed, const Dependencies& deps) {
   // A key built from no file is built from the record's name's own inputs: recalling it would
   // cost more than building it.
   const bool from_files = !deps.read.empty() || !deps.absent.empty() || !deps.listed.empty();
-  if (out.guards && m_recall && from_files)
-    m_core.remember(m_backend, m_name, Record{*out.guards, encode_key(out.key)});
-  return out;
+  if (!keyed.guards || !m_recall || !from_files)
+    return;
+  m_core.remember(m_backend, m_name, Record{*keyed.guards, encode_key(keyed.key)});
+  // The paths beside it, for `jitcache export` to make the key's portable manifest of.
+  if (auto paths = encode_paths(deps))
+    m_core.remember(m_backend, paths_name(m_name), Record{{}, std::move(*paths)});
 }
 
 bool may_read_files(std::string_view arguments) {

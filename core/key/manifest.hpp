@@ -80,16 +80,24 @@ public:
   PendingKey(const PendingKey&) = delete;
   PendingKey& operator=(const PendingKey&) = delete;
 
-  /// The remembered key before its stamps are proven; nullptr when none is remembered. Only for
+  /// The remembered key (or a package's, see settle()) before it is proven; nullptr when none
+  /// is remembered. Only for
   /// work that is thrown away when settle() answers with another digest (looking the entry up
   /// and loading it), never for compiling, storing or counting.
   const Key* guess() const { return m_key ? &*m_key : nullptr; }
-  /// The remembered key when every stamp is unchanged (waiting for the check); otherwise the
+  /// The remembered key when every stamp is unchanged (waiting for the check); or, when this
+  /// machine remembers none, the key of a package's portable manifest for the same name when
+  /// it is proven here (core/key/portable_manifest.hpp; then remembered as this machine's);
+  /// otherwise the
   /// key `build` makes, remembered for the next process when it was built from some file, the
   /// stamps can vouch and the user tier is writable. Errors: those of `build`. Call once.
   Expected<GuardedKey> settle();
 
 private:
+  /// Remembers `keyed` (and the paths of `deps`, for export) when it was built from files, its
+  /// stamps can vouch and recall is on.
+  void remember(const GuardedKey& keyed, const Dependencies& deps);
+
   CacheCore& m_core;
   std::string m_backend;
   Digest m_name;

@@ -1,5 +1,6 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/device_target.hpp"
+#include "tools/jitcache/portable_records.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
 #include "core/tiers/entry_codec.hpp"
@@ -9,6 +10,7 @@
 #include <iostream>
 
 #include <map>
+#include <set>
 
 namespace jitcache::cli {
 
@@ -103,7 +105,13 @@ int run_export(const Config& config, const ExportOptions& options, const Output&
   }
   const auto& [id, entries] = *by_target.begin();
   const detail::PackageTarget& target = targets.at(id);
-  auto written = detail::write_package(options.file, target, entries);
+  std::set<Digest> exported;
+  for (const detail::PackageEntry& entry : entries)
+    exported.insert(entry.key);
+  auto portable = portable_records(**store, target.backend, exported);
+  if (!portable)
+    return fail(portable.error());
+  auto written = detail::write_package(options.file, target, entries, portable->records);
   if (!written)
     return fail(written.error());
   out.emit({{"file", options.file},
@@ -111,10 +119,14 @@ int run_export(const Config& config, const ExportOptions& options, const Output&
             {"target", target.label},
             {"entries", written->entries},
             {"bytes", written->bytes},
+            {"manifests", portable->records.size()},
+            {"headers_vouched", portable->vouched},
+            {"headers_hashed", portable->hashed},
             {"jitcache_version", written->jitcache_version},
             {"suggested_name", detail::package_file_name(target)}},
            "exported " + std::to_string(written->entries) + " " + describe(target) + " entries (" +
-               format_size(written->bytes) + ") to " + options.file);
+               format_size(written->bytes) + ", " + std::to_string(portable->records.size()) +
+               " portable manifests) to " + options.file);
   return 0;
 }
 

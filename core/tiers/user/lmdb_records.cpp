@@ -1,6 +1,8 @@
 // LmdbStore's records: small values kept beside the entries (manifests, runtime identities).
 #include "core/tiers/user/lmdb_txn.hpp"
 
+#include <cstring>
+
 namespace jitcache::detail {
 
 Expected<std::optional<std::string>> LmdbStore::get_record(const Digest& name) {
@@ -48,6 +50,25 @@ Expected<bool> LmdbStore::visit_record(const Digest& name,
   if (!e->has_records)
     return false;
   return visit_value(*e, e->records, name, use);
+}
+
+Expected<void>
+LmdbStore::for_each_record(const std::function<void(const Digest&, std::string_view)>& fn) {
+  auto e = env();
+  if (!e->has_records)
+    return {};
+  const int rc = e->read([&](MDB_txn* txn) {
+    return scan(txn, e->records, [&](const MDB_val& k, const MDB_val& v) {
+      Digest name;
+      if (k.mv_size == name.bytes.size()) {
+        std::memcpy(name.bytes.data(), k.mv_data, k.mv_size);
+        fn(name, {static_cast<const char*>(v.mv_data), v.mv_size});
+      }
+    });
+  });
+  if (rc != MDB_SUCCESS)
+    return lmdb_error("scan", rc, e->dir);
+  return {};
 }
 
 Expected<void> LmdbStore::put_records(const Records& records) {

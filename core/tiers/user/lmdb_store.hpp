@@ -119,6 +119,10 @@ public:
   /// all records go first when there would be more than k_max_records. Errors as put().
   Expected<void> put_records(const Records& records) override;
   static constexpr std::uint64_t k_max_records = 16384;
+  /// Calls `fn(name, bytes)` for every record, in name order, inside one read transaction and
+  /// the fault guard (bytes unverified and valid during the call only; `fn` must not call this
+  /// store). For `jitcache export`. Errors as for_each().
+  Expected<void> for_each_record(const std::function<void(const Digest&, std::string_view)>& fn);
 
   /// Tuning records: see UserTier (core/tiers/user/lmdb_tuning.cpp). `use` and `fn` run inside the
   /// fault guard, as visit_record's `use` does: they read unverified bytes of the map.

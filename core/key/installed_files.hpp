@@ -1,0 +1,72 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+struct stat;
+
+namespace jitcache::detail {
+
+// What package managers write of the files they install (pip's `RECORD` in each wheel's
+// `.dist-info` folder: path, SHA-256, size; dpkg's `/var/lib/dpkg/info/*.md5sums`: MD5, path):
+// what lets a machine that has never read a toolkit's headers trust that one holds the bytes
+// another machine read, by stat(2) alone. See docs/ARCHITECTURE.md, "Portable manifests".
+
+/// A package manager's word for one file: the record it wrote and that record's line for it.
+struct InstalledProof {
+  std::string record; ///< the record file (absolute path)
+  std::string entry;  ///< the file's path as the record writes it
+  std::string digest; ///< the digest as the record writes it ("sha256=..." for pip, hex MD5)
+};
+
+/// Package managers' records, each read and parsed once. Not thread-safe; one per export or per
+/// proof.
+class InstalledFiles {
+public:
+  /// The record that lists `path` (absolute, lexically normal) with the digest of `content`
+  /// (the bytes just read from it): the first found walking up from its folder, in each folder
+  /// `*.dist-info/RECORD` and `dist-info/*.dist-info/RECORD` (a toolkit assembled from wheels),
+  /// at `/` dpkg's md5sums. A record's line names the file when it is the path below the
+  /// record's root (see root_of) or ends with "/" and that path (a wheel's files moved under
+  /// another prefix). nullopt when no record lists it with that digest.
+  std::optional<InstalledProof> find(const std::string& path, std::string_view content);
+
+  /// Whether `proof` still vouches for the file at `path` now, as stat(2) gave `st`: the record
+  /// is a regular file that still lists `proof.entry` with `proof.digest` (and, for pip, the
+  /// file's size); the entry names `path` (as find() matches them); the file is a regular file
+  /// whose status last changed no later than the record's (a file written after its package
+  /// manager recorded it has a later ctime, which no user can set back). The record's ctime is
+  /// read once, with the record.
+  bool vouches(const InstalledProof& proof, const std::string& path, const struct stat& st);
+
+  /// The folder a record's entries are relative to: `/` for dpkg's, the folder holding the
+  /// `.dist-info` folder for pip's (or the one above a folder named `dist-info` holding it).
+  static std::string root_of(const std::string& record);
+
+private:
+  struct Line {
+    std::string digest;
+    std::int64_t size = -1; ///< -1: not recorded (dpkg)
+  };
+  struct Record {
+    bool ok = false;
+    std::int64_t ctime_ns = 0;
+    std::unordered_map<std::string, Line> lines; ///< by entry
+  };
+  const Record& record(const std::string& file);
+  const std::vector<std::string>& records_in(const std::string& folder);
+
+  std::map<std::string, Record> m_records;
+  std::map<std::string, std::vector<std::string>> m_records_in; ///< by folder
+};
+
+/// Whether `entry` (a record's line's path) names the file `path` for a record whose root is
+/// `root`: the path below the root, or an entry ending with "/" and that path.
+bool entry_names(std::string_view entry, std::string_view root, std::string_view path);
+
+} // namespace jitcache::detail

@@ -1,0 +1,190 @@
+#include "core/key/portable_manifest.hpp"
+
+#include "core/key/file_stamp.hpp"
+#include "core/key/manifest.hpp"
+#include "core/key/sha256.hpp"
+#include "core/support/byte_io.hpp"
+
+#include <xxhash.h>
+
+#include <sys/stat.h>
+
+#include <cstring>
+
+namespace jitcache::detail {
+
+namespace {
+
+constexpr std::string_view k_portable_magic = "JCPM";
+constexpr std::uint32_t k_portable_version = 1;
+constexpr std::string_view k_paths_magic = "JCDP";
+
+void append_strings(std::string& out, const std::vector<std::string>& strings) {
+  append_le<std::uint64_t>(out, strings.size());
+  for (const std::string& s : strings)
+    append_sized(out, s);
+}
+
+bool take_strings(std::string_view& in, std::vector<std::string>& strings) {
+  std::uint64_t count = 0;
+  if (!take_le(in, count) || count > in.size()) // each takes at least one byte
+    return false;
+  strings.resize(static_cast<std::size_t>(count));
+  for (std::string& s : strings)
+    if (!take_sized(in, s))
+      return false;
+  return true;
+}
+
+// `body` after a magic and its XXH3, and back (nullopt: another magic or a checksum mismatch).
+std::string sealed(std::string_view magic, const std::string& body) {
+  std::string out(magic);
+  append_le<std::uint64_t>(out, XXH3_64bits(body.data(), body.size()));
+  return out + body;
+}
+
+std::optional<std::string_view> unsealed(std::string_view magic, std::string_view in) {
+  std::uint64_t checksum = 0;
+  if (in.substr(0, magic.size()) != magic)
+    return std::nullopt;
+  in.remove_prefix(magic.size());
+  if (!take_le(in, checksum) || XXH3_64bits(in.data(), in.size()) != checksum)
+    return std::nullopt;
+  return in;
+}
+
+Digest sha256_of(std::string_view bytes) {
+  Sha256 sha;
+  sha.update(bytes);
+  return sha.finish();
+}
+
+} // namespace
+
+std::string encode_portable(const PortableManifest& manifest) {
+  std::string body;
+  append_le(body, k_portable_version);
+  append_sized(body, manifest.key);
+  append_le<std::uint64_t>(body, manifest.files.size());
+  for (const PortableFile& file : manifest.files) {
+    append_sized(body, file.path);
+    append_le(body, file.size);
+    append_le(body, file.mtime_ns);
+    body.append(reinterpret_cast<const char*>(file.content.bytes.data()),
+                file.content.bytes.size());
+    body += file.installed ? '\1' : '\0';
+    if (file.installed) {
+      append_sized(body, file.installed->record);
+      append_sized(body, file.installed->entry);
+      append_sized(body, file.installed->digest);
+    }
+  }
+  append_strings(body, manifest.absent);
+  return sealed(k_portable_magic, body);
+}
+
+std::optional<PortableManifest> decode_portable(std::string_view bytes) {
+  auto in = unsealed(k_portable_magic, bytes);
+  if (!in)
+    return std::nullopt;
+  std::uint32_t version = 0;
+  std::uint64_t count = 0;
+  PortableManifest out;
+  if (!take_le(*in, version) || version != k_portable_version || !take_sized(*in, out.key) ||
+      !take_le(*in, count) || count > in->size())
+    return std::nullopt;
+  out.files.resize(static_cast<std::size_t>(count));
+  for (PortableFile& file : out.files) {
+    char installed = 0;
+    if (!take_sized(*in, file.path) || !take_le(*in, file.size) || !take_le(*in, file.mtime_ns) ||
+        in->size() < file.content.bytes.size() + 1)
+      return std::nullopt;
+    std::memcpy(file.content.bytes.data(), in->data(), file.content.bytes.size());
+    in->remove_prefix(file.content.bytes.size());
+    installed = in->front();
+    in->remove_prefix(1);
+    if (installed == '\1') {
+      file.installed.emplace();
+      if (!take_sized(*in, file.installed->record) || !take_sized(*in, file.installed->entry) ||
+          !take_sized(*in, file.installed->digest))
+        return std::nullopt;
+    } else if (installed != '\0') {
+      return std::nullopt;
+    }
+  }
+  if (!take_strings(*in, out.absent) || !in->empty())
+    return std::nullopt;
+  return out;
+}
+
+Digest paths_name(const Digest& key_name) {
+  return record_name("key paths",
+                     {std::string_view(reinterpret_cast<const char*>(key_name.bytes.data()),
+                                       key_name.bytes.size())});
+}
+
+std::optional<std::string> encode_paths(const Dependencies& deps) {
+  if (!deps.listed.empty())
+    return std::nullopt;
+  std::vector<std::string> read;
+  for (const FileStamp& stamp : deps.read)
+    read.push_back(stamp.path);
+  std::string body;
+  append_strings(body, read);
+  append_strings(body, deps.absent);
+  return sealed(k_paths_magic, body);
+}
+
+std::optional<PortableManifest> make_portable(std::string key, std::string_view paths,
+                                              InstalledFiles& installed) {
+  auto in = unsealed(k_paths_magic, paths);
+  std::vector<std::string> read;
+  PortableManifest out;
+  if (!in || !take_strings(*in, read) || !take_strings(*in, out.absent) || !in->empty())
+    return std::nullopt;
+  out.key = std::move(key);
+  for (std::string& path : read) {
+    FileStamp stamp;
+    auto content = read_stamped(path, stamp);
+    if (!content)
+      return std::nullopt;
+    PortableFile file;
+    file.size = stamp.size;
+    file.mtime_ns = stamp.mtime_ns;
+    file.content = sha256_of(*content);
+    file.installed = installed.find(path, *content);
+    file.path = std::move(path);
+    out.files.push_back(std::move(file));
+  }
+  return out;
+}
+
+std::optional<Proven> prove_portable(const PortableManifest& manifest, InstalledFiles& installed) {
+  Proven out;
+  for (const std::string& path : manifest.absent) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return std::nullopt;
+  }
+  for (const PortableFile& file : manifest.files) {
+    struct stat st {};
+    if (::stat(file.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) != file.size)
+      return std::nullopt;
+    FileStamp stamp = stamp_from(file.path, st);
+    if (file.installed && stamp.mtime_ns == file.mtime_ns &&
+        installed.vouches(*file.installed, file.path, st)) {
+      ++out.vouched;
+    } else {
+      auto content = read_stamped(file.path, stamp);
+      if (!content || sha256_of(*content) != file.content)
+        return std::nullopt;
+      ++out.read;
+    }
+    out.deps.read.push_back(std::move(stamp));
+  }
+  out.deps.absent = manifest.absent;
+  return out;
+}
+
+} // namespace jitcache::detail
