@@ -105,8 +105,10 @@ struct PendingKey::Check {
     return proven.has_value();
   }
   bool worth_a_thread() const {
-    return portable ? portable->files.size() + portable->absent.size() >= k_background_paths
-                    : guards.size() >= k_background_bytes;
+    return portable
+               ? portable->files.size() + portable->absent.size() + portable->listings.size() >=
+                     k_background_paths
+               : guards.size() >= k_background_bytes;
   }
   std::promise<bool> promise;
   std::future<bool> held = promise.get_future();
@@ -181,8 +183,7 @@ void PendingKey::remember(const GuardedKey& keyed, const Dependencies& deps) {
     return;
   m_core.remember(m_backend, m_name, Record{*keyed.guards, encode_key(keyed.key)});
   // The paths beside it, for `jitcache export` to make the key's portable manifest of.
-  if (auto paths = encode_paths(deps))
-    m_core.remember(m_backend, paths_name(m_name), Record{{}, std::move(*paths)});
+  m_core.remember(m_backend, paths_name(m_name), Record{{}, encode_paths(deps)});
 }
 
 bool may_read_files(std::string_view arguments) {

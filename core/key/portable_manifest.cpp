@@ -7,8 +7,10 @@
 
 #include <xxhash.h>
 
+#include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace jitcache::detail {
@@ -61,6 +63,25 @@ Digest sha256_of(std::string_view bytes) {
 
 } // namespace
 
+std::optional<std::vector<std::string>> regular_files_in(const std::string& folder) {
+  DIR* dir = ::opendir(folder.c_str());
+  if (!dir)
+    return std::nullopt;
+  std::vector<std::string> names;
+  while (const dirent* d = ::readdir(dir)) {
+    bool regular = d->d_type == DT_REG;
+    if (d->d_type == DT_LNK || d->d_type == DT_UNKNOWN) {
+      struct stat st {};
+      regular = ::fstatat(::dirfd(dir), d->d_name, &st, 0) == 0 && S_ISREG(st.st_mode);
+    }
+    if (regular)
+      names.emplace_back(d->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 std::string encode_portable(const PortableManifest& manifest) {
   std::string body;
   append_le(body, k_portable_version);
@@ -80,6 +101,11 @@ std::string encode_portable(const PortableManifest& manifest) {
     }
   }
   append_strings(body, manifest.absent);
+  append_le<std::uint64_t>(body, manifest.listings.size());
+  for (const PortableListing& listing : manifest.listings) {
+    append_sized(body, listing.folder);
+    append_strings(body, listing.names);
+  }
   return sealed(k_portable_magic, body);
 }
 
@@ -112,7 +138,13 @@ std::optional<PortableManifest> decode_portable(std::string_view bytes) {
       return std::nullopt;
     }
   }
-  if (!take_strings(*in, out.absent) || !in->empty())
+  if (!take_strings(*in, out.absent) || !take_le(*in, count) || count > in->size())
+    return std::nullopt;
+  out.listings.resize(static_cast<std::size_t>(count));
+  for (PortableListing& listing : out.listings)
+    if (!take_sized(*in, listing.folder) || !take_strings(*in, listing.names))
+      return std::nullopt;
+  if (!in->empty())
     return std::nullopt;
   return out;
 }
@@ -123,25 +155,31 @@ Digest paths_name(const Digest& key_name) {
                                        key_name.bytes.size())});
 }
 
-std::optional<std::string> encode_paths(const Dependencies& deps) {
-  if (!deps.listed.empty())
-    return std::nullopt;
+std::string encode_paths(const Dependencies& deps) {
   std::vector<std::string> read;
   for (const FileStamp& stamp : deps.read)
     read.push_back(stamp.path);
   std::string body;
   append_strings(body, read);
   append_strings(body, deps.absent);
+  append_strings(body, deps.listed);
   return sealed(k_paths_magic, body);
 }
 
 std::optional<PortableManifest> make_portable(std::string key, std::string_view paths,
                                               InstalledFiles& installed) {
   auto in = unsealed(k_paths_magic, paths);
-  std::vector<std::string> read;
+  std::vector<std::string> read, listed;
   PortableManifest out;
-  if (!in || !take_strings(*in, read) || !take_strings(*in, out.absent) || !in->empty())
+  if (!in || !take_strings(*in, read) || !take_strings(*in, out.absent) ||
+      !take_strings(*in, listed) || !in->empty())
     return std::nullopt;
+  for (std::string& folder : listed) {
+    auto names = regular_files_in(folder);
+    if (!names)
+      return std::nullopt;
+    out.listings.push_back({std::move(folder), std::move(*names)});
+  }
   out.key = std::move(key);
   for (std::string& path : read) {
     FileStamp stamp;
@@ -165,6 +203,11 @@ std::optional<Proven> prove_portable(const PortableManifest& manifest, Installed
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
       return std::nullopt;
+  }
+  for (const PortableListing& listing : manifest.listings) {
+    if (regular_files_in(listing.folder) != listing.names)
+      return std::nullopt;
+    out.deps.listed.push_back(listing.folder);
   }
   for (const PortableFile& file : manifest.files) {
     struct stat st {};

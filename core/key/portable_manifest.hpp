@@ -29,12 +29,23 @@ struct PortableFile {
   std::optional<InstalledProof> installed; ///< a package manager's record of them
 };
 
+/// A folder whose listing a key was built from (`#include MACRO`: every regular file in it).
+struct PortableListing {
+  std::string folder;
+  std::vector<std::string> names; ///< its regular files (symbolic links followed), sorted
+};
+
 /// A request's key and everything that proves it on another machine.
 struct PortableManifest {
-  std::string key;                 ///< encode_key()
-  std::vector<PortableFile> files; ///< every file read
-  std::vector<std::string> absent; ///< every include candidate that was not there
+  std::string key;                       ///< encode_key()
+  std::vector<PortableFile> files;       ///< every file read
+  std::vector<std::string> absent;       ///< every include candidate that was not there
+  std::vector<PortableListing> listings; ///< every folder listed
 };
+
+/// The names of the regular files in `folder` (symbolic links followed), sorted; nullopt when
+/// it cannot be listed. What add_source_fields() takes from a listed folder, besides content.
+std::optional<std::vector<std::string>> regular_files_in(const std::string& folder);
 
 /// The stored form (magic, version, XXH3 checksum, fields) and back; nullopt on bytes that are
 /// not a whole, intact manifest.
@@ -45,14 +56,13 @@ std::optional<PortableManifest> decode_portable(std::string_view bytes);
 /// was built from (remember_paths), beside it in the user tier: what export needs to make its
 /// portable manifest.
 Digest paths_name(const Digest& key_name);
-/// The stored form of `deps`' paths (files read, absent candidates); nullopt when a portable
-/// manifest cannot be made of them: a key built from a folder's listing (`#include MACRO`).
-std::optional<std::string> encode_paths(const Dependencies& deps);
+/// The stored form of `deps`' paths (files read, absent candidates, folders listed).
+std::string encode_paths(const Dependencies& deps);
 
 /// The portable manifest of `key` (encode_key()), built from the files whose paths `paths`
 /// (encode_paths()) holds: each file read now, its digest taken, its package manager's record
-/// looked for. The caller has checked that the key's stamps still hold. nullopt when `paths` is
-/// malformed or a file cannot be read.
+/// looked for, each folder listed. The caller has checked that the key's stamps still hold.
+/// nullopt when `paths` is malformed or a file or folder cannot be read.
 std::optional<PortableManifest> make_portable(std::string key, std::string_view paths,
                                               InstalledFiles& installed);
 
@@ -64,7 +74,9 @@ struct Proven {
 };
 
 /// Whether `manifest`'s key is this machine's key for the same request, without reading what a
-/// package manager vouches for: every absent candidate is still not a regular file; every file
+/// package manager vouches for: every absent candidate is still not a regular file; every
+/// listed folder has the same regular files (by name; their content is checked as files); every
+/// file
 /// is a regular file of the same size, and either has the same modification time and its
 /// installer's record still vouches for it (InstalledFiles::vouches), or is read and has the
 /// same SHA-256. nullopt when one does not hold (the caller then builds the key from the files).

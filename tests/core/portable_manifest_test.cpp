@@ -59,10 +59,8 @@ protected:
       deps.read.push_back(stamp);
     }
     deps.absent.push_back((app() / "tk.h").string());
-    auto paths = detail::encode_paths(deps);
-    EXPECT_TRUE(paths);
     InstalledFiles installed;
-    auto made = detail::make_portable("the key", *paths, installed);
+    auto made = detail::make_portable("the key", detail::encode_paths(deps), installed);
     EXPECT_TRUE(made);
     return *made;
   }
@@ -242,12 +240,35 @@ TEST_F(PortableManifestTest, DamagedBytesAreRefused) {
   EXPECT_TRUE(detail::decode_portable(good));
 }
 
-TEST(PortablePaths, AKeyBuiltFromAFoldersListingHasNone) {
-  Dependencies deps;
-  deps.listed.push_back("/somewhere");
-  EXPECT_FALSE(detail::encode_paths(deps));
+TEST(PortablePaths, MalformedPathsMakeNoManifest) {
   InstalledFiles installed;
   EXPECT_FALSE(detail::make_portable("k", "not paths", installed));
+  Dependencies deps;
+  deps.listed.push_back("/a folder that is not there");
+  EXPECT_FALSE(detail::make_portable("k", detail::encode_paths(deps), installed));
+}
+
+// A key built from a folder's listing (`#include MACRO`): proven while the folder holds the same
+// regular files, by name.
+TEST_F(PortableManifestTest, AListedFolderMustHoldTheSameFiles) {
+  Dependencies deps;
+  detail::FileStamp stamp;
+  stamp.path = (include() / "tk.h").string();
+  deps.read.push_back(stamp);
+  deps.listed.push_back(include().string());
+  InstalledFiles installed;
+  auto manifest = detail::make_portable("k", detail::encode_paths(deps), installed);
+  ASSERT_TRUE(manifest);
+  ASSERT_EQ(manifest->listings.size(), 1u);
+  EXPECT_EQ(manifest->listings[0].names, (std::vector<std::string>{"tk.h", "tk_detail.h"}));
+  auto back = detail::decode_portable(detail::encode_portable(*manifest));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->listings[0].names, manifest->listings[0].names);
+  EXPECT_TRUE(prove(*manifest));
+  fs::create_directory(include() / "a folder"); // not a regular file: the listing is the same
+  EXPECT_TRUE(prove(*manifest));
+  write_file(include() / "new.h", "");
+  EXPECT_FALSE(prove(*manifest));
 }
 
 } // namespace
