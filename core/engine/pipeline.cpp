@@ -208,8 +208,20 @@ private:
       auto chosen = m_runtime.select(*identity);
       if (!chosen)
         continue;
-      GuardedKey candidate =
-          *pending_key(*identity, *chosen, false).settle(); // building the key cannot fail
+      // A new machine proves a package's portable manifest while the entry it names loads.
+      PendingKey pending = pending_key(*identity, *chosen, m_runtime.check_stamps_aside());
+      Settled settled = settle(pending, *chosen);
+      if (settled.loaded) {
+        keyed = std::move(settled.keyed);
+        return std::move(settled.loaded);
+      }
+      GuardedKey candidate = std::move(settled.keyed);
+      CacheCore::Refusals refusals = std::move(settled.refusals);
+      if (settled.walked) { // the guess was the key, and the tiers have no usable entry for it
+        if (!known)
+          m_tried.push_back(Tried{fields, std::move(candidate), std::move(refusals)});
+        continue;
+      }
       const auto place = slot(candidate.key.digest);
       if (place)
         if (auto found = m_core.handles().find(*place)) {
@@ -220,7 +232,6 @@ private:
       BuildInfo info;
       info.device = *chosen;
       Handle handle;
-      CacheCore::Refusals refusals;
       auto got = m_core.serve(candidate.key, receiver(handle, info), info, refusals, memory());
       if (!got || !*got) {
         if (got && !known) // maybe this machine's compiler's key: see tried_with
@@ -250,22 +261,37 @@ private:
       keyed = tried->keyed;
       return obtained(identity, keyed.key, *target, stale, std::move(tried->refusals));
     }
-    BuildInfo info;
-    info.device = *target;
-    Handle handle;
-    const EntryReceiver use = receiver(handle, info);
-    HandleCache& handles = m_core.handles();
-
-    // The speculative step: the module is loaded while the stamps are checked (on another
-    // thread where the runtime says it pays: a heavy module's load, milliseconds, hides the
-    // hundreds of stat calls of a key with many headers). The hit is counted, and the handle used,
-    // only once they held; otherwise it is dropped and the key built from the files takes the usual
-    // path.
     PendingKey pending = pending_key(identity, *target, m_runtime.check_stamps_aside());
+    Settled settled = settle(pending, *target);
+    keyed = std::move(settled.keyed);
+    if (settled.loaded)
+      return std::move(*settled.loaded);
+    return obtained(identity, keyed.key, *target, stale, std::move(settled.refusals), settled.note);
+  }
+
+  // A key settled, and the entry of its guess loaded meanwhile.
+  struct Settled {
+    GuardedKey keyed;
+    std::optional<Loaded> loaded; ///< the settled key's entry, loaded (the hit counted)
+    bool walked = false;          ///< the tiers were walked for the settled key in vain
+    CacheCore::Refusals refusals; ///< what that walk refused (not tried again)
+    std::string note;             ///< what it reported
+  };
+
+  // The speculative step: the entry of the key `pending` most likely settles on is loaded for
+  // `target` while its proof runs (on another thread where the runtime says it pays: a heavy
+  // module's load, milliseconds, hides the hundreds of stat calls of a key with many headers).
+  // The hit is counted, and the handle used, only once the proof held; otherwise it is dropped
+  // and the caller takes the key built from the files the usual way.
+  Settled settle(PendingKey& pending, const std::string& target) {
+    Settled out;
+    BuildInfo info;
+    info.device = target;
+    Handle handle;
+    HandleCache& handles = m_core.handles();
     std::optional<Loaded> speculative;
     std::optional<Served> served;
     bool from_handles = false;
-    CacheCore::Refusals refusals; // what the speculative step refused is not tried again
     std::optional<Digest> guessed;
     // Without the thread, nothing hides the check: prove the key first rather than load an entry
     // that may be thrown away.
@@ -274,26 +300,32 @@ private:
       guessed = guess->digest;
       if (auto place = slot(guess->digest); place && (speculative = handles.find(*place))) {
         from_handles = true;
-      } else if (auto got = m_core.serve(*guess, use, info, refusals, memory()); got && *got) {
+      } else if (auto got =
+                     m_core.serve(*guess, receiver(handle, info), info, out.refusals, memory());
+                 got && *got) {
         served = **got;
         speculative = Loaded{handle, info};
       }
     }
-    keyed = *pending.settle(); // building the key cannot fail
-    if (speculative && keyed.key.digest == guessed) {
-      if (from_handles) {
-        m_ran = false;
-      } else {
-        m_core.count_hit(keyed.key, *served, speculative->info);
-        if (auto place = slot(keyed.key.digest))
-          handles.insert(*place, *speculative);
-      }
-      return std::move(*speculative);
+    out.keyed = *pending.settle(); // building the key cannot fail
+    if (out.keyed.key.digest != guessed) {
+      out.refusals = {}; // they apply to the guessed key's entries only
+      return out;
     }
-
-    // The refusals apply when the key proved to be the guessed one (the same entries).
-    return obtained(identity, keyed.key, *target, stale,
-                    keyed.key.digest == guessed ? refusals : CacheCore::Refusals{}, info.note);
+    if (!speculative) {
+      out.walked = true;
+      out.note = info.note;
+      return out;
+    }
+    if (from_handles) {
+      m_ran = false;
+    } else {
+      m_core.count_hit(out.keyed.key, *served, speculative->info);
+      if (auto place = slot(out.keyed.key.digest))
+        handles.insert(*place, *speculative);
+    }
+    out.loaded = std::move(speculative);
+    return out;
   }
 
   // Step 5 for `key`, built with compiler `identity` for `target`: the tier walk and, on a
