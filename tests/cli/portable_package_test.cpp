@@ -106,6 +106,47 @@ TEST_F(PortablePackageTest, ANewMachineTakesThePackagedKeyWithoutReadingInstalle
   EXPECT_EQ(read.count("app.h"), 1u) << "read once, to prove it; then remembered: " << names(read);
 }
 
+// `jitcache import` proves the manifests and keeps them as this machine's: the first request
+// after it reads no installed header either.
+TEST_F(PortablePackageTest, AnImportedPackagesFirstHitReadsNoInstalledHeader) {
+  const std::string key = exported();
+  test::TempDir fresh;
+  const std::map<std::string, std::string> env{{"JITCACHE_DIR", fresh.path().string()}};
+  auto imported = run_cli({"import", (package_dir() / "cuda-sm_80.jcpkg").string(), "--json"}, env);
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  const auto summary = json_lines(imported.out).at(0);
+  EXPECT_EQ(summary["imported"], 1);
+  EXPECT_EQ(summary["manifests"], 1) << imported.out;
+  EXPECT_EQ(summary["manifests_unproven"], 0);
+  test::OpenCount toolkit(include()), application(app());
+  ASSERT_TRUE(toolkit.watching() && application.watching());
+  const auto hit = build(fresh.path(), false);
+  EXPECT_EQ(hit["outcome"], "hit") << hit.dump();
+  EXPECT_EQ(hit["tier"], "user");
+  EXPECT_EQ(hit["key"], key);
+  const auto opened = toolkit.take();
+  EXPECT_TRUE(opened.empty()) << names(opened);
+  EXPECT_EQ(application.take().count("app.h"), 0u) << "proven by the import";
+}
+
+// A header changed after the package was made: import keeps the entry (its key is another
+// request's now) but not the manifest, and the request compiles.
+TEST_F(PortablePackageTest, AnImportDoesNotProveAManifestWhoseHeaderChanged) {
+  const std::string key = exported();
+  test::until_ctime_passes(site() / "tk-1.0.dist-info" / "RECORD", files.path() / "scratch");
+  std::string changed = k_tk;
+  changed[changed.find("21")] = '4';
+  test::rewrite_keeping_mtime(include() / "tk.h", changed);
+  test::TempDir fresh;
+  const std::map<std::string, std::string> env{{"JITCACHE_DIR", fresh.path().string()}};
+  auto imported = run_cli({"import", (package_dir() / "cuda-sm_80.jcpkg").string(), "--json"}, env);
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(json_lines(imported.out).at(0)["manifests_unproven"], 1) << imported.out;
+  const auto built = build(fresh.path(), false);
+  EXPECT_EQ(built["outcome"], "miss") << built.dump();
+  EXPECT_NE(built["key"], key);
+}
+
 TEST_F(PortablePackageTest, AHeaderChangedWithItsSizeAndTimeKeptIsNotServed) {
   const std::string key = exported();
   test::until_ctime_passes(site() / "tk-1.0.dist-info" / "RECORD", files.path() / "scratch");

@@ -1,6 +1,8 @@
 #include "tools/jitcache/commands.hpp"
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/key/manifest.hpp"
+#include "core/key/portable_manifest.hpp"
 #include "core/support/mapped_file.hpp"
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/packages/package_format.hpp"
@@ -13,6 +15,34 @@ namespace jitcache::cli {
 
 using detail::to_entry;
 using detail::view_entry;
+
+namespace {
+
+// Proves the portable manifest `bytes` (named `name`) here and stores it as this machine's
+// manifest of `backend`'s request: its key under `name`, its files' paths beside it, as
+// PendingKey remembers them. Whether it was proven; false also for bytes that are not one.
+// Errors: the user tier's.
+Expected<bool> remember_proven(detail::LmdbStore& store, const std::string& backend,
+                               const Digest& name, std::string_view bytes,
+                               detail::InstalledFiles& installed) {
+  auto manifest = detail::decode_portable(bytes);
+  auto key = manifest ? detail::decode_key(manifest->key) : std::nullopt;
+  if (!key || key->backend != backend)
+    return false;
+  auto proven = detail::prove_portable(*manifest, installed);
+  auto guards = proven ? detail::guards_of(proven->deps, &detail::real_time_ns) : std::nullopt;
+  if (!guards)
+    return false;
+  detail::Records records;
+  records[name] = detail::encode_record({*guards, std::move(manifest->key)});
+  records[detail::paths_name(name)] =
+      detail::encode_record({{}, detail::encode_paths(proven->deps)});
+  if (auto put = store.put_records(records); !put)
+    return std::move(put).error();
+  return true;
+}
+
+} // namespace
 
 int run_import(const Config& config, const std::string& file, const Output& out) {
   if (auto ok = may_change(config); !ok)
@@ -72,15 +102,36 @@ int run_import(const Config& config, const std::string& file, const Output& out)
     ++imported;
   }
   const detail::Provenance& p = reader->provenance();
+  // The portable manifests, proven here, become this machine's manifests: the first request
+  // after the import takes its key without reading the headers (see remember_proven).
+  std::uint64_t manifests = 0, unproven = 0;
+  detail::InstalledFiles installed;
+  for (std::size_t i = 0; i < reader->record_count(); ++i) {
+    auto record = reader->read_record_at(i);
+    if (!record)
+      return fail(Error(ErrorCode::corrupt, file + ": " + record.error().message + "; " +
+                                                std::to_string(imported) + " imported"));
+    auto proven =
+        remember_proven(**store, p.target.backend, record->first, record->second, installed);
+    if (!proven)
+      return fail(proven.error());
+    ++(*proven ? manifests : unproven);
+  }
   out.emit(
       {{"file", file},
        {"backend", p.target.backend},
        {"target", p.target.label},
        {"imported", imported},
        {"kept", kept},
-       {"damaged", damaged}},
+       {"damaged", damaged},
+       {"manifests", manifests},
+       {"manifests_unproven", unproven}},
       "imported " + std::to_string(imported) + " " + p.target.backend + " " + p.target.label +
           " entries from " + file +
+          (manifests ? " and " + std::to_string(manifests) + " manifests" : "") +
+          (unproven ? " (" + std::to_string(unproven) +
+                          " manifests not proven here: their requests read their headers once)"
+                    : "") +
           (kept ? " (" + std::to_string(kept) + " tuning records kept: the user tier's own)" : "") +
           (damaged ? " (" + std::to_string(damaged) + " damaged, left out)" : ""));
   return damaged ? 1 : 0;
