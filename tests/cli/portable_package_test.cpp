@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <thread>
+#include <vector>
 
 namespace jitcache {
 namespace {
@@ -104,6 +106,31 @@ TEST_F(PortablePackageTest, ANewMachineTakesThePackagedKeyWithoutReadingInstalle
   }
   const auto read = application.take();
   EXPECT_EQ(read.count("app.h"), 1u) << "read once, to prove it; then remembered: " << names(read);
+}
+
+// 8 processes of a new machine at once, then 30 one after another: each a hit with the packaged
+// key, none reading an installed header (the first ones prove the manifest, each for itself;
+// the later ones take this machine's).
+TEST_F(PortablePackageTest, ManyProcessesAtOnceAndInARowReadNoInstalledHeader) {
+  const std::string key = exported();
+  test::TempDir fresh;
+  test::OpenCount toolkit(include());
+  ASSERT_TRUE(toolkit.watching());
+  constexpr int k_at_once = 8, k_in_a_row = 30;
+  std::vector<nlohmann::json> answers(k_at_once);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k_at_once; ++i)
+    threads.emplace_back([&, i] { answers[i] = build(fresh.path(), true); });
+  for (auto& thread : threads)
+    thread.join();
+  for (int i = 0; i < k_in_a_row; ++i)
+    answers.push_back(build(fresh.path(), true));
+  for (const auto& answer : answers) {
+    EXPECT_EQ(answer["outcome"], "hit") << answer.dump();
+    EXPECT_EQ(answer["key"], key);
+  }
+  const auto opened = toolkit.take();
+  EXPECT_TRUE(opened.empty()) << names(opened);
 }
 
 // `jitcache import` proves the manifests and keeps them as this machine's: the first request
