@@ -334,6 +334,19 @@ CacheCore::packaged_toolchains(const PackageTarget& target) const {
   return found;
 }
 
+std::optional<std::string> CacheCore::packaged_record(const std::string& backend,
+                                                      const Digest& name) const {
+  if (m_tiers.packages().empty() || !persistent(backend))
+    return std::nullopt;
+  for (const Tier* tier : m_tiers.packages()) {
+    if (tier->dead)
+      continue;
+    if (auto found = tier->packages->record(backend, name))
+      return found;
+  }
+  return std::nullopt;
+}
+
 std::optional<Found> CacheCore::lookup(const Key& key) {
   std::optional<Found> found;
   BuildInfo info;

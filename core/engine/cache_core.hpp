@@ -123,6 +123,14 @@ public:
   /// a packaged kernel is found without opening the compiler (or on a machine without it).
   std::vector<std::vector<KeyField>> packaged_toolchains(const PackageTarget& target) const;
 
+  /// The bytes of the record named `name` (PackageRecord) that the package tiers hold for
+  /// `backend`, asked in lookup order (the embedded tier, then the system tier: as entries are),
+  /// the first found winning; nullopt when none holds it, when `backend`'s persistent tiers are
+  /// off, or when a package's record cannot be read (one warning per package, see
+  /// PackageStore::record). Opaque bytes: the caller verifies them. Cheap when no package serves
+  /// `backend`. Thread-safe.
+  std::optional<std::string> packaged_record(const std::string& backend, const Digest& name) const;
+
   /// Reads `key` through the tiers without compiling or counting. nullopt on a miss.
   std::optional<Found> lookup(const Key& key);
 

@@ -39,12 +39,14 @@ int run_packages(const Config& config, const Output& out) {
                 {"backend", p.target.backend},
                 {"target", p.target.label},
                 {"entries", p.entries},
+                {"records", p.records},
                 {"bytes", p.bytes},
                 {"jitcache_version", p.jitcache_version},
                 {"created", utc(p.created)}},
                tier->name() + "  " + package.name + "  " + p.target.backend + " " + p.target.label +
-                   ", " + std::to_string(p.entries) + " entries, " + format_size(p.bytes) +
-                   ", made by jitcache " + p.jitcache_version + " on " + utc(p.created));
+                   ", " + std::to_string(p.entries) + " entries, " + std::to_string(p.records) +
+                   " records, " + format_size(p.bytes) + ", made by jitcache " +
+                   p.jitcache_version + " on " + utc(p.created));
     }
   for (const char* backend : k_backends) {
     if (!backend_built(backend))

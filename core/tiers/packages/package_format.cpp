@@ -80,6 +80,29 @@ std::string provenance_bytes(const Provenance& p) {
   return out;
 }
 
+// A record framed for the data area: the XXH3-64 of the rest, its name, its bytes.
+std::string frame(const PackageRecord& record) {
+  std::string out(8, '\0');
+  out.append(reinterpret_cast<const char*>(record.name.bytes.data()), record.name.bytes.size());
+  out += record.bytes;
+  store_le<std::uint64_t>(out.data(), XXH3_64bits(out.data() + 8, out.size() - 8));
+  return out;
+}
+
+// Checks `framed` (a copy, at least a frame long: open() and the index say so, but a file that
+// changed under its map may say otherwise) is the record named `name`, and leaves its bytes.
+// Errors (corrupt): it is not.
+Expected<void> unframe(const Digest& name, std::string& framed) {
+  if (framed.size() < k_package_record_frame ||
+      std::memcmp(framed.data() + 8, name.bytes.data(), name.bytes.size()) != 0)
+    return damaged("record " + name.hex() + " is not where its index says (the file changed " +
+                   "under its map)");
+  if (load_le<std::uint64_t>(framed.data()) != XXH3_64bits(framed.data() + 8, framed.size() - 8))
+    return damaged("record " + name.hex() + " fails its checksum");
+  framed.erase(0, k_package_record_frame);
+  return {};
+}
+
 // A file descriptor closed on every path out.
 struct Fd {
   int fd = -1;
@@ -104,49 +127,65 @@ bool write_all(int fd, std::string_view bytes) {
 } // namespace
 
 Expected<PackageReader> PackageReader::open(std::string_view bytes) {
-  if (bytes.size() < k_package_header_size)
+  if (bytes.size() < k_package_v2_header_size)
     return damaged("is truncated (" + std::to_string(bytes.size()) + " bytes)");
   // The header is copied under the guard and checked in the copy: what is checked is what is
   // used, however the file changes meanwhile.
-  char at[k_package_header_size];
+  char at[k_package_header_size] = {};
+  const std::size_t head = std::min(bytes.size(), sizeof at);
   if (fault::guarded([&] {
-        std::memcpy(at, bytes.data(), sizeof at);
+        std::memcpy(at, bytes.data(), head);
         return 0;
       }) == fault::k_fault)
     return faulted();
   if (std::memcmp(at, k_magic, sizeof k_magic) != 0)
     return damaged("has a bad magic number (not a jitcache package)");
   const auto version = load_le<std::uint32_t>(at + 4);
-  if (version != k_package_version)
+  if (version < k_package_oldest_version || version > k_package_version)
     return damaged("has format version " + std::to_string(version) + "; this jitcache reads " +
+                   std::to_string(k_package_oldest_version) + " to " +
                    std::to_string(k_package_version));
+  // Version 2 has no record count: its header ends before it.
+  const std::size_t header = version == 2 ? k_package_v2_header_size : k_package_header_size;
+  if (bytes.size() < header)
+    return damaged("is truncated (" + std::to_string(bytes.size()) + " bytes)");
   const auto provenance_len = load_le<std::uint32_t>(at + 20);
   const auto count = load_le<std::uint64_t>(at + 24);
   const auto total = load_le<std::uint64_t>(at + 32);
   const auto data = load_le<std::uint64_t>(at + 40);
+  const std::uint64_t records = version == 2 ? 0 : load_le<std::uint64_t>(at + 48);
   if (total != bytes.size())
     return damaged("is " + std::to_string(bytes.size()) + " bytes, its header says " +
                    std::to_string(total) + " (truncated or extended)");
-  // Bounds on what the header can make every reader read and hash (the index, the provenance)
-  // before its checksum is known, whatever size the file has (a sparse one costs no disk).
+  // Bounds on what the header can make every reader read and hash (the indexes, the
+  // provenance) before its checksum is known, whatever size the file has (a sparse one costs no
+  // disk).
   if (count > k_package_max_entries)
     return damaged("header claims " + std::to_string(count) + " entries; a package holds at most " +
                    std::to_string(k_package_max_entries));
+  if (records > k_package_max_records)
+    return damaged("header claims " + std::to_string(records) +
+                   " records; a package holds at most " + std::to_string(k_package_max_records));
   if (provenance_len > k_package_max_provenance)
     return damaged("header claims " + std::to_string(provenance_len) +
                    " bytes of provenance; a package has at most " +
                    std::to_string(k_package_max_provenance));
-  const std::uint64_t room = bytes.size() - k_package_header_size;
-  // Each entry takes an index record and at least an entry header.
-  if (provenance_len > room ||
-      count > (room - provenance_len) / (k_package_index_record + k_entry_header_size))
-    return damaged("is too small for the " + std::to_string(count) + " entries its header claims");
-  if (data != k_package_header_size + provenance_len + count * k_package_index_record)
+  const std::uint64_t room = bytes.size() - header;
+  // Each entry takes an index record and at least an entry header, each record an index record
+  // and at least its frame (the bounds above keep these products far from overflowing).
+  if (provenance_len > room || count * (k_package_index_record + k_entry_header_size) +
+                                       records * (k_package_index_record + k_package_record_frame) >
+                                   room - provenance_len)
+    return damaged("is too small for the " + std::to_string(count) + " entries and " +
+                   std::to_string(records) + " records its header claims");
+  if (data != header + provenance_len + (count + records) * k_package_index_record)
     return damaged("has inconsistent lengths in its header");
-  const std::size_t index = k_package_header_size + provenance_len;
+  const Index entries{header + provenance_len, static_cast<std::size_t>(count)};
+  const Index named{entries.offset + entries.count * k_package_index_record,
+                    static_cast<std::size_t>(records)};
 
   // The provenance is copied (it is parsed, and what is parsed must be what was checksummed);
-  // the index is hashed and checked where it lies. Nothing is allocated inside the guard: a
+  // the indexes are hashed and checked where they lie. Nothing is allocated inside the guard: a
   // fault skips the destructors of what the body made.
   std::string provenance_copy(provenance_len, '\0');
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
@@ -154,23 +193,32 @@ Expected<PackageReader> PackageReader::open(std::string_view bytes) {
   if (!state)
     throw std::bad_alloc();
   XXH3_64bits_reset(state.get());
-  XXH3_64bits_update(state.get(), at + k_checked_offset, k_package_header_size - k_checked_offset);
-  std::uint64_t out_of_order = count, outside = count; // the first record found so, if any
+  XXH3_64bits_update(state.get(), at + k_checked_offset, header - k_checked_offset);
+  // The first record of each index found out of order or outside the data, if any.
+  struct Found {
+    std::size_t out_of_order, outside;
+  } found[2] = {{entries.count, entries.count}, {named.count, named.count}};
   const char* map = bytes.data();
   const int status = fault::guarded([&] {
-    std::memcpy(provenance_copy.data(), map + k_package_header_size, provenance_len);
+    std::memcpy(provenance_copy.data(), map + header, provenance_len);
     XXH3_64bits_update(state.get(), provenance_copy.data(), provenance_len);
-    XXH3_64bits_update(state.get(), map + index, count * k_package_index_record);
-    for (std::uint64_t i = 0; i < count; ++i) {
-      const char* record = map + index + i * k_package_index_record;
-      if (i > 0 && out_of_order == count &&
-          std::memcmp(record - k_package_index_record, record, 32) >= 0)
-        out_of_order = i;
-      const auto offset = load_le<std::uint64_t>(record + 32);
-      const auto length = load_le<std::uint64_t>(record + 40);
-      if (outside == count && (offset < data || offset > total || length > total - offset ||
-                               length < k_entry_header_size))
-        outside = i;
+    XXH3_64bits_update(state.get(), map + entries.offset,
+                       (entries.count + named.count) * k_package_index_record);
+    for (int which = 0; which < 2; ++which) {
+      const Index& index = which == 0 ? entries : named;
+      const std::uint64_t shortest = which == 0 ? k_entry_header_size : k_package_record_frame;
+      Found& first = found[which];
+      for (std::size_t i = 0; i < index.count; ++i) {
+        const char* record = map + index.offset + i * k_package_index_record;
+        if (i > 0 && first.out_of_order == index.count &&
+            std::memcmp(record - k_package_index_record, record, 32) >= 0)
+          first.out_of_order = i;
+        const auto offset = load_le<std::uint64_t>(record + 32);
+        const auto length = load_le<std::uint64_t>(record + 40);
+        if (first.outside == index.count &&
+            (offset < data || offset > total || length > total - offset || length < shortest))
+          first.outside = i;
+      }
     }
     return 0;
   });
@@ -185,29 +233,38 @@ Expected<PackageReader> PackageReader::open(std::string_view bytes) {
   auto provenance = parse_provenance(provenance_copy);
   if (!provenance)
     return damaged("has malformed provenance");
-  if (out_of_order < count && out_of_order <= outside)
-    return damaged("index is out of order at record " + std::to_string(out_of_order));
-  if (outside < count)
-    return damaged("index record " + std::to_string(outside) + " points outside the package");
+  for (int which = 0; which < 2; ++which) {
+    const std::size_t end = which == 0 ? entries.count : named.count;
+    const std::string index = which == 0 ? "index" : "record index";
+    const Found& first = found[which];
+    if (first.out_of_order < end && first.out_of_order <= first.outside)
+      return damaged(index + " is out of order at record " + std::to_string(first.out_of_order));
+    if (first.outside < end)
+      return damaged(index + " record " + std::to_string(first.outside) +
+                     " points outside the package");
+  }
+  provenance->package_version = version;
   provenance->entry_format_version = entry_version;
   provenance->entries = count;
+  provenance->records = records;
   provenance->bytes = total;
-  return PackageReader(bytes, index, static_cast<std::size_t>(data), std::move(*provenance));
+  return PackageReader(bytes, entries, named, static_cast<std::size_t>(data),
+                       std::move(*provenance));
 }
 
-Digest PackageReader::key_at(std::size_t i) const {
-  Digest key;
-  std::memcpy(key.bytes.data(), m_bytes.data() + m_index + i * k_package_index_record,
-              key.bytes.size());
-  return key;
+Digest PackageReader::name_at(const Index& index, std::size_t i) const {
+  Digest name;
+  std::memcpy(name.bytes.data(), m_bytes.data() + index.offset + i * k_package_index_record,
+              name.bytes.size());
+  return name;
 }
 
-std::size_t PackageReader::search(const Digest& key) const {
-  std::size_t low = 0, high = size();
+std::size_t PackageReader::search(const Index& index, const Digest& name) const {
+  std::size_t low = 0, high = index.count;
   while (low < high) {
     const std::size_t mid = low + (high - low) / 2;
-    const int order = std::memcmp(m_bytes.data() + m_index + mid * k_package_index_record,
-                                  key.bytes.data(), key.bytes.size());
+    const int order = std::memcmp(m_bytes.data() + index.offset + mid * k_package_index_record,
+                                  name.bytes.data(), name.bytes.size());
     if (order == 0)
       return mid;
     if (order < 0)
@@ -215,11 +272,12 @@ std::size_t PackageReader::search(const Digest& key) const {
     else
       high = mid;
   }
-  return size();
+  return index.count;
 }
 
-std::optional<std::pair<std::size_t, std::size_t>> PackageReader::entry_at(std::size_t i) const {
-  const char* record = m_bytes.data() + m_index + i * k_package_index_record;
+std::optional<std::pair<std::size_t, std::size_t>> PackageReader::span_at(const Index& index,
+                                                                          std::size_t i) const {
+  const char* record = m_bytes.data() + index.offset + i * k_package_index_record;
   const auto offset = load_le<std::uint64_t>(record + 32);
   const auto length = load_le<std::uint64_t>(record + 40);
   // Checked by open(), and again here: a mapped file's index can change after open().
@@ -230,24 +288,25 @@ std::optional<std::pair<std::size_t, std::size_t>> PackageReader::entry_at(std::
 }
 
 std::pair<Digest, std::string_view> PackageReader::at(std::size_t i) const {
-  const auto entry = entry_at(i);
-  return {key_at(i), entry ? m_bytes.substr(entry->first, entry->second) : std::string_view()};
+  const auto entry = span_at(m_entries, i);
+  return {name_at(m_entries, i),
+          entry ? m_bytes.substr(entry->first, entry->second) : std::string_view()};
 }
 
 std::optional<std::string_view> PackageReader::find(const Digest& key) const {
-  const std::size_t i = search(key);
-  if (i == size())
+  const std::size_t i = search(m_entries, key);
+  if (i == m_entries.count)
     return std::nullopt;
   return at(i).second;
 }
 
 Expected<std::string>
-PackageReader::copy(std::size_t i,
-                    const std::optional<std::pair<std::size_t, std::size_t>>& entry) const {
-  if (!entry)
-    return damaged("index record " + std::to_string(i) +
+PackageReader::copy(const char* what, std::size_t i,
+                    const std::optional<std::pair<std::size_t, std::size_t>>& span) const {
+  if (!span)
+    return damaged(what + std::to_string(i) +
                    " points outside the package (the file changed under its map)");
-  const std::size_t offset = entry->first, length = entry->second;
+  const std::size_t offset = span->first, length = span->second;
   // Allocated outside the guard (see open()), not filled first: append() into reserved room
   // copies without allocating, and a fault part-way leaves the string as it was.
   std::string out;
@@ -261,41 +320,70 @@ PackageReader::copy(std::size_t i,
   return out;
 }
 
-Expected<std::optional<std::string>> PackageReader::read(const Digest& key) const {
+Expected<std::optional<std::string>> PackageReader::read_named(const Index& index, const char* what,
+                                                               const Digest& name) const {
   std::size_t i = 0;
-  std::optional<std::pair<std::size_t, std::size_t>> entry;
+  std::optional<std::pair<std::size_t, std::size_t>> span;
   if (fault::guarded([&] {
-        i = search(key);
-        if (i < size())
-          entry = entry_at(i);
+        i = search(index, name);
+        if (i < index.count)
+          span = span_at(index, i);
         return 0;
       }) == fault::k_fault)
     return faulted();
-  if (i == size())
+  if (i == index.count)
     return std::optional<std::string>();
-  auto bytes = copy(i, entry);
+  auto bytes = copy(what, i, span);
   if (!bytes)
     return std::move(bytes).error();
   return std::optional<std::string>(std::move(*bytes));
 }
 
-Expected<std::pair<Digest, std::string>> PackageReader::read_at(std::size_t i) const {
-  Digest key;
-  std::optional<std::pair<std::size_t, std::size_t>> entry;
+Expected<std::pair<Digest, std::string>>
+PackageReader::read_indexed(const Index& index, const char* what, std::size_t i) const {
+  Digest name;
+  std::optional<std::pair<std::size_t, std::size_t>> span;
   if (fault::guarded([&] {
-        key = key_at(i);
-        entry = entry_at(i);
+        name = name_at(index, i);
+        span = span_at(index, i);
         return 0;
       }) == fault::k_fault)
     return faulted();
-  auto bytes = copy(i, entry);
+  auto bytes = copy(what, i, span);
   if (!bytes)
     return std::move(bytes).error();
-  return std::pair<Digest, std::string>(key, std::move(*bytes));
+  return std::pair<Digest, std::string>(name, std::move(*bytes));
+}
+
+Expected<std::optional<std::string>> PackageReader::read(const Digest& key) const {
+  return read_named(m_entries, "index record ", key);
+}
+
+Expected<std::pair<Digest, std::string>> PackageReader::read_at(std::size_t i) const {
+  return read_indexed(m_entries, "index record ", i);
+}
+
+Expected<std::optional<std::string>> PackageReader::read_record(const Digest& name) const {
+  auto frame = read_named(m_records, "record index record ", name);
+  if (!frame || !*frame)
+    return frame;
+  if (auto checked = unframe(name, **frame); !checked)
+    return std::move(checked).error();
+  return frame;
+}
+
+Expected<std::pair<Digest, std::string>> PackageReader::read_record_at(std::size_t i) const {
+  auto frame = read_indexed(m_records, "record index record ", i);
+  if (!frame)
+    return frame;
+  if (auto checked = unframe(frame->first, frame->second); !checked)
+    return std::move(checked).error();
+  return frame;
 }
 
 Expected<Provenance> write_package(const std::filesystem::path& file, const PackageTarget& target,
-                                   std::vector<PackageEntry> entries) {
+                                   std::vector<PackageEntry> entries,
+                                   std::vector<PackageRecord> records) {
   std::sort(entries.begin(), entries.end(),
             [](const PackageEntry& a, const PackageEntry& b) { return a.key < b.key; });
   for (std::size_t i = 1; i < entries.size(); ++i)
@@ -312,12 +400,25 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
       return Error(ErrorCode::invalid_argument, "entry " + entry.key.hex() + " is " +
                                                     std::to_string(entry.bytes.size()) +
                                                     " bytes, shorter than an entry header");
+  std::sort(records.begin(), records.end(),
+            [](const PackageRecord& a, const PackageRecord& b) { return a.name < b.name; });
+  for (std::size_t i = 1; i < records.size(); ++i)
+    if (records[i - 1].name == records[i].name)
+      return Error(ErrorCode::invalid_argument,
+                   "record " + records[i].name.hex() + " given twice for one package");
+  if (records.size() > k_package_max_records)
+    return Error(ErrorCode::invalid_argument,
+                 std::to_string(records.size()) +
+                     " records for one package; a package holds at most " +
+                     std::to_string(k_package_max_records));
   Provenance p;
+  p.package_version = k_package_version;
   p.entry_format_version = static_cast<std::uint32_t>(k_format_version);
   p.jitcache_version = k_version;
   p.created = detail::clock().wall_ns() / 1'000'000'000;
   p.target = target;
   p.entries = entries.size();
+  p.records = records.size();
   for (const PackageEntry& entry : entries) {
     const auto view = view_entry(entry.key, entry.bytes);
     const auto toolchain = view ? toolchain_of_stored(view->key_fields) : std::nullopt;
@@ -332,8 +433,12 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
                                                   std::to_string(p.toolchains.size()) +
                                                   " toolchains); a package has at most " +
                                                   std::to_string(k_package_max_provenance));
-  const std::uint64_t data =
-      k_package_header_size + provenance.size() + entries.size() * k_package_index_record;
+  std::vector<std::string> frames;
+  frames.reserve(records.size());
+  for (const PackageRecord& record : records)
+    frames.push_back(frame(record));
+  const std::uint64_t data = k_package_header_size + provenance.size() +
+                             (entries.size() + records.size()) * k_package_index_record;
   std::string head(k_package_header_size, '\0');
   std::memcpy(head.data(), k_magic, sizeof k_magic);
   store_le<std::uint32_t>(head.data() + 4, k_package_version);
@@ -341,14 +446,19 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
   store_le<std::uint32_t>(head.data() + 20, static_cast<std::uint32_t>(provenance.size()));
   store_le<std::uint64_t>(head.data() + 24, entries.size());
   store_le<std::uint64_t>(head.data() + 40, data);
+  store_le<std::uint64_t>(head.data() + 48, records.size());
   head += provenance;
   std::uint64_t offset = data;
-  for (const PackageEntry& entry : entries) {
-    head.append(reinterpret_cast<const char*>(entry.key.bytes.data()), entry.key.bytes.size());
+  const auto index = [&](const Digest& name, std::size_t length) {
+    head.append(reinterpret_cast<const char*>(name.bytes.data()), name.bytes.size());
     append_le<std::uint64_t>(head, offset);
-    append_le<std::uint64_t>(head, entry.bytes.size());
-    offset += entry.bytes.size();
-  }
+    append_le<std::uint64_t>(head, length);
+    offset += length;
+  };
+  for (const PackageEntry& entry : entries)
+    index(entry.key, entry.bytes.size());
+  for (std::size_t i = 0; i < records.size(); ++i)
+    index(records[i].name, frames[i].size());
   p.bytes = offset;
   store_le<std::uint64_t>(head.data() + 32, offset);
   store_le<std::uint64_t>(head.data() + 8, checksum(head, head.size()));
@@ -378,6 +488,8 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
   bool ok = write_all(out.fd, head);
   for (std::size_t i = 0; ok && i < entries.size(); ++i)
     ok = write_all(out.fd, entries[i].bytes);
+  for (std::size_t i = 0; ok && i < frames.size(); ++i)
+    ok = write_all(out.fd, frames[i]);
   if (!ok || ::fsync(out.fd) != 0 ||
       ::renameat(dir_fd.fd, temp.c_str(), dir_fd.fd, base.c_str()) != 0) {
     const Error error = failed(ok ? "sync or rename failed" : "write failed");

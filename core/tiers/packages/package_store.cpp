@@ -136,6 +136,26 @@ std::vector<std::string> PackageStore::toolchains(const PackageTarget& target) c
   return found;
 }
 
+std::optional<std::string> PackageStore::record(const std::string& backend,
+                                                const Digest& name) const {
+  for (const OpenPackage& package : m_packages) {
+    if (package.reader.record_count() == 0 || package.reader.provenance().target.backend != backend)
+      continue;
+    // A copy under the fault guard, for linked bytes too: records are small, and one path is
+    // simpler than two.
+    auto found = package.reader.read_record(name);
+    if (!found) {
+      log::write_once(LogLevel::warn, "package-record:" + package.name,
+                      package.name + ": " + found.error().message +
+                          "; its records are skipped where they cannot be read");
+      continue;
+    }
+    if (*found)
+      return std::move(*found);
+  }
+  return std::nullopt;
+}
+
 void PackageStore::check_target(const Key& key) {
   if (!serves_backend(key.backend))
     return;

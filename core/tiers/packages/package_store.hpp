@@ -57,6 +57,12 @@ public:
   /// The compiler identities (Provenance::toolchains) of the packages serving `target`, each
   /// once, in lookup order.
   std::vector<std::string> toolchains(const PackageTarget& target) const;
+  /// The bytes of the record named `name` (PackageRecord) in the first package serving `backend`
+  /// that holds it, in lookup order; std::nullopt when none does. A package whose record cannot
+  /// be read (damaged, or its file changed under its map) gets one warning per package and is
+  /// skipped. Never throws an error of the packages; cheap when no package serves `backend` (a
+  /// comparison per package).
+  std::optional<std::string> record(const std::string& backend, const Digest& name) const;
   /// Called on a lookup of `key` that reached this tier: when packages serve key.backend but
   /// none the key's target (its device fields), one notice per process, tier and backend names
   /// the target and what is installed. Cheap once noticed or found.
