@@ -668,7 +668,8 @@ TEST_F(PackageStoreTest, RecordsComeFromTheFirstPackageHoldingThemAndDamageIsSki
   EXPECT_EQ(err.find(a.string()), err.rfind(a.string())) << "one warning: " << err;
   EXPECT_EQ(store->corrupt_seen(), 0u); // records are not entries: counted by their consumer
   // The embedded tier serves them from linked bytes.
-  auto embedded = PackageStore::open_embedded({EmbeddedPackage{"b.jcpkg", read_file(b)}});
+  const std::string linked = read_file(b); // linked bytes outlive the tier
+  auto embedded = PackageStore::open_embedded({EmbeddedPackage{"b.jcpkg", linked}});
   EXPECT_EQ(embedded->record("cuda", both), "B's");
 }
 
