@@ -1,5 +1,6 @@
 // Packages through the CLI with no GPU: export from a user tier, serve from JITCACHE_SYSTEM_PATH
 // with zero compiles and nothing written to the user tier, import, list, and bad input.
+#include "core/tiers/packages/package_format.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -242,6 +243,32 @@ TEST_F(PackagesCliTest, AMissingImportAndADeviceWithoutAPackageAreNamed) {
   for (const auto& line : json_lines(json.out))
     unserved |= line["backend"] == "opencl" && line["device"] == 0 && line["package"].is_null();
   EXPECT_TRUE(unserved) << json.out;
+}
+
+// `packages` shows how many named records each package holds, in text and in JSON; a package of
+// records alone is listed like any other.
+TEST_F(PackagesCliTest, PackagesShowsTheRecordsEachHolds) {
+  const fs::path user = dir.path() / "user", package = dir.path() / "cuda-sm_90.jcpkg";
+  std::vector<detail::PackageRecord> records;
+  for (const char* name : {"one", "two", "three"})
+    records.push_back({Digest::of(name), std::string("the record ") + name});
+  ASSERT_TRUE(detail::write_package(package, {"cuda", "sm_90", "arch=sm_90"}, {}, records));
+  auto json = run_cli({"packages", "--json"}, env(user, package.string()));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  bool listed = false;
+  for (const auto& line : json_lines(json.out))
+    if (line.contains("tier")) {
+      listed = true;
+      EXPECT_EQ(line["package"], package.string()) << line;
+      EXPECT_EQ(line["entries"], 0) << line;
+      EXPECT_EQ(line["records"], 3) << line;
+    }
+  EXPECT_TRUE(listed) << json.out;
+  auto text = run_cli({"packages"}, env(user, package.string()));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(package.string() + "  cuda sm_90, 0 entries, 3 records, "),
+            std::string::npos)
+      << text.out;
 }
 
 TEST_F(PackagesCliTest, ExportRefusesNothingAndSeveralTargets) {

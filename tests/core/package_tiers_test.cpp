@@ -2,6 +2,7 @@
 // per tier, damage counted corrupt and compiled around, nothing written to the user tier.
 #include <jitcache/cache.hpp>
 
+#include "core/engine/cache_core.hpp"
 #include "core/engine/tier_set.hpp"
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/packages/package_store.hpp"
@@ -31,9 +32,9 @@ Key key_for(const std::string& source) {
 class PackageTiersTest : public ::testing::Test {
 protected:
   Config config() { return Config::from_variables({{"JITCACHE_DIR", m_dir.path().string()}}); }
-  // A package file holding `binary` for each of `sources`; returns its bytes.
+  // A package file holding `binary` for each of `sources`, and `records`; returns its bytes.
   std::string package(const std::string& name, const std::vector<std::string>& sources,
-                      const std::string& binary) {
+                      const std::string& binary, std::vector<PackageRecord> records = {}) {
     std::vector<PackageEntry> entries;
     for (const std::string& source : sources) {
       const Key key = key_for(source);
@@ -42,7 +43,8 @@ protected:
       entries.push_back({key.digest, encode_entry(key.digest, entry)});
     }
     const fs::path file = m_dir.path() / name;
-    EXPECT_TRUE(write_package(file, target_of("cuda", key_for("").fields), entries));
+    EXPECT_TRUE(
+        write_package(file, target_of("cuda", key_for("").fields), entries, std::move(records)));
     std::ifstream in(file, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
@@ -95,6 +97,29 @@ TEST_F(PackageTiersTest, EmbeddedThenSystemThenUserWithNothingWritten) {
     EXPECT_EQ(compiles, 1);
   }
   EXPECT_EQ(user_entries(), 1u); // only the compiled one
+}
+
+// The records of the package tiers, asked in lookup order as entries are (embedded, then
+// system), for a backend whose persistent tiers are on; none in a cache without packages.
+TEST_F(PackageTiersTest, PackagedRecordsComeFromThePackageTiersInLookupOrder) {
+  const Digest both = Digest::of("in both"), system_only = Digest::of("in the system tier");
+  const std::string linked = package("embedded.bin", {"a"}, "EMBEDDED", {{both, "embedded's"}});
+  fs::remove(m_dir.path() / "embedded.bin");
+  package("cuda-sm_90.jcpkg", {"b"}, "SYSTEM",
+          {{both, "system's"}, {system_only, "the system's own"}});
+  const auto embedded = [&] { return PackageStore::open_embedded({{"app.jcpkg", linked}}); };
+  Cache cache(config(), tiers(embedded()));
+  const CacheCore& core = core_of(cache);
+  EXPECT_EQ(core.packaged_record("cuda", both), "embedded's");
+  EXPECT_EQ(core.packaged_record("cuda", system_only), "the system's own");
+  EXPECT_FALSE(core.packaged_record("cuda", Digest::of("in neither")));
+  EXPECT_FALSE(core.packaged_record("hip", both)); // no package serves hip
+  Cache off(Config::from_variables(
+                {{"JITCACHE_DIR", m_dir.path().string()}, {"JITCACHE_DISABLE", "cuda"}}),
+            tiers(embedded()));
+  EXPECT_FALSE(core_of(off).packaged_record("cuda", both));
+  Cache none(config(), std::vector<std::shared_ptr<Store>>{});
+  EXPECT_FALSE(core_of(none).packaged_record("cuda", both));
 }
 
 TEST_F(PackageTiersTest, DamagedPackageEntryIsCountedCorruptAndCompiledAround) {
@@ -189,7 +214,9 @@ TEST_F(PackageTiersTest, AUserTierThatCannotBeMadeLaterIsSkippedWithOneWarning) 
 // A package copied over in place while a process has it mapped: reading past its new end raises
 // SIGBUS, which makes each entry a damaged miss (warned about) instead of killing the process.
 TEST_F(PackageTiersTest, APackageTruncatedUnderItsMappingIsADamagedMissNotACrash) {
-  package("cuda-sm_90.jcpkg", {"a", "b", "c"}, std::string(64 << 10, 'x'));
+  const Digest name = Digest::of("a record past the new end");
+  package("cuda-sm_90.jcpkg", {"a", "b", "c"}, std::string(64 << 10, 'x'),
+          {{name, std::string(16 << 10, 'r')}});
   const fs::path file = m_dir.path() / "cuda-sm_90.jcpkg";
   test::ChildProcess child([&] {
     auto store = PackageStore::open_system({file}, false);
@@ -197,16 +224,19 @@ TEST_F(PackageTiersTest, APackageTruncatedUnderItsMappingIsADamagedMissNotACrash
       auto got = store->get(key_for(source).digest);
       return got && got->has_value();
     };
-    if (store->packages().empty() || !holds("a"))
+    if (store->packages().empty() || !holds("a") || !store->record("cuda", name))
       return 2;
     fs::resize_file(file, 4096);
     int found = 0;
     for (const char* source : {"a", "b", "c"})
       found += holds(source);
+    found += store->record("cuda", name).has_value();
     return found == 0 ? 0 : 3;
   });
   EXPECT_EQ(child.wait(), 0) << child.err();
   EXPECT_NE(child.err().find("faulted (SIGBUS"), std::string::npos) << child.err();
+  EXPECT_NE(child.err().find(file.string() + ": reading it faulted"), std::string::npos)
+      << "the record's warning: " << child.err();
 }
 
 } // namespace

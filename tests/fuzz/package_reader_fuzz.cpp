@@ -1,10 +1,12 @@
 // libFuzzer harness over the package reader (core/tiers/packages/package_format) and the entry
 // codec it hands entries to (issue 13): what a system or embedded package can hold is any bytes at
 // all. Each input is read as it is, and again with its checksums made right (the header's over the
-// provenance and the index, each entry's over its bytes), so that mutations reach the parsing
-// behind them. Nothing may crash, read outside the input (AddressSanitizer) or be undefined
-// (UndefinedBehaviorSanitizer); an entry that verifies must lie inside the input and be the one
-// the index finds under its key. ci/fuzz.sh builds it with clang and runs it for a bounded time.
+// provenance and the indexes, each entry's over its bytes, each record frame's over its name and
+// bytes), so that mutations reach the parsing behind them. Nothing may crash, read outside the
+// input (AddressSanitizer) or be undefined (UndefinedBehaviorSanitizer); an entry that verifies
+// must lie inside the input and be the one the index finds under its key, and a record read by
+// position must be the one read under its name. ci/fuzz.sh builds it with clang and runs it for a
+// bounded time.
 #include "core/support/byte_io.hpp"
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/packages/package_format.hpp"
@@ -61,24 +63,42 @@ void exercise(std::string_view bytes) {
       broken("an entry that views does not verify");
   }
   static_cast<void>(reader->find(Digest{}));
+  for (std::size_t i = 0; i < reader->record_count(); ++i) {
+    auto record = reader->read_record_at(i);
+    if (!record)
+      continue;
+    if (record->second.size() > bytes.size())
+      broken("a record longer than the package");
+    auto named = reader->read_record(record->first);
+    if (!named || !*named || **named != record->second)
+      broken("the record index does not find the record under its own name");
+  }
+  static_cast<void>(reader->read_record(Digest{}));
 }
 
 // The input with every checksum it carries recomputed, where its lengths let one be found.
 std::string with_checksums_fixed(std::string bytes) {
-  if (bytes.size() < k_package_header_size)
+  if (bytes.size() < k_package_v2_header_size)
+    return bytes;
+  const bool v2 = load_le<std::uint32_t>(bytes.data() + 4) == 2;
+  if (!v2 && bytes.size() < k_package_header_size)
     return bytes;
   const std::uint64_t data = load_le<std::uint64_t>(bytes.data() + 40);
   const std::uint64_t count = load_le<std::uint64_t>(bytes.data() + 24);
-  const std::uint64_t index = k_package_header_size + load_le<std::uint32_t>(bytes.data() + 20);
-  for (std::uint64_t i = 0; i < count && i < 4096; ++i) {
+  const std::uint64_t records = v2 ? 0 : load_le<std::uint64_t>(bytes.data() + 48);
+  const std::uint64_t index = (v2 ? k_package_v2_header_size : k_package_header_size) +
+                              load_le<std::uint32_t>(bytes.data() + 20);
+  // Entries' checksums lie at 8 over the bytes from 16; records' at 0 over the bytes from 8.
+  for (std::uint64_t i = 0; i < count + records && i < 4096; ++i) {
     const std::uint64_t at = index + i * k_package_index_record;
     if (at + k_package_index_record > bytes.size() || at + k_package_index_record > data)
       break;
     const std::uint64_t offset = load_le<std::uint64_t>(bytes.data() + at + 32);
     const std::uint64_t length = load_le<std::uint64_t>(bytes.data() + at + 40);
+    const std::uint64_t sum = i < count ? 8 : 0;
     if (offset >= data && length >= 16 && offset <= bytes.size() && length <= bytes.size() - offset)
-      store_le<std::uint64_t>(bytes.data() + offset + 8,
-                              XXH3_64bits(bytes.data() + offset + 16, length - 16));
+      store_le<std::uint64_t>(bytes.data() + offset + sum,
+                              XXH3_64bits(bytes.data() + offset + sum + 8, length - sum - 8));
   }
   if (data >= 16 && data <= bytes.size())
     store_le<std::uint64_t>(bytes.data() + 8, XXH3_64bits(bytes.data() + 16, data - 16));
@@ -99,6 +119,11 @@ void write_seeds(const std::filesystem::path& corpus) {
   if (!std::filesystem::is_empty(corpus, ec) || ec)
     return;
   for (int entries : {0, 1, 3, 17}) {
+    // Records too: none, some, and a package of records alone.
+    std::vector<PackageRecord> records;
+    for (int i = 0; i < (entries == 1 ? 0 : 5 - entries % 5); ++i)
+      records.push_back({Digest::of("record " + std::to_string(i)),
+                         std::string(static_cast<std::size_t>(3 * i), static_cast<char>('r' + i))});
     PackageTarget target;
     target.backend = "cuda";
     target.label = "sm_90";
@@ -112,7 +137,7 @@ void write_seeds(const std::filesystem::path& corpus) {
       list.push_back({digest_of(i), encode_entry(digest_of(i), entry)});
     }
     static_cast<void>(write_package(corpus / ("seed-" + std::to_string(entries) + ".jcpkg"), target,
-                                    std::move(list)));
+                                    std::move(list), std::move(records)));
   }
 }
 

@@ -400,17 +400,17 @@ Expected<Provenance> write_package(const std::filesystem::path& file, const Pack
       return Error(ErrorCode::invalid_argument, "entry " + entry.key.hex() + " is " +
                                                     std::to_string(entry.bytes.size()) +
                                                     " bytes, shorter than an entry header");
+  if (records.size() > k_package_max_records)
+    return Error(ErrorCode::invalid_argument,
+                 std::to_string(records.size()) +
+                     " records for one package; a package holds at most " +
+                     std::to_string(k_package_max_records));
   std::sort(records.begin(), records.end(),
             [](const PackageRecord& a, const PackageRecord& b) { return a.name < b.name; });
   for (std::size_t i = 1; i < records.size(); ++i)
     if (records[i - 1].name == records[i].name)
       return Error(ErrorCode::invalid_argument,
                    "record " + records[i].name.hex() + " given twice for one package");
-  if (records.size() > k_package_max_records)
-    return Error(ErrorCode::invalid_argument,
-                 std::to_string(records.size()) +
-                     " records for one package; a package holds at most " +
-                     std::to_string(k_package_max_records));
   Provenance p;
   p.package_version = k_package_version;
   p.entry_format_version = static_cast<std::uint32_t>(k_format_version);
