@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 
 namespace jitcache::detail {
 
@@ -195,6 +196,20 @@ const std::vector<std::string>& InstalledFiles::records_in(const std::string& fo
 
 std::optional<InstalledProof> InstalledFiles::find(const std::string& path,
                                                    std::string_view content) {
+  if (auto found = find_as(path, content))
+    return found;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real)
+    return std::nullopt;
+  const std::string resolved(real);
+  std::free(real);
+  if (resolved == path)
+    return std::nullopt;
+  return find_as(resolved, content);
+}
+
+std::optional<InstalledProof> InstalledFiles::find_as(const std::string& path,
+                                                      std::string_view content) {
   std::string pip, dpkg; // the file's digests, made when first needed
   for (std::string folder = parent_of(path);; folder = parent_of(folder)) {
     for (const std::string& file : records_in(folder)) {
@@ -213,11 +228,11 @@ std::optional<InstalledProof> InstalledFiles::find(const std::string& path,
       const std::string below = root == "/" ? path.substr(1) : path.substr(root.size() + 1);
       if (auto line = listed.lines.find(below);
           line != listed.lines.end() && proves(line->first, line->second))
-        return InstalledProof{file, line->first, digest};
+        return InstalledProof{path, file, line->first, digest};
       if (!from_dpkg) // a wheel's files moved under another prefix: a few thousand lines
         for (const auto& [entry, line] : listed.lines)
           if (proves(entry, line))
-            return InstalledProof{file, entry, digest};
+            return InstalledProof{path, file, entry, digest};
     }
     if (folder == "/")
       return std::nullopt;
@@ -226,8 +241,14 @@ std::optional<InstalledProof> InstalledFiles::find(const std::string& path,
 
 bool InstalledFiles::vouches(const InstalledProof& proof, const std::string& path,
                              const struct stat& st) {
-  if (!S_ISREG(st.st_mode) || !entry_names(proof.entry, root_of(proof.record), path))
+  if (!S_ISREG(st.st_mode) || !entry_names(proof.entry, root_of(proof.record), proof.file))
     return false;
+  if (proof.file != path) { // reached through symbolic links: the same file?
+    struct stat named {};
+    if (::stat(proof.file.c_str(), &named) != 0 || named.st_dev != st.st_dev ||
+        named.st_ino != st.st_ino)
+      return false;
+  }
   const Record& listed = record(proof.record);
   if (!listed.ok)
     return false;

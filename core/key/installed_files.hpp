@@ -19,6 +19,7 @@ namespace jitcache::detail {
 
 /// A package manager's word for one file: the record it wrote and that record's line for it.
 struct InstalledProof {
+  std::string file;   ///< the file the record names: the path read, or where its links lead
   std::string record; ///< the record file (absolute path)
   std::string entry;  ///< the file's path as the record writes it
   std::string digest; ///< the digest as the record writes it ("sha256=..." for pip, hex MD5)
@@ -33,12 +34,15 @@ public:
   /// `*.dist-info/RECORD` and `dist-info/*.dist-info/RECORD` (a toolkit assembled from wheels),
   /// at `/` dpkg's md5sums. A record's line names the file when it is the path below the
   /// record's root (see root_of) or ends with "/" and that path (a wheel's files moved under
-  /// another prefix). nullopt when no record lists it with that digest.
+  /// another prefix). A path through symbolic links (`/usr/local/cuda/...` for dpkg's
+  /// `usr/local/cuda-13.0/...`) is looked for where they lead when it is not found as it is.
+  /// nullopt when no record lists it with that digest.
   std::optional<InstalledProof> find(const std::string& path, std::string_view content);
 
   /// Whether `proof` still vouches for the file at `path` now, as stat(2) gave `st`: the record
   /// is a regular file that still lists `proof.entry` with `proof.digest` (and, for pip, the
-  /// file's size); the entry names `path` (as find() matches them); the file is a regular file
+  /// file's size); the entry names `proof.file` (as find() matches them), which is `path` or
+  /// the same file (device and inode, one more stat); the file is a regular file
   /// whose status last changed no later than the record's (a file written after its package
   /// manager recorded it has a later ctime, which no user can set back). The record's ctime is
   /// read once, with the record.
@@ -58,6 +62,8 @@ private:
     std::int64_t ctime_ns = 0;
     std::unordered_map<std::string, Line> lines; ///< by entry
   };
+  /// find() for `path` as it is spelled.
+  std::optional<InstalledProof> find_as(const std::string& path, std::string_view content);
   const Record& record(const std::string& file);
   const std::vector<std::string>& records_in(const std::string& folder);
 

@@ -95,6 +95,7 @@ std::string encode_portable(const PortableManifest& manifest) {
                 file.content.bytes.size());
     body += file.installed ? '\1' : '\0';
     if (file.installed) {
+      append_sized(body, file.installed->file);
       append_sized(body, file.installed->record);
       append_sized(body, file.installed->entry);
       append_sized(body, file.installed->digest);
@@ -131,8 +132,8 @@ std::optional<PortableManifest> decode_portable(std::string_view bytes) {
     in->remove_prefix(1);
     if (installed == '\1') {
       file.installed.emplace();
-      if (!take_sized(*in, file.installed->record) || !take_sized(*in, file.installed->entry) ||
-          !take_sized(*in, file.installed->digest))
+      if (!take_sized(*in, file.installed->file) || !take_sized(*in, file.installed->record) ||
+          !take_sized(*in, file.installed->entry) || !take_sized(*in, file.installed->digest))
         return std::nullopt;
     } else if (installed != '\0') {
       return std::nullopt;

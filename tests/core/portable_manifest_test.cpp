@@ -200,6 +200,26 @@ TEST_F(PortableManifestTest, AWheelMovedUnderAnotherPrefixIsFound) {
                                    (root / "include" / "moved.h").string()));
 }
 
+// A toolkit reached through a symbolic link (`/usr/local/cuda` -> `cuda-13.0`, which dpkg's
+// records name): the record names where the link leads, and vouches for the path read while it
+// leads to the same file.
+TEST_F(PortableManifestTest, AFileReachedThroughALinkIsVouchedForWhileTheLinkLeadsToIt) {
+  const fs::path link = dir.path() / "current";
+  fs::create_directory_symlink(site() / "tk", link);
+  const fs::path read = link / "include" / "tk.h";
+  InstalledFiles installed;
+  auto proof = installed.find(read.string(), k_tk);
+  ASSERT_TRUE(proof);
+  EXPECT_EQ(proof->file, fs::canonical(include() / "tk.h").string());
+  EXPECT_TRUE(installed.vouches(*proof, read.string(), stat_of(read)));
+  // The link retargeted to a copy with the same bytes: another file, not vouched for.
+  const fs::path copy = dir.path() / "copy";
+  fs::copy(site() / "tk", copy, fs::copy_options::recursive);
+  fs::remove(link);
+  fs::create_directory_symlink(copy, link);
+  EXPECT_FALSE(installed.vouches(*proof, read.string(), stat_of(read)));
+}
+
 // dpkg's records, as this machine's package manager wrote them: a header of a Debian package is
 // found and vouched for when one is installed.
 TEST(InstalledFilesDpkg, ADebianPackagesHeaderIsVouchedFor) {
