@@ -5,6 +5,7 @@
 #include "core/support/regular_file.hpp"
 
 #include <openssl/evp.h>
+#include <xxhash.h>
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -130,16 +131,23 @@ std::string InstalledFiles::root_of(const std::string& record) {
   return root;
 }
 
-const InstalledFiles::Record& InstalledFiles::record(const std::string& file) {
+const InstalledFiles::Record& InstalledFiles::record(const std::string& file, bool parse) {
   auto [at, added] = m_records.try_emplace(file);
   Record& out = at->second;
-  if (!added)
+  if (!added && (!parse || !out.lines.empty() || !out.ok))
     return out;
   struct stat st {};
   auto text = read_regular_file(file, k_max_record_bytes, &st);
-  if (!text)
+  if (!text) {
+    out.ok = false;
     return out;
+  }
   out.ctime_ns = stamp_from(file, st).ctime_ns;
+  const XXH128_hash_t hash = XXH3_128bits(text->data(), text->size());
+  out.hash.assign(reinterpret_cast<const char*>(&hash), sizeof hash);
+  out.ok = true;
+  if (!parse)
+    return out;
   const bool dpkg = is_dpkg(file);
   std::string_view rest = *text;
   while (!rest.empty()) {
@@ -176,7 +184,6 @@ const InstalledFiles::Record& InstalledFiles::record(const std::string& file) {
       continue; // RECORD's own line has neither
     out.lines[std::string(path)] = Line{std::string(digest), size};
   }
-  out.ok = true;
   return out;
 }
 
@@ -213,7 +220,7 @@ std::optional<InstalledProof> InstalledFiles::find_as(const std::string& path,
   std::string pip, dpkg; // the file's digests, made when first needed
   for (std::string folder = parent_of(path);; folder = parent_of(folder)) {
     for (const std::string& file : records_in(folder)) {
-      const Record& listed = record(file);
+      const Record& listed = record(file, true);
       if (!listed.ok)
         continue;
       const bool from_dpkg = is_dpkg(file);
@@ -228,11 +235,11 @@ std::optional<InstalledProof> InstalledFiles::find_as(const std::string& path,
       const std::string below = root == "/" ? path.substr(1) : path.substr(root.size() + 1);
       if (auto line = listed.lines.find(below);
           line != listed.lines.end() && proves(line->first, line->second))
-        return InstalledProof{path, file, line->first, digest};
+        return InstalledProof{path, file, line->first, listed.hash};
       if (!from_dpkg) // a wheel's files moved under another prefix: a few thousand lines
         for (const auto& [entry, line] : listed.lines)
           if (proves(entry, line))
-            return InstalledProof{path, file, entry, digest};
+            return InstalledProof{path, file, entry, listed.hash};
     }
     if (folder == "/")
       return std::nullopt;
@@ -249,12 +256,8 @@ bool InstalledFiles::vouches(const InstalledProof& proof, const std::string& pat
         named.st_ino != st.st_ino)
       return false;
   }
-  const Record& listed = record(proof.record);
-  if (!listed.ok)
-    return false;
-  const auto line = listed.lines.find(proof.entry);
-  if (line == listed.lines.end() || line->second.digest != proof.digest ||
-      (line->second.size >= 0 && line->second.size != static_cast<std::int64_t>(st.st_size)))
+  const Record& listed = record(proof.record, false);
+  if (!listed.ok || listed.hash != proof.record_hash)
     return false;
   return stamp_from(path, st).ctime_ns <= listed.ctime_ns;
 }

@@ -17,12 +17,14 @@ namespace jitcache::detail {
 // what lets a machine that has never read a toolkit's headers trust that one holds the bytes
 // another machine read, by stat(2) alone. See docs/ARCHITECTURE.md, "Portable manifests".
 
-/// A package manager's word for one file: the record it wrote and that record's line for it.
+/// A package manager's word for one file: the record it wrote, whose line for the file gives
+/// the digest of the bytes read, and that record's content (so that another machine knows the
+/// record says the same without parsing it).
 struct InstalledProof {
-  std::string file;   ///< the file the record names: the path read, or where its links lead
-  std::string record; ///< the record file (absolute path)
-  std::string entry;  ///< the file's path as the record writes it
-  std::string digest; ///< the digest as the record writes it ("sha256=..." for pip, hex MD5)
+  std::string file;        ///< the file the record names: the path read, or where its links lead
+  std::string record;      ///< the record file (absolute path)
+  std::string entry;       ///< the file's path as the record writes it
+  std::string record_hash; ///< XXH3-128 of the record's bytes (16 bytes)
 };
 
 /// Package managers' records, each read and parsed once. Not thread-safe; one per export or per
@@ -40,12 +42,12 @@ public:
   std::optional<InstalledProof> find(const std::string& path, std::string_view content);
 
   /// Whether `proof` still vouches for the file at `path` now, as stat(2) gave `st`: the record
-  /// is a regular file that still lists `proof.entry` with `proof.digest` (and, for pip, the
-  /// file's size); the entry names `proof.file` (as find() matches them), which is `path` or
-  /// the same file (device and inode, one more stat); the file is a regular file
-  /// whose status last changed no later than the record's (a file written after its package
-  /// manager recorded it has a later ctime, which no user can set back). The record's ctime is
-  /// read once, with the record.
+  /// is a regular file with the bytes it had when find() read it (so it still lists the entry
+  /// with the digest of the bytes read then); the entry names `proof.file` (as find() matches
+  /// them), which is `path` or the same file (device and inode, one more stat); the file is a
+  /// regular file whose status last changed no later than the record's (a file written after
+  /// its package manager recorded it has a later ctime, which no user can set back). Each
+  /// record is read and hashed once, not parsed.
   bool vouches(const InstalledProof& proof, const std::string& path, const struct stat& st);
 
   /// The folder a record's entries are relative to: `/` for dpkg's, the folder holding the
@@ -60,11 +62,13 @@ private:
   struct Record {
     bool ok = false;
     std::int64_t ctime_ns = 0;
-    std::unordered_map<std::string, Line> lines; ///< by entry
+    std::string hash;                            ///< XXH3-128 of its bytes
+    std::unordered_map<std::string, Line> lines; ///< by entry; only when parsed
   };
   /// find() for `path` as it is spelled.
   std::optional<InstalledProof> find_as(const std::string& path, std::string_view content);
-  const Record& record(const std::string& file);
+  /// The record `file`, read once; its lines parsed when `parse`.
+  const Record& record(const std::string& file, bool parse);
   const std::vector<std::string>& records_in(const std::string& folder);
 
   std::map<std::string, Record> m_records;
