@@ -2,9 +2,11 @@
 // refused binaries. Skipped where there is no driver or no GPU.
 #include "core/engine/cache_core.hpp"
 #include "tests/cuda/cuda_test_support.hpp"
+#include "tests/support/file_times.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wheel_record.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 namespace jitcache {
@@ -343,6 +346,72 @@ TEST_F(CudaGpu, APackageMadeWithoutAGpuServesThisGpuWithZeroCompiles) {
   EXPECT_EQ(stats.hits("cuda", "system"), 1u);
   EXPECT_EQ(stats.get("cuda", Counter::compiles), 0u);
   EXPECT_EQ(test::user_entries(cache), 0u);
+}
+
+// A package made on one machine, with the portable manifest of a kernel that includes headers a
+// package manager installed (a wheel's, with its RECORD), serves a new machine (a user tier that
+// never saw the request) from the system tier, and the kernel runs; a header changed on the new
+// machine, with its size and modification time kept or with a new time, is never served.
+TEST_F(CudaGpu, APackagesManifestServesANewMachineAndNeverAChangedHeader) {
+  const fs::path site = m_dir.path() / "site", include = site / "tk" / "include";
+  std::string source, record;
+  for (int i = 0; i < 100; ++i) { // enough files for the proof to run beside the load
+    const std::string name = "h" + std::to_string(i) + ".h",
+                      text = "// header " + std::to_string(i) + "\n";
+    test::write_file(include / name, text);
+    record += test::record_line("tk/include/" + name, text);
+    source += "#include <" + name + ">\n";
+  }
+  const std::string value = "#define VALUE 2.5f\n";
+  test::write_file(include / "value.h", value);
+  record += test::record_line("tk/include/value.h", value);
+  test::write_file(site / "tk-1.0.dist-info" / "RECORD", record);
+  source += "#include <value.h>\n"
+            "extern \"C\" __global__ void fill(float* out) { out[threadIdx.x] = VALUE; }\n";
+  cuda::Program program;
+  program.name = "fill.cu";
+  program.source = source;
+  program.options = {"-I" + include.string()};
+  test::FakeStampClock clock;
+  clock.settle();
+
+  // One load with user tier `dir` (and the package when `packaged`), as a new process.
+  const fs::path packages = m_dir.path() / "packages";
+  const auto load = [&](const fs::path& dir, bool packaged, Outcome outcome, float expected) {
+    std::map<std::string, std::string> env{{"JITCACHE_DIR", dir.string()}};
+    if (packaged)
+      env["JITCACHE_SYSTEM_PATH"] = packages.string();
+    Cache cache(Config::from_variables(env));
+    detail::core_of(cache).set_stamp_clock(clock.clock());
+    auto module = cuda::load_module(cache, program);
+    ASSERT_TRUE(module) << module.error().message << "\n" << module.error().log;
+    EXPECT_EQ(module->info.outcome, outcome);
+    if (outcome == Outcome::hit) {
+      EXPECT_EQ(module->info.tier, "system");
+    }
+    auto f = module->function("fill");
+    ASSERT_TRUE(f) << f.error().message;
+    CUdeviceptr out = upload(std::vector<float>(32, 0.0f));
+    launch(*f, 1, 1, 32, 1, {&out});
+    EXPECT_EQ(download<float>(out, 32), std::vector<float>(32, expected));
+  };
+  load(m_dir.path() / "made", false, Outcome::miss, 2.5f);
+  fs::create_directories(packages);
+  auto exported =
+      test::run_cli({"export", "--backend", "cuda", "--arch", "sm_" + std::to_string(device_sm()),
+                     "--json", "-o", (packages / "fill.jcpkg").string()},
+                    {{"JITCACHE_DIR", (m_dir.path() / "made").string()}});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const auto summary = nlohmann::json::parse(exported.out);
+  EXPECT_EQ(summary["manifests"], 1) << exported.out;
+  EXPECT_EQ(summary["headers_vouched"], 101) << exported.out;
+
+  load(m_dir.path() / "new1", true, Outcome::hit, 2.5f);
+  test::until_ctime_passes(site / "tk-1.0.dist-info" / "RECORD", m_dir.path() / "scratch");
+  test::rewrite_keeping_mtime(include / "value.h", "#define VALUE 3.5f\n"); // same size
+  load(m_dir.path() / "new2", true, Outcome::miss, 3.5f);
+  test::write_file(include / "value.h", "#define VALUE 4.5f\n"); // a new time
+  load(m_dir.path() / "new3", true, Outcome::miss, 4.5f);
 }
 
 TEST_F(CudaGpu, ConcurrentLoadsCompileAndLoadOnce) {
