@@ -22,8 +22,8 @@ constexpr std::string_view k_record_magic = "JCR1";
 // Stamps worth checking on a thread of their own: about 70 (some 50 bytes each) take longer to
 // stat than a thread takes to start (0.06 to 0.1 ms in a CUDA process on an H200 host).
 constexpr std::size_t k_background_bytes = 4096;
-// The same for a portable manifest: files and candidates to stat.
-constexpr std::size_t k_background_paths = 70;
+// The same for a portable manifest (its paths are longer, and a proof makes the stamps too).
+constexpr std::size_t k_background_portable_bytes = 16384;
 
 } // namespace
 
@@ -93,22 +93,29 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 struct PendingKey::Check {
-  std::string guards;
-  std::optional<PortableManifest> portable; ///< a package's, when this machine remembers none
-  std::optional<Proven> proven;             ///< what proving `portable` found
-  // Whether the key holds on this machine; sets `proven` for a portable manifest.
+  std::string guards;                  ///< a remembered key's
+  std::optional<std::string> portable; ///< a package's portable manifest, when none is remembered
+  StampClock clock = nullptr;
+  // What proving `portable` made: this machine's manifest of the key, to remember.
+  std::optional<std::string> proven_guards;
+  std::string proven_paths;
+  // Whether the key holds on this machine. For a portable manifest, also makes this machine's
+  // manifest (more stat calls, on the thread too).
   bool prove() {
     if (!portable)
       return unchanged(guards);
+    auto manifest = decode_portable(*portable);
     InstalledFiles installed;
-    proven = prove_portable(*portable, installed);
-    return proven.has_value();
+    auto proven = manifest ? prove_portable(*manifest, installed) : std::nullopt;
+    if (!proven)
+      return false;
+    proven_guards = guards_of(proven->deps, clock);
+    proven_paths = encode_paths(proven->deps);
+    return true;
   }
   bool worth_a_thread() const {
-    return portable
-               ? portable->files.size() + portable->absent.size() + portable->listings.size() >=
-                     k_background_paths
-               : guards.size() >= k_background_bytes;
+    return portable ? portable->size() >= k_background_portable_bytes
+                    : guards.size() >= k_background_bytes;
   }
   std::promise<bool> promise;
   std::future<bool> held = promise.get_future();
@@ -129,13 +136,15 @@ PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name,
     }
   });
   if (!m_key)
-    if (auto packaged = core.packaged_record(m_backend, name))
-      if (auto portable = decode_portable(*packaged))
-        if (auto key = decode_key(portable->key); key && key->backend == m_backend) {
-          m_key = std::move(*key);
-          m_check = std::make_shared<Check>();
-          m_check->portable = std::move(*portable);
-        }
+    if (auto packaged = core.packaged_record(m_backend, name)) {
+      auto bytes = portable_key(*packaged);
+      if (auto key = bytes ? decode_key(*bytes) : std::nullopt; key && key->backend == m_backend) {
+        m_key = std::move(*key);
+        m_check = std::make_shared<Check>();
+        m_check->portable = std::move(*packaged);
+        m_check->clock = core.stamp_clock();
+      }
+    }
   if (!m_key || !background || !m_check->worth_a_thread())
     return;
   try {
@@ -160,9 +169,8 @@ Expected<GuardedKey> PendingKey::settle() {
     if (held && !m_check->portable)
       return GuardedKey{std::move(*m_key), std::move(m_check->guards), true};
     if (held) { // a package's manifest, proven here: remembered as this machine's
-      GuardedKey out{std::move(*m_key), guards_of(m_check->proven->deps, m_core.stamp_clock()),
-                     true};
-      remember(out, m_check->proven->deps);
+      GuardedKey out{std::move(*m_key), std::move(m_check->proven_guards), true};
+      remember(out, std::move(m_check->proven_paths));
       return out;
     }
   }
@@ -171,19 +179,20 @@ Expected<GuardedKey> PendingKey::settle() {
     return std::move(built).error();
   const Dependencies& deps = built->second;
   GuardedKey out{std::move(built->first), guards_of(deps, m_core.stamp_clock())};
-  remember(out, deps);
-  return out;
-}
-
-void PendingKey::remember(const GuardedKey& keyed, const Dependencies& deps) {
   // A key built from no file is built from the record's name's own inputs: recalling it would
   // cost more than building it.
   const bool from_files = !deps.read.empty() || !deps.absent.empty() || !deps.listed.empty();
-  if (!keyed.guards || !m_recall || !from_files)
+  if (out.guards && m_recall && from_files)
+    remember(out, encode_paths(deps));
+  return out;
+}
+
+void PendingKey::remember(const GuardedKey& keyed, std::string paths) {
+  if (!keyed.guards || !m_recall)
     return;
   m_core.remember(m_backend, m_name, Record{*keyed.guards, encode_key(keyed.key)});
   // The paths beside it, for `jitcache export` to make the key's portable manifest of.
-  m_core.remember(m_backend, paths_name(m_name), Record{{}, encode_paths(deps)});
+  m_core.remember(m_backend, paths_name(m_name), Record{{}, std::move(paths)});
 }
 
 bool may_read_files(std::string_view arguments) {

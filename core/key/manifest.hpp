@@ -94,9 +94,9 @@ public:
   Expected<GuardedKey> settle();
 
 private:
-  /// Remembers `keyed` (and the paths of `deps`, for export) when it was built from files, its
-  /// stamps can vouch and recall is on.
-  void remember(const GuardedKey& keyed, const Dependencies& deps);
+  /// Remembers `keyed`, built from files, (and `paths`, encode_paths() of them, for export) when
+  /// its stamps can vouch and recall is on.
+  void remember(const GuardedKey& keyed, std::string paths);
 
   CacheCore& m_core;
   std::string m_backend;

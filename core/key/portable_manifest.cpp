@@ -181,6 +181,15 @@ std::optional<PortableManifest> decode_portable(std::string_view bytes) {
   return out;
 }
 
+std::optional<std::string> portable_key(std::string_view bytes) {
+  auto in = unsealed(k_portable_magic, bytes);
+  std::uint32_t version = 0;
+  std::string key;
+  if (!in || !take_le(*in, version) || version != k_portable_version || !take_sized(*in, key))
+    return std::nullopt;
+  return key;
+}
+
 Digest paths_name(const Digest& key_name) {
   return record_name("key paths",
                      {std::string_view(reinterpret_cast<const char*>(key_name.bytes.data()),

@@ -51,6 +51,9 @@ std::optional<std::vector<std::string>> regular_files_in(const std::string& fold
 /// not a whole, intact manifest.
 std::string encode_portable(const PortableManifest& manifest);
 std::optional<PortableManifest> decode_portable(std::string_view bytes);
+/// Only the key (encode_key()) of a stored manifest, checked as decode_portable() checks the
+/// whole: what a process needs before it starts proving the rest.
+std::optional<std::string> portable_key(std::string_view bytes);
 
 /// The name of the record that keeps the paths of the files a key remembered under `key_name`
 /// was built from (remember_paths), beside it in the user tier: what export needs to make its

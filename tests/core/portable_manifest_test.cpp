@@ -100,6 +100,7 @@ TEST_F(PortableManifestTest, ARoundTripKeepsEverything) {
   auto back = detail::decode_portable(detail::encode_portable(manifest));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->key, manifest.key);
+  EXPECT_EQ(detail::portable_key(detail::encode_portable(manifest)), manifest.key);
   ASSERT_EQ(back->files.size(), manifest.files.size());
   for (std::size_t i = 0; i < manifest.files.size(); ++i) {
     EXPECT_EQ(back->files[i].path, manifest.files[i].path);
@@ -257,6 +258,7 @@ TEST_F(PortableManifestTest, DamagedBytesAreRefused) {
       bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
     }
     EXPECT_FALSE(detail::decode_portable(bad)) << "trial " << trial;
+    EXPECT_FALSE(detail::portable_key(bad)) << "trial " << trial;
   }
   EXPECT_FALSE(detail::decode_portable(""));
   EXPECT_TRUE(detail::decode_portable(good));
