@@ -8,13 +8,10 @@
 #include <xxhash.h>
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
 
 namespace jitcache::detail {
 
@@ -57,34 +54,6 @@ std::optional<std::string_view> unsealed(std::string_view magic, std::string_vie
     return std::nullopt;
   return in;
 }
-
-// stat(2) of paths by their folder: each folder opened once (O_PATH), each name stat'ed relative
-// to it, which walks the path once per folder instead of once per file (a toolkit's headers sit
-// six or more folders deep); a folder that does not exist answers for every name in it.
-class FolderStat {
-public:
-  FolderStat() = default;
-  FolderStat(const FolderStat&) = delete;
-  FolderStat& operator=(const FolderStat&) = delete;
-  ~FolderStat() {
-    for (const auto& [folder, fd] : m_folders)
-      if (fd >= 0)
-        ::close(fd);
-  }
-  // stat(2) of `path` (symbolic links followed); false when it fails.
-  bool stat(const std::string& path, struct stat& st) {
-    const auto slash = path.rfind('/');
-    if (slash == std::string::npos || slash == 0)
-      return ::stat(path.c_str(), &st) == 0;
-    auto [at, added] = m_folders.try_emplace(path.substr(0, slash), -1);
-    if (added)
-      at->second = ::open(at->first.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    return at->second >= 0 && ::fstatat(at->second, path.c_str() + slash + 1, &st, 0) == 0;
-  }
-
-private:
-  std::unordered_map<std::string, int> m_folders;
-};
 
 Digest sha256_of(std::string_view bytes) {
   Sha256 sha;
@@ -240,10 +209,9 @@ std::optional<PortableManifest> make_portable(std::string key, std::string_view 
 
 std::optional<Proven> prove_portable(const PortableManifest& manifest, InstalledFiles& installed) {
   Proven out;
-  FolderStat folders;
   for (const std::string& path : manifest.absent) {
     struct stat st {};
-    if (folders.stat(path, st) && S_ISREG(st.st_mode))
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
       return std::nullopt;
   }
   for (const PortableListing& listing : manifest.listings) {
@@ -253,7 +221,7 @@ std::optional<Proven> prove_portable(const PortableManifest& manifest, Installed
   }
   for (const PortableFile& file : manifest.files) {
     struct stat st {};
-    if (!folders.stat(file.path, st) || !S_ISREG(st.st_mode) ||
+    if (::stat(file.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
         static_cast<std::uint64_t>(st.st_size) != file.size)
       return std::nullopt;
     FileStamp stamp = stamp_from(file.path, st);
