@@ -4,10 +4,9 @@
 #include "core/key/portable_manifest.hpp"
 #include "core/key/sha256.hpp"
 #include "core/support/byte_io.hpp"
+#include "core/support/sealed_bytes.hpp"
 
 #include <jitcache/version.hpp>
-
-#include <xxhash.h>
 
 #include <filesystem>
 #include <future>
@@ -31,20 +30,13 @@ std::string encode_record(const Record& record) {
   std::string body;
   append_sized(body, record.guards);
   append_sized(body, record.payload);
-  std::string out(k_record_magic);
-  append_le<std::uint64_t>(out, XXH3_64bits(body.data(), body.size()));
-  return out + body;
+  return seal(k_record_magic, body);
 }
 
-std::optional<RecordView> view_record(std::string_view in) {
-  std::uint64_t checksum = 0;
-  if (in.substr(0, k_record_magic.size()) != k_record_magic)
-    return std::nullopt;
-  in.remove_prefix(k_record_magic.size());
-  if (!take_le(in, checksum) || XXH3_64bits(in.data(), in.size()) != checksum)
-    return std::nullopt;
+std::optional<RecordView> view_record(std::string_view bytes) {
+  auto in = unseal(k_record_magic, bytes);
   RecordView record;
-  if (!take_sized(in, record.guards) || !take_sized(in, record.payload) || !in.empty())
+  if (!in || !take_sized(*in, record.guards) || !take_sized(*in, record.payload) || !in->empty())
     return std::nullopt;
   return record;
 }

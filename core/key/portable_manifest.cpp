@@ -4,8 +4,7 @@
 #include "core/key/manifest.hpp"
 #include "core/key/sha256.hpp"
 #include "core/support/byte_io.hpp"
-
-#include <xxhash.h>
+#include "core/support/sealed_bytes.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -36,23 +35,6 @@ bool take_strings(std::string_view& in, std::vector<std::string>& strings) {
     if (!take_sized(in, s))
       return false;
   return true;
-}
-
-// `body` after a magic and its XXH3, and back (nullopt: another magic or a checksum mismatch).
-std::string sealed(std::string_view magic, const std::string& body) {
-  std::string out(magic);
-  append_le<std::uint64_t>(out, XXH3_64bits(body.data(), body.size()));
-  return out + body;
-}
-
-std::optional<std::string_view> unsealed(std::string_view magic, std::string_view in) {
-  std::uint64_t checksum = 0;
-  if (in.substr(0, magic.size()) != magic)
-    return std::nullopt;
-  in.remove_prefix(magic.size());
-  if (!take_le(in, checksum) || XXH3_64bits(in.data(), in.size()) != checksum)
-    return std::nullopt;
-  return in;
 }
 
 Digest sha256_of(std::string_view bytes) {
@@ -107,11 +89,11 @@ std::string encode_portable(const PortableManifest& manifest) {
     append_sized(body, listing.folder);
     append_strings(body, listing.names);
   }
-  return sealed(k_portable_magic, body);
+  return seal(k_portable_magic, body);
 }
 
 std::optional<PortableManifest> decode_portable(std::string_view bytes) {
-  auto in = unsealed(k_portable_magic, bytes);
+  auto in = unseal(k_portable_magic, bytes);
   if (!in)
     return std::nullopt;
   std::uint32_t version = 0;
@@ -151,7 +133,7 @@ std::optional<PortableManifest> decode_portable(std::string_view bytes) {
 }
 
 std::optional<std::string> portable_key(std::string_view bytes) {
-  auto in = unsealed(k_portable_magic, bytes);
+  auto in = unseal(k_portable_magic, bytes);
   std::uint32_t version = 0;
   std::string key;
   if (!in || !take_le(*in, version) || version != k_portable_version || !take_sized(*in, key))
@@ -173,12 +155,12 @@ std::string encode_paths(const Dependencies& deps) {
   append_strings(body, read);
   append_strings(body, deps.absent);
   append_strings(body, deps.listed);
-  return sealed(k_paths_magic, body);
+  return seal(k_paths_magic, body);
 }
 
 std::optional<PortableManifest> make_portable(std::string key, std::string_view paths,
                                               InstalledFiles& installed) {
-  auto in = unsealed(k_paths_magic, paths);
+  auto in = unseal(k_paths_magic, paths);
   std::vector<std::string> read, listed;
   PortableManifest out;
   if (!in || !take_strings(*in, read) || !take_strings(*in, out.absent) ||
