@@ -246,6 +246,45 @@ std::optional<InstalledProof> InstalledFiles::find_as(const std::string& path,
   }
 }
 
+const std::string& InstalledFiles::resolved(const std::string& folder) {
+  if (auto at = m_resolved.find(folder); at != m_resolved.end())
+    return at->second;
+  std::string out;
+  const std::string name = name_of(folder);
+  if (folder == "/") {
+    out = "/";
+  } else if (name.empty() || name == "." || name == "..") { // not lexically normal: the slow way
+    if (char* real = ::realpath(folder.c_str(), nullptr)) {
+      out = real;
+      std::free(real);
+    }
+  } else if (const std::string parent = resolved(parent_of(folder)); !parent.empty()) {
+    const std::string here = join(parent, name);
+    struct stat st {};
+    if (::lstat(here.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        out = here;
+      } else if (S_ISLNK(st.st_mode)) {
+        if (char* real = ::realpath(here.c_str(), nullptr)) {
+          out = real;
+          std::free(real);
+        }
+      }
+    }
+  }
+  return m_resolved.emplace(folder, std::move(out)).first->second;
+}
+
+bool InstalledFiles::leads_to(const std::string& path, const std::string& file) {
+  if (path == file)
+    return true;
+  const std::string name = name_of(path);
+  if (name != name_of(file))
+    return false;
+  const std::string& folder = resolved(parent_of(path));
+  return !folder.empty() && folder == parent_of(file);
+}
+
 bool InstalledFiles::vouches(const InstalledProof& proof, const std::string& path,
                              const struct stat& st) {
   if (!S_ISREG(st.st_mode) || !entry_names(proof.entry, root_of(proof.record), proof.file))

@@ -50,6 +50,12 @@ public:
   /// record is read and hashed once, not parsed.
   bool vouches(const InstalledProof& proof, const std::string& path, const struct stat& st);
 
+  /// Whether `path` (absolute, lexically normal) is the directory entry `file` (what find()
+  /// matched it as): the same name in the folder that `path`'s folder leads to through its
+  /// symbolic links. Then stat(2) of one is stat(2) of the other. Each folder is resolved once
+  /// (one lstat(2) per folder, its parent's resolution reused).
+  bool leads_to(const std::string& path, const std::string& file);
+
   /// The folder a record's entries are relative to: `/` for dpkg's, the folder holding the
   /// `.dist-info` folder for pip's (or the one above a folder named `dist-info` holding it).
   static std::string root_of(const std::string& record);
@@ -71,7 +77,11 @@ private:
   const Record& record(const std::string& file, bool parse);
   const std::vector<std::string>& records_in(const std::string& folder);
 
+  /// `folder` with every symbolic link in it resolved; empty when it is not a folder.
+  const std::string& resolved(const std::string& folder);
+
   std::map<std::string, Record> m_records;
+  std::unordered_map<std::string, std::string> m_resolved;      ///< resolved(), by folder
   std::map<std::string, std::vector<std::string>> m_records_in; ///< by folder
 };
 

@@ -202,13 +202,18 @@ std::optional<Proven> prove_portable(const PortableManifest& manifest, Installed
     out.deps.listed.push_back(listing.folder);
   }
   for (const PortableFile& file : manifest.files) {
+    // A header reached through links is stat'ed where they lead, as its record names it: the
+    // same stat, and no second one to find it is that file.
+    const std::string& at = file.installed && installed.leads_to(file.path, file.installed->file)
+                                ? file.installed->file
+                                : file.path;
     struct stat st {};
-    if (::stat(file.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+    if (::stat(at.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
         static_cast<std::uint64_t>(st.st_size) != file.size)
       return std::nullopt;
     FileStamp stamp = stamp_from(file.path, st);
     if (file.installed && stamp.mtime_ns == file.mtime_ns &&
-        installed.vouches(*file.installed, file.path, st)) {
+        installed.vouches(*file.installed, at, st)) {
       ++out.vouched;
     } else {
       auto content = read_stamped(file.path, stamp);

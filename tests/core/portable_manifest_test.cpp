@@ -223,6 +223,41 @@ TEST_F(PortableManifestTest, AFileReachedThroughALinkIsVouchedForWhileTheLinkLea
   EXPECT_FALSE(installed.vouches(*proof, read.string(), stat_of(read)));
 }
 
+// The same through a whole proof: a manifest exported through the link is proven with one stat
+// per header while the link leads to the installed toolkit; retargeted to a copy (the same
+// bytes, files a record does not vouch for), its headers are read and found equal.
+TEST_F(PortableManifestTest, AManifestReadThroughALinkIsProvenWhereTheLinkLeads) {
+  const fs::path link = dir.path() / "current";
+  fs::create_directory_symlink(site() / "tk", link);
+  Dependencies deps;
+  for (const fs::path& p : {link / "include" / "tk.h", link / "include" / "tk_detail.h"}) {
+    detail::FileStamp stamp;
+    stamp.path = p.string();
+    deps.read.push_back(stamp);
+  }
+  InstalledFiles exporting;
+  auto manifest = detail::make_portable("k", detail::encode_paths(deps), exporting);
+  ASSERT_TRUE(manifest);
+  ASSERT_TRUE(manifest->files[0].installed);
+  auto proven = prove(*manifest);
+  ASSERT_TRUE(proven);
+  EXPECT_EQ(proven->vouched, 2u);
+  EXPECT_EQ(proven->deps.read[0].path, (link / "include" / "tk.h").string()) << "as read";
+  const fs::path copy = dir.path() / "copy";
+  fs::copy(site() / "tk", copy, fs::copy_options::recursive);
+  fs::remove(link);
+  fs::create_directory_symlink(copy, link);
+  proven = prove(*manifest);
+  ASSERT_TRUE(proven);
+  EXPECT_EQ(proven->vouched, 0u);
+  EXPECT_EQ(proven->read, 2u);
+  InstalledFiles installed;
+  EXPECT_FALSE(
+      installed.leads_to((link / "include" / "tk.h").string(), manifest->files[0].installed->file));
+  EXPECT_TRUE(installed.leads_to((copy / "include" / "tk.h").string(),
+                                 fs::canonical(copy / "include" / "tk.h").string()));
+}
+
 // dpkg's records, as this machine's package manager wrote them: a header of a Debian package is
 // found and vouched for when one is installed.
 TEST(InstalledFilesDpkg, ADebianPackagesHeaderIsVouchedFor) {
