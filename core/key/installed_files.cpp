@@ -67,10 +67,15 @@ std::string hex(const unsigned char* bytes, std::size_t size) {
 }
 
 // pip's form: "sha256=" and the URL-safe base64 of the digest, without padding.
-std::string pip_digest(std::string_view content) {
-  Sha256 sha;
-  sha.update(content);
-  const Digest digest = sha.finish();
+std::string pip_digest(std::string_view content, const Digest* sha256) {
+  Digest digest;
+  if (sha256) {
+    digest = *sha256;
+  } else {
+    Sha256 sha;
+    sha.update(content);
+    digest = sha.finish();
+  }
   static constexpr char k_alphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string out = "sha256=";
@@ -202,8 +207,8 @@ const std::vector<std::string>& InstalledFiles::records_in(const std::string& fo
 }
 
 std::optional<InstalledProof> InstalledFiles::find(const std::string& path,
-                                                   std::string_view content) {
-  if (auto found = find_as(path, content))
+                                                   std::string_view content, const Digest* sha256) {
+  if (auto found = find_as(path, content, sha256))
     return found;
   char* real = ::realpath(path.c_str(), nullptr);
   if (!real)
@@ -212,11 +217,11 @@ std::optional<InstalledProof> InstalledFiles::find(const std::string& path,
   std::free(real);
   if (resolved == path)
     return std::nullopt;
-  return find_as(resolved, content);
+  return find_as(resolved, content, sha256);
 }
 
-std::optional<InstalledProof> InstalledFiles::find_as(const std::string& path,
-                                                      std::string_view content) {
+std::optional<InstalledProof>
+InstalledFiles::find_as(const std::string& path, std::string_view content, const Digest* sha256) {
   std::string pip, dpkg; // the file's digests, made when first needed
   for (std::string folder = parent_of(path);; folder = parent_of(folder)) {
     for (const std::string& file : records_in(folder)) {
@@ -226,7 +231,7 @@ std::optional<InstalledProof> InstalledFiles::find_as(const std::string& path,
       const bool from_dpkg = is_dpkg(file);
       std::string& digest = from_dpkg ? dpkg : pip;
       if (digest.empty())
-        digest = from_dpkg ? dpkg_digest(content) : pip_digest(content);
+        digest = from_dpkg ? dpkg_digest(content) : pip_digest(content, sha256);
       const std::string root = root_of(file);
       const auto proves = [&](const std::string& entry, const Line& line) {
         return line.digest == digest && entry_names(entry, root, path) &&

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <jitcache/digest.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -39,7 +41,10 @@ public:
   /// another prefix). A path through symbolic links (`/usr/local/cuda/...` for dpkg's
   /// `usr/local/cuda-13.0/...`) is looked for where they lead when it is not found as it is.
   /// nullopt when no record lists it with that digest.
-  std::optional<InstalledProof> find(const std::string& path, std::string_view content);
+  /// `sha256`: the SHA-256 of `content` when the caller has it (pip's digest is made from it,
+  /// not hashed again).
+  std::optional<InstalledProof> find(const std::string& path, std::string_view content,
+                                     const Digest* sha256 = nullptr);
 
   /// Whether `proof` still vouches for the file at `path` now, as stat(2) gave `st`: the record
   /// is a regular file with the bytes it had when find() read it (so it still lists the entry
@@ -72,7 +77,8 @@ private:
     std::unordered_map<std::string, Line> lines; ///< by entry; only when parsed
   };
   /// find() for `path` as it is spelled.
-  std::optional<InstalledProof> find_as(const std::string& path, std::string_view content);
+  std::optional<InstalledProof> find_as(const std::string& path, std::string_view content,
+                                        const Digest* sha256);
   /// The record `file`, read once; its lines parsed when `parse`.
   const Record& record(const std::string& file, bool parse);
   const std::vector<std::string>& records_in(const std::string& folder);

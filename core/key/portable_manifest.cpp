@@ -182,7 +182,7 @@ std::optional<PortableManifest> make_portable(std::string key, std::string_view 
     file.size = stamp.size;
     file.mtime_ns = stamp.mtime_ns;
     file.content = sha256_of(*content);
-    file.installed = installed.find(path, *content);
+    file.installed = installed.find(path, *content, &file.content);
     file.path = std::move(path);
     out.files.push_back(std::move(file));
   }
