@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <map>
 #include <thread>
 #include <vector>
@@ -172,6 +173,41 @@ TEST_F(PortablePackageTest, AnImportDoesNotProveAManifestWhoseHeaderChanged) {
   const auto built = build(fresh.path(), false);
   EXPECT_EQ(built["outcome"], "miss") << built.dump();
   EXPECT_NE(built["key"], key);
+}
+
+// A package whose manifest record is damaged (its last byte: the records come last) still
+// serves its entry, with the key built from the headers: from the system tier, and through an
+// import, which leaves the record out (one warning, exit 1, as for a damaged entry).
+TEST_F(PortablePackageTest, ADamagedManifestStillServesTheEntryFromTheHeaders) {
+  const std::string key = exported();
+  const fs::path package = package_dir() / "cuda-sm_80.jcpkg";
+  {
+    std::fstream file(package, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(file.get());
+    file.seekp(-1, std::ios::end);
+    file.put(static_cast<char>(last ^ 0x5a));
+  }
+  test::TempDir fresh, imported_into;
+  test::OpenCount toolkit(include());
+  ASSERT_TRUE(toolkit.watching());
+  const auto hit = build(fresh.path(), true);
+  EXPECT_EQ(hit["outcome"], "hit") << hit.dump();
+  EXPECT_EQ(hit["tier"], "system");
+  EXPECT_EQ(hit["key"], key);
+  EXPECT_EQ(toolkit.take().count("tk.h"), 1u) << "the key was built from the header";
+
+  const std::map<std::string, std::string> env{{"JITCACHE_DIR", imported_into.path().string()}};
+  auto imported = run_cli({"import", package.string(), "--json"}, env);
+  EXPECT_EQ(imported.exit_code, 1) << imported.out << imported.err;
+  EXPECT_NE(imported.err.find("record"), std::string::npos) << imported.err;
+  const auto summary = json_lines(imported.out).at(0);
+  EXPECT_EQ(summary["imported"], 1);
+  EXPECT_EQ(summary["damaged"], 1);
+  EXPECT_EQ(summary["manifests"], 0);
+  const auto after = build(imported_into.path(), false);
+  EXPECT_EQ(after["outcome"], "hit") << after.dump();
+  EXPECT_EQ(after["key"], key);
 }
 
 TEST_F(PortablePackageTest, AHeaderChangedWithItsSizeAndTimeKeptIsNotServed) {

@@ -104,13 +104,18 @@ int run_import(const Config& config, const std::string& file, const Output& out)
   const detail::Provenance& p = reader->provenance();
   // The portable manifests, proven here, become this machine's manifests: the first request
   // after the import takes its key without reading the headers (see remember_proven).
+  // A record that cannot be read costs its request one read of its headers: left out, as a
+  // damaged entry is.
   std::uint64_t manifests = 0, unproven = 0;
   detail::InstalledFiles installed;
   for (std::size_t i = 0; i < reader->record_count(); ++i) {
     auto record = reader->read_record_at(i);
-    if (!record)
-      return fail(Error(ErrorCode::corrupt, file + ": " + record.error().message + "; " +
-                                                std::to_string(imported) + " imported"));
+    if (!record) {
+      ++damaged;
+      std::cerr << "jitcache: warn: " << file << ": " << record.error().message
+                << "; not imported\n";
+      continue;
+    }
     auto proven =
         remember_proven(**store, p.target.backend, record->first, record->second, installed);
     if (!proven)
