@@ -9,6 +9,7 @@
 #include "tests/support/wheel_record.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include <cstdint>
@@ -169,6 +170,37 @@ TEST_F(PortableManifestTest, ARecordThatNoLongerListsTheDigestVouchesForNothing)
   EXPECT_EQ(proven->read, 3u);
   fs::remove(record_file());
   proven = prove(manifest);
+  ASSERT_TRUE(proven);
+  EXPECT_EQ(proven->vouched, 0u);
+}
+
+// Damaged bytes anywhere in a package manager's record, or a FIFO in its place: it vouches for
+// nothing, the headers are read and found equal, and nothing waits.
+TEST_F(PortableManifestTest, ADamagedRecordOrAFifoVouchesForNothing) {
+  const PortableManifest manifest = exported();
+  std::ifstream in(record_file(), std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_FALSE(good.empty());
+  const std::uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string bad = good;
+    if (trial % 4 == 3) {
+      bad.resize(rng() % good.size());
+    } else {
+      const std::size_t at = rng() % bad.size();
+      bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
+    }
+    write_file(record_file(), bad);
+    auto proven = prove(manifest);
+    ASSERT_TRUE(proven) << "trial " << trial;
+    EXPECT_EQ(proven->vouched, 0u) << "trial " << trial;
+    EXPECT_EQ(proven->read, 3u) << "trial " << trial;
+  }
+  fs::remove(record_file());
+  ASSERT_EQ(::mkfifo(record_file().c_str(), 0644), 0);
+  auto proven = prove(manifest);
   ASSERT_TRUE(proven);
   EXPECT_EQ(proven->vouched, 0u);
 }
