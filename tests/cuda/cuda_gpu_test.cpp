@@ -76,6 +76,25 @@ protected:
       ASSERT_FLOAT_EQ(out[i], a * x[i] + y[i]) << i;
   }
 
+  // `fill`, which writes VALUE (from the headers `includes` pulls in, found in `include`) to 32
+  // floats.
+  static cuda::Program fill_program(const std::string& includes, const fs::path& include) {
+    cuda::Program program;
+    program.name = "fill.cu";
+    program.source =
+        includes + "extern \"C\" __global__ void fill(float* out) { out[threadIdx.x] = VALUE; }\n";
+    program.options = {"-I" + include.string()};
+    return program;
+  }
+  // Runs `fill` from `module` and checks that it wrote `expected`.
+  void expect_fill_writes(const cuda::Module& module, float expected) {
+    auto f = module.function("fill");
+    ASSERT_TRUE(f) << f.error().message;
+    CUdeviceptr out = upload(std::vector<float>(32, 0.0f));
+    launch(*f, 1, 1, 32, 1, {&out});
+    EXPECT_EQ(download<float>(out, 32), std::vector<float>(32, expected));
+  }
+
   void TearDown() override {
     for (CUdeviceptr ptr : m_buffers)
       api().cuMemFree(ptr);
@@ -131,12 +150,7 @@ TEST_F(CudaGpu, AHeaderEditedBetweenProcessesIsNotServedByTheModuleLoadedEarly) 
     source += "#include \"h" + std::to_string(i) + ".h\"\n";
   }
   std::ofstream(include / "value.h") << "#define VALUE 2.5f\n";
-  source += "#include \"value.h\"\n"
-            "extern \"C\" __global__ void fill(float* out) { out[threadIdx.x] = VALUE; }\n";
-  cuda::Program program;
-  program.name = "fill.cu";
-  program.source = source;
-  program.options = {"-I" + include.string()};
+  const cuda::Program program = fill_program(source + "#include \"value.h\"\n", include);
   test::FakeStampClock clock;
   clock.settle(); // the headers' stamps can vouch for them
 
@@ -150,11 +164,7 @@ TEST_F(CudaGpu, AHeaderEditedBetweenProcessesIsNotServedByTheModuleLoadedEarly) 
     const Stats stats = cache.session_stats();
     EXPECT_EQ(stats.hits("cuda", "user"), outcome == Outcome::hit ? 1u : 0u);
     EXPECT_EQ(stats.get("cuda", Counter::misses), outcome == Outcome::miss ? 1u : 0u);
-    auto f = module->function("fill");
-    ASSERT_TRUE(f) << f.error().message;
-    CUdeviceptr out = upload(std::vector<float>(32, 0.0f));
-    launch(*f, 1, 1, 32, 1, {&out});
-    EXPECT_EQ(download<float>(out, 32), std::vector<float>(32, expected));
+    expect_fill_writes(*module, expected);
   };
   load(Outcome::miss, 2.5f);
   load(Outcome::hit, 2.5f);
@@ -366,12 +376,7 @@ TEST_F(CudaGpu, APackagesManifestServesANewMachineAndNeverAChangedHeader) {
   test::write_file(include / "value.h", value);
   record += test::record_line("tk/include/value.h", value);
   test::write_file(site / "tk-1.0.dist-info" / "RECORD", record);
-  source += "#include <value.h>\n"
-            "extern \"C\" __global__ void fill(float* out) { out[threadIdx.x] = VALUE; }\n";
-  cuda::Program program;
-  program.name = "fill.cu";
-  program.source = source;
-  program.options = {"-I" + include.string()};
+  const cuda::Program program = fill_program(source + "#include <value.h>\n", include);
   test::FakeStampClock clock;
   clock.settle();
 
@@ -389,11 +394,7 @@ TEST_F(CudaGpu, APackagesManifestServesANewMachineAndNeverAChangedHeader) {
     if (outcome == Outcome::hit) {
       EXPECT_EQ(module->info.tier, "system");
     }
-    auto f = module->function("fill");
-    ASSERT_TRUE(f) << f.error().message;
-    CUdeviceptr out = upload(std::vector<float>(32, 0.0f));
-    launch(*f, 1, 1, 32, 1, {&out});
-    EXPECT_EQ(download<float>(out, 32), std::vector<float>(32, expected));
+    expect_fill_writes(*module, expected);
   };
   load(m_dir.path() / "made", false, Outcome::miss, 2.5f);
   fs::create_directories(packages);
