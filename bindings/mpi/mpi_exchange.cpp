@@ -60,12 +60,12 @@ struct Exchange::State {
     std::string received;
   };
 
-  // Tests `request` until it completes or `deadline` passes (then false: still pending).
+  // Tests `request` until it completes (or fails: a rank died) or `deadline` passes (then
+  // false: still pending).
   static bool wait(MPI_Request& request, Clock::time_point deadline) {
     for (const auto start = Clock::now();;) {
       int done = 0;
-      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-      if (done)
+      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done)
         return true;
       const auto now = Clock::now();
       if (now >= deadline)
@@ -112,6 +112,9 @@ Expected<void> Exchange::begin(Clock::time_point deadline) {
     return Error(ErrorCode::runtime_error, "not every rank joined in time (MPI_Comm_idup)");
   }
   m_state->round = pending->comm;
+  // A rank that died (in a job run with mpirun --enable-recovery) is an error returned to the
+  // call that meets it, not the job's abort: the others compile what it owed.
+  MPI_Comm_set_errhandler(m_state->round, MPI_ERRORS_RETURN);
   delete pending;
   return {};
 }

@@ -21,9 +21,11 @@ namespace jitcache::mpi {
 /// the communicator made for it (MPI_Comm_idup), so nothing left of an abandoned call (a rank
 /// that gave up waiting) is ever mistaken for the next call's. Every wait is a loop of
 /// nonblocking tests that gives up at its deadline: a rank that stalls or never joins delays
-/// the others by at most Options::timeout. What MPI does not allow: a rank that dies makes Open
-/// MPI abort the whole job (unless the job runs with ULFM's fault tolerance), whatever jitcache
-/// does; and what an abandoned call left pending (its buffers) is kept until the process exits.
+/// the others by at most Options::timeout. A rank that dies: by default Open MPI aborts the
+/// whole job, whatever jitcache does; a job started with `mpirun --enable-recovery` carries on,
+/// and the duplicate's calls return errors (MPI_ERRORS_RETURN) rather than abort, so the others
+/// compile what the dead rank owed once Options::timeout passed. What an abandoned call left
+/// pending (its buffers) is kept until the process exits.
 class Exchange final : public cohort::Exchange {
 public:
   /// `comm` must outlive the Exchange; it is not freed. Errors: none (MPI aborts on a bad

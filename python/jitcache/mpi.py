@@ -11,8 +11,9 @@ hold is compiled once for the job by one of the ranks that asked for it (spread 
 and its binary sent to the others that asked. The exchange is written here with mpi4py (the
 extension links no MPI): each wait is a loop of nonblocking tests with a deadline, so a rank
 that stalls or never joins delays the others by `timeout` seconds at most, after which they
-compile what they lack themselves. A rank that dies makes Open MPI abort the job (MPI's rule,
-unless the job runs with ULFM).
+compile what they lack themselves. A rank that dies makes Open MPI abort the job, unless the
+job runs under `mpirun --enable-recovery`: then the others compile what it owed once `timeout`
+passed (an MPI error met on the way is taken as the call's end, never raised).
 """
 
 import time as _time
@@ -26,23 +27,31 @@ from jitcache import opencl as _opencl
 __all__ = ["build_programs"]
 
 _TAG = 7301
-# Between two tests of a pending call, doubling from the first to the last: ranks that wait
-# through a compile wake 100 times a second, leaving the cores to the ranks compiling.
-_FIRST_PAUSE = 0.00005
-_LAST_PAUSE = 0.01
+
+
+def _pause_after(waited):
+    """The pause before the next test of a call that has waited `waited` seconds: a sixteenth
+    of it, within [50 us, 10 ms] (as the C++ exchange: a collective of oversubscribed ranks
+    is answered within about 6%, and ranks that wait through a compile wake 100 times a second,
+    leaving the cores to the ranks compiling)."""
+    return min(max(waited / 16, 0.00005), 0.01)
 
 
 def _wait(request, left):
-    """Tests `request` until it completes (True) or `left` seconds pass (False)."""
-    end = _time.monotonic() + max(left, 0.0)
-    pause = _FIRST_PAUSE
+    """Tests `request` until it completes or fails (True: a rank died, in a job run with
+    mpirun --enable-recovery) or `left` seconds pass (False)."""
+    start = _time.monotonic()
+    end = start + max(left, 0.0)
     while True:
-        if request.Test():
+        try:
+            if request.Test():
+                return True
+        except _MPI.Exception:
             return True
-        if _time.monotonic() >= end:
+        now = _time.monotonic()
+        if now >= end:
             return False
-        _time.sleep(pause)
-        pause = min(pause * 2, _LAST_PAUSE)
+        _time.sleep(_pause_after(now - start))
 
 
 class _Exchange:
@@ -91,17 +100,20 @@ class _Exchange:
         self._sends.append((buffer, self._round.Isend(buffer, dest=to, tag=_TAG)))
 
     def receive(self, source, left):
-        end = _time.monotonic() + left
+        start = _time.monotonic()
+        end = start + left
         status = _MPI.Status()
-        pause = _FIRST_PAUSE
         while True:
-            message = self._round.Improbe(source=source, tag=_TAG, status=status)
+            try:
+                message = self._round.Improbe(source=source, tag=_TAG, status=status)
+            except _MPI.Exception:
+                return None  # its provider died: compiled here
             if message is not None:
                 break
-            if _time.monotonic() >= end:
+            now = _time.monotonic()
+            if now >= end:
                 return None
-            _time.sleep(pause)
-            pause = min(pause * 2, _LAST_PAUSE)
+            _time.sleep(_pause_after(now - start))
         buffer = bytearray(status.Get_count(_MPI.BYTE))
         request = message.Irecv(buffer)
         if not _wait(request, end - _time.monotonic()):

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# ctest mpi.killed_rank: a rank killed while it compiles for the others ends the MPI job (Open
-# MPI 4 has no ULFM: no rank may go on), within a bound, not a hang; the next job on the same
-# user tier finds it healthy (the dead rank's lease and compile slot released, no damaged entry):
-# its programs right, `jitcache verify` clean. The two jobs are MpiCohortKilled.* in test_mpi.
+# ctest mpi.killed_rank: a rank killed while it compiles for the others
+#   - ends a plain MPI job (Open MPI aborts a job whose rank died) within a bound, not a hang;
+#   - under mpirun --enable-recovery, the others carry on: they end with correct programs (each
+#     run), the kernel the dead rank owed compiled by its asker once the 5 s timeout passed;
+# and the next job on the same user tier finds it healthy (the dead ranks' leases and compile
+# slots released, no damaged entry): its programs right, `jitcache verify` clean. The jobs are
+# MpiCohortKilled.* in test_mpi.
 # usage: killed_rank.sh JITCACHE_CLI TEST_MPI MPIRUN [MPIRUN ARGUMENTS...]
 set -uo pipefail
 cli=$1 test_mpi=$2
@@ -22,6 +25,16 @@ status=$?
 ((status == 0)) && fail "the job with a killed rank ended well: $(tail -20 "$work/first.log")"
 grep -q "signal 9" "$work/first.log" || fail "rank 1 was not killed: $(tail -20 "$work/first.log")"
 echo "killed_rank.sh: the first job ended (exit $status) after rank 1 was killed"
+
+timeout 100 "$@" --enable-recovery -np 4 "$test_mpi" --gtest_filter='MpiCohortKilled.FirstJob*' \
+  >"$work/recovery.log" 2>&1
+status=$?
+((status == 124)) && fail "the job with a killed rank under --enable-recovery hung: $(tail -20 "$work/recovery.log")"
+passed=$(grep -c "PASSED" "$work/recovery.log")
+((passed == 3)) || fail "under --enable-recovery, $passed of the 3 other ranks passed: $(tail -40 "$work/recovery.log")"
+grep -q "rank 1 did not hand over .* in time; compiling it here" "$work/recovery.log" ||
+  fail "no rank compiled what rank 1 owed: $(tail -40 "$work/recovery.log")"
+echo "killed_rank.sh: under --enable-recovery, the 3 other ranks built every program right"
 
 timeout 100 "$@" -np 4 "$test_mpi" --gtest_filter='MpiCohortKilled.SecondJob*' >"$work/second.log" 2>&1 ||
   fail "the next job (exit $?): $(tail -40 "$work/second.log")"
