@@ -29,6 +29,24 @@ Expected<void> check_options(std::string_view options) {
   return {};
 }
 
+// The build log of `program` for its (first) device as the runtime gives it, every byte (unlike
+// build_log's); empty when it says nothing (PoCL's logs of builds without warnings are a lone
+// NUL) or cannot be read.
+std::string raw_log(cl_program program) {
+  cl_device_id device = nullptr;
+  std::size_t size = 0;
+  if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, sizeof device, &device, nullptr) !=
+          CL_SUCCESS ||
+      clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
+    return {};
+  std::string log(size, '\0');
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr) !=
+          CL_SUCCESS ||
+      log.find_first_not_of('\0') == std::string::npos)
+    return {};
+  return log;
+}
+
 } // namespace
 
 std::string build_log(cl_program program, cl_device_id device) {
@@ -105,7 +123,8 @@ Expected<Entry> entry_of(cl_program program, const std::string& name) {
   auto binary = read_binary(program);
   if (!binary)
     return std::move(binary).error();
-  return Entry{"opencl", std::move(*binary), encode_metadata({name, kernel_names(program)})};
+  return Entry{"opencl", std::move(*binary),
+               encode_metadata({name, kernel_names(program), raw_log(program)})};
 }
 
 } // namespace jitcache::opencl

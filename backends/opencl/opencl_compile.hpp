@@ -38,8 +38,8 @@ Expected<cl_program> from_binary(cl_context context, cl_device_id device, std::s
 Expected<std::string> read_binary(cl_program program);
 
 /// The entry of a program built for one device: its binary (read_binary), and as metadata the
-/// kernels the runtime names in it and `name`, the source's name (may be empty). Errors as
-/// read_binary.
+/// kernels the runtime names in it, its build log when it says something, and `name`, the
+/// source's name (may be empty). Errors as read_binary.
 Expected<Entry> entry_of(cl_program program, const std::string& name);
 
 } // namespace jitcache::opencl

@@ -30,6 +30,8 @@ std::string encode_metadata(const Metadata& metadata) {
   std::string out(k_magic);
   out += "source ";
   append_counted(out, metadata.source);
+  out += "\nlog ";
+  append_counted(out, metadata.log);
   out += '\n';
   for (const std::string& kernel : metadata.kernels) {
     out += "kernel ";
@@ -47,6 +49,12 @@ std::optional<Metadata> decode_metadata(std::string_view text) {
   if (!source)
     return std::nullopt;
   metadata.source = std::move(*source);
+  if (text.substr(0, 4) == "log ") {
+    auto log = take_field(text, "log");
+    if (!log)
+      return std::nullopt;
+    metadata.log = std::move(*log);
+  }
   while (!text.empty()) {
     auto kernel = take_field(text, "kernel");
     if (!kernel)

@@ -18,7 +18,6 @@
 #include "core/support/log.hpp"
 
 #include <jitcache/cache.hpp>
-#include <jitcache/key.hpp>
 
 #include <CL/cl_layer.h>
 
@@ -39,50 +38,8 @@ cl_icd_dispatch g_dispatch{};
 
 namespace {
 
-/// The name `jitcache stats` counts the layer's requests under, and the backend of the entries
-/// holding build logs.
+/// The name `jitcache stats` counts the layer's requests under.
 constexpr const char* k_front_end = "opencl-layer";
-
-// Where the build log of the compile that made `key`'s entry is kept, when it was not empty: an
-// entry of its own (the backend's entries are the binaries alone, stored by whoever compiled).
-Key log_key(const Digest& key) {
-  return KeyBuilder(k_front_end).source(key.hex(), "build log of").finish();
-}
-
-// The build log of `program` for `device`, every byte the runtime gives (its NUL included).
-std::string raw_log(cl_program program, cl_device_id device) {
-  std::size_t size = 0;
-  if (g_next->clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) !=
-      CL_SUCCESS)
-    return {};
-  std::string log(size, '\0');
-  if (g_next->clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(),
-                                    nullptr) != CL_SUCCESS)
-    return {};
-  return log;
-}
-
-bool says_something(const std::string& log) {
-  return log.find_first_not_of('\0') != std::string::npos;
-}
-
-// A miss: the application's build log of its program, kept for the hits to come when it says
-// something (PoCL's logs of builds without warnings are empty).
-void keep_log(Cache& cache, const Digest& key, cl_program program, cl_device_id device) {
-  std::string log = raw_log(program, device);
-  if (says_something(log) && cache.persistent("opencl") && !cache.config().read_only)
-    cache.store(log_key(key), Entry(k_front_end, std::move(log)));
-}
-
-// A hit: the log kept by the miss that compiled it; empty when it said nothing (or is gone).
-std::string kept_log(Cache& cache, const Digest& key) {
-  if (!cache.persistent("opencl"))
-    return {};
-  auto found = cache.lookup(log_key(key));
-  if (!found || found->entry.backend != k_front_end)
-    return {};
-  return std::move(found->entry.payload);
-}
 
 // The layer's configuration and cache, made at the first program it sees. Never destroyed:
 // flushed at exit (see flush_after_exit).
@@ -182,6 +139,10 @@ cl_int pass_build(LayerProgram* own, cl_uint num_devices, const cl_device_id* de
   if (own->kernels.load() == 0) // after a hit, the stored program steps down
     if (cl_program built = own->built.exchange(nullptr))
       g_next->clReleaseProgram(built);
+  {
+    std::lock_guard lock(own->mutex); // the runtime's build: its log is the runtime's
+    own->log.clear();
+  }
   if (!notify)
     return g_next->clBuildProgram(own->current(), num_devices, device_list, options, nullptr,
                                   nullptr);
@@ -236,17 +197,15 @@ cl_int CL_API_CALL build_program(cl_program program, cl_uint num_devices,
         flush_after_exit();
       if (answer && take(own, runtime, *answer)) {
         detail::CacheCore& core = detail::core_of(*cache);
-        std::string log;
-        if (answer->info.outcome == Outcome::hit) {
-          log = kept_log(*cache, answer->info.key);
+        const bool hit = answer->info.outcome == Outcome::hit;
+        if (hit)
           core.count_hits(k_front_end, answer->info.tier);
-        } else {
-          keep_log(*cache, answer->info.key, own->source, device);
+        else
           core.count(k_front_end, Counter::misses);
-        }
         {
           std::lock_guard lock(own->mutex);
-          own->log = std::move(log);
+          own->log = hit ? runtime.loaded_log() : std::string();
+          own->log_device = device;
         }
         if (notify)
           notify(program, user_data);
@@ -348,6 +307,19 @@ cl_int CL_API_CALL get_program_info(cl_program program, cl_program_info param_na
 cl_int CL_API_CALL get_program_build_info(cl_program program, cl_device_id device,
                                           cl_program_build_info param_name, size_t param_value_size,
                                           void* param_value, size_t* param_value_size_ret) {
+  LayerProgram* own = as_layer(program);
+  if (own && param_name == CL_PROGRAM_BUILD_LOG) { // after a hit: the log of the compile
+    std::lock_guard lock(own->mutex);
+    if (!own->log.empty() && device == own->log_device && own->built.load()) {
+      if (param_value && param_value_size < own->log.size())
+        return CL_INVALID_VALUE;
+      if (param_value)
+        std::memcpy(param_value, own->log.data(), own->log.size());
+      if (param_value_size_ret)
+        *param_value_size_ret = own->log.size();
+      return CL_SUCCESS;
+    }
+  }
   return g_next->clGetProgramBuildInfo(unwrap(program), device, param_name, param_value_size,
                                        param_value, param_value_size_ret);
 }

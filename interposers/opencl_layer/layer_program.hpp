@@ -27,10 +27,12 @@ struct LayerProgram {
   std::atomic<cl_program> built{nullptr}; ///< from the stored binary, after a hit
   std::atomic<cl_uint> references{1};     ///< the application's
   std::atomic<cl_uint> kernels{0};        ///< live kernels created from it, as far as seen
-  std::mutex mutex;                       ///< guards `log`
-  /// After a hit: the build log of the compile that made the stored binary, when it said
-  /// something (a program built from a binary has a log of its own, empty on PoCL).
+  std::mutex mutex;                       ///< guards `log` and `log_device`
+  /// After a hit: the build log of the compile that made the stored binary for `log_device`,
+  /// when it said something; CL_PROGRAM_BUILD_LOG answers with it (a program built from a binary
+  /// has a log of its own: on PoCL, empty unless PoCL's cache holds the compile's).
   std::string log;
+  cl_device_id log_device = nullptr;
 
   /// The program that answers for this one now.
   cl_program current() const {

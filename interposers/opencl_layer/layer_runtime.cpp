@@ -2,6 +2,7 @@
 
 #include "backends/opencl/opencl_compile.hpp"
 #include "backends/opencl/opencl_error.hpp"
+#include "backends/opencl/opencl_metadata.hpp"
 #include "interposers/opencl_layer/next_dispatch.hpp"
 
 namespace jitcache::opencl_layer {
@@ -15,8 +16,11 @@ LayerRuntime::LayerRuntime(Cache& cache, cl_context context, cl_device_id device
 
 Expected<LayerRuntime::Handle> LayerRuntime::load(const EntryView& entry, std::string& note) {
   auto handle = opencl::Runtime::load(entry, note);
-  if (handle)
+  if (handle) {
     m_loaded = static_cast<cl_program>(handle->get());
+    auto metadata = opencl::decode_metadata(entry.metadata);
+    m_loaded_log = metadata ? std::move(metadata->log) : std::string();
+  }
   return handle;
 }
 

@@ -33,6 +33,9 @@ public:
   cl_int result() const { return m_result; }
   /// The program the last load created from a stored binary; null when none did.
   cl_program loaded() const { return m_loaded; }
+  /// The build log the last loaded entry kept of its compile (opencl::Metadata::log): empty when
+  /// it said nothing or none was kept.
+  const std::string& loaded_log() const { return m_loaded_log; }
 
 protected:
   Expected<cl_program> build_from_source() override;
@@ -45,6 +48,7 @@ private:
   bool m_built = false;
   cl_int m_result = CL_SUCCESS;
   cl_program m_loaded = nullptr;
+  std::string m_loaded_log;
 };
 
 } // namespace jitcache::opencl_layer

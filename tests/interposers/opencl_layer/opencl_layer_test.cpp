@@ -126,6 +126,27 @@ TEST_F(OpenCLLayer, EveryAnswerAboutAProgramIsTheRuntimesOnAMissAndOnAHit) {
   EXPECT_EQ(kernels.count(nlohmann::json({"warns"})), 1u) << listed.out;
 }
 
+TEST_F(OpenCLLayer, APackagedHitOnAnotherCacheAnswersAsTheRuntimeWarningsIncluded) {
+  const std::string plain = normalized(run(k_probe, false).out);
+  ASSERT_NE(plain.find("this program warns"), std::string::npos) << plain;
+  run(k_probe, true);
+  const fs::path packages = m_dir.path() / "packages";
+  fs::create_directories(packages);
+  ProcessResult exported = run_cli(
+      {"export", "--backend", "opencl", "--device", "0", "-o", (packages / "pocl.jcpkg").string()},
+      env(false));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+
+  // Another machine: a user tier of its own, PoCL's cache empty, the package installed.
+  fs::remove_all(m_dir.path() / "cache");
+  fs::remove_all(m_dir.path() / "pocl");
+  const Env installed{{"JITCACHE_SYSTEM_PATH", packages.string()}};
+  EXPECT_EQ(normalized(run(k_probe, true, installed).out), plain);
+  const Counts c = counts();
+  EXPECT_EQ(c.hits, 4u) << "every program the runtime compiles the first time, from the package";
+  EXPECT_EQ(c.entries, 0u) << "nothing stored: the package served every program";
+}
+
 TEST_F(OpenCLLayer, TurnedOffItPassesEverythingThrough) {
   const std::string plain = normalized(run(k_probe, false).out);
   for (int i = 0; i < 2; ++i)
