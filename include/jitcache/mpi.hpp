@@ -24,7 +24,8 @@ namespace jitcache::mpi {
 /// the others by at most Options::timeout. A rank that dies: by default Open MPI aborts the
 /// whole job, whatever jitcache does; a job started with `mpirun --enable-recovery` carries on,
 /// and the duplicate's calls return errors (MPI_ERRORS_RETURN) rather than abort, so the others
-/// compile what the dead rank owed once Options::timeout passed. What an abandoned call left
+/// compile what the dead rank owed once Options::timeout passed (Open MPI 4.1's MPI_Finalize
+/// may still wait for the dead rank afterwards: that is the job's). What an abandoned call left
 /// pending (its buffers) is kept until the process exits.
 class Exchange final : public cohort::Exchange {
 public:

@@ -436,11 +436,14 @@ TEST(MpiCohortKilled, FirstJobARankIsKilledWhileCompilingForTheOthers) {
   const TestComm comm;
   jitcache::cohort::Options options;
   options.timeout = std::chrono::seconds(5);
-  if (world_rank() == 1) // it alone asks for kernel 1, so it compiles that one
+  std::vector<int> kernels = wanted(world_rank());
+  if (world_rank() == 1) { // it alone asks for kernel 1, so it compiles that one
     options.before_compile = [](const std::string&) { ::raise(SIGKILL); };
+    kernels.push_back(0); // and is owed kernel 0 by another rank, which sends to the dead
+  }
   // Under mpirun --enable-recovery the others carry on: build() checks each program they end
   // with by running it; what rank 1 owed is compiled by its askers once the timeout passed.
-  build(config_at(job_dir() / "user"), comm.get(), wanted(world_rank()), options);
+  build(config_at(job_dir() / "user"), comm.get(), kernels, options);
 }
 
 TEST(MpiCohortKilled, SecondJobFindsTheUserTierHealthy) {
