@@ -31,9 +31,18 @@ void add_candidates(KeyBuilder& builder, const std::string& why, const std::vect
         files.insert(it->path());
     for (const fs::path& file : files)
       if (seen.insert(fs::weakly_canonical(file, ec)).second) {
+        const std::string name = why + ": " + file.filename().string();
+        if (FileStamp large = stamp_of(file.string()); large.size > k_largest_candidate) {
+          builder.header(name,
+                         "not read: " + std::to_string(large.size) + " bytes, modified " +
+                             std::to_string(large.mtime_ns),
+                         file.string());
+          deps.read.push_back(std::move(large));
+          continue;
+        }
         detail::FileStamp stamp;
         if (auto content = read_header(file.string(), stamp)) {
-          builder.header(why + ": " + file.filename().string(), *content, file.string());
+          builder.header(name, *content, file.string());
           deps.read.push_back(std::move(stamp));
         }
       }

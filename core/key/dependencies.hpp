@@ -5,6 +5,7 @@
 #include <jitcache/config.hpp>
 #include <jitcache/key.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <map>
@@ -29,6 +30,10 @@ struct Dependencies {
   std::vector<std::string> listed;     ///< directories whose listing was used
 };
 
+/// The largest candidate of an `#include MACRO` read for the key (see add_source_fields), and the
+/// largest file a portable manifest hashes: 16 MiB, about 80 times CUB's largest header.
+constexpr std::uint64_t k_largest_candidate = std::uint64_t(16) << 20;
+
 /// The stamps that vouch for a key built from `deps`, to check later without reading a file:
 /// each file read; each listed directory; for each absent path, the nearest directory above it
 /// that exists (creating the path adds an entry there, which changes that directory's stamp).
@@ -47,7 +52,10 @@ std::optional<std::string> guards_of(const Dependencies& deps, detail::StampCloc
 ///   by their spelling and content, their resolved path kept for `jitcache explain`; a header
 ///   that disappears, or that another directory now provides first, changes the key;
 /// - an `#include MACRO` (target unknown without preprocessing) and a -D file add the content of
-///   every file that could be meant: all regular files directly in the include directories.
+///   every file that could be meant: all regular files directly in the include directories (the
+///   current directory among them), each up to k_largest_candidate bytes; a larger one (a data
+///   file where the program runs: no compiler includes such a header) adds its name, size and
+///   modification time instead, and is not read.
 /// Returns the files it read and looked for.
 Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& inputs);
 

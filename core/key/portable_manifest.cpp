@@ -174,6 +174,8 @@ std::optional<PortableManifest> make_portable(std::string key, std::string_view 
   }
   out.key = std::move(key);
   for (std::string& path : read) {
+    if (stamp_of(path).size > k_largest_candidate)
+      return std::nullopt; // keyed by its stamp, which means nothing on another machine
     FileStamp stamp;
     auto content = read_stamped(path, stamp);
     if (!content)
@@ -216,6 +218,8 @@ std::optional<Proven> prove_portable(const PortableManifest& manifest, Installed
         installed.vouches(*file.installed, at, st)) {
       ++out.vouched;
     } else {
+      if (file.size > k_largest_candidate) // no export makes one: a hostile manifest's
+        return std::nullopt;
       auto content = read_stamped(file.path, stamp);
       if (!content || sha256_of(*content) != file.content)
         return std::nullopt;

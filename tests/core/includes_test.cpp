@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,6 +161,44 @@ TEST(IncludesTest, ComputedIncludesAreReported) {
   EXPECT_TRUE(scan.headers.empty());
   ASSERT_EQ(scan.computed.size(), 1u);
   EXPECT_EQ(scan.computed[0], "CONFIG_H");
+}
+
+// An `#include MACRO` keys every file the macro could name, the current directory's among them:
+// a data file there larger than any header (sparse here: 1 GiB) is keyed by its name, size and
+// time, never opened; small files there are read. Touching it changes the key.
+TEST(IncludesTest, AComputedIncludeNeverReadsALargeDataFileWhereTheProgramRuns) {
+  test::TempDir dir;
+  write(dir.path() / "small.h", "int small;\n");
+  const auto large = dir.path() / "data.bin";
+  { std::ofstream(large) << ""; }
+  std::filesystem::resize_file(large, std::uint64_t(1) << 30);
+  const auto before = std::filesystem::current_path();
+  ASSERT_EQ(::chdir(dir.path().c_str()), 0);
+  const auto key = [] {
+    KeyBuilder builder("cuda");
+    const Dependencies deps =
+        add_source_fields(builder, SourceInputs{"#define H \"small.h\"\n#include H\n", "", {}, {}});
+    return std::make_pair(builder.finish().digest, deps);
+  };
+  test::OpenCount opens(dir.path());
+  ASSERT_TRUE(opens.watching());
+  const auto [first, deps] = key();
+  const auto opened = opens.take();
+  std::filesystem::current_path(before);
+  EXPECT_EQ(opened.count("data.bin"), 0u) << test::names(opened);
+  EXPECT_EQ(opened.count("small.h"), 1u) << test::names(opened);
+  bool stamped = false;
+  for (const auto& stamp : deps.read)
+    stamped = stamped || (stamp.path.find("data.bin") != std::string::npos &&
+                          stamp.size == (std::uint64_t(1) << 30));
+  EXPECT_TRUE(stamped) << "the large file's stamp guards the key";
+
+  ASSERT_EQ(::chdir(dir.path().c_str()), 0);
+  EXPECT_EQ(key().first, first);
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {1000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, large.c_str(), times, 0), 0);
+  EXPECT_NE(key().first, first) << "the large file, touched, changes the key";
+  std::filesystem::current_path(before);
 }
 
 // Quoted includes found nowhere are named (each once); angled ones are the runtime's to provide,
