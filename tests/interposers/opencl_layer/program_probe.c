@@ -65,6 +65,14 @@ static void build_string(cl_program program, cl_program_build_info param, const 
   char* text = calloc(size + 1, 1);
   check(clGetProgramBuildInfo(program, device, param, size, text, NULL), label);
   print_text(label, text, size);
+  /* Into a buffer one byte short: refused when the answer does not fit (the size asked with it
+     is left alone). */
+  size_t asked = 12345;
+  rc = clGetProgramBuildInfo(program, device, param, size - 1, size > 1 ? text : NULL, &asked);
+  printf("%s into %zu bytes: rc %d, size %s\n", label, size - 1, rc,
+         asked == size    ? "told"
+         : asked == 12345 ? "untouched"
+                          : "other");
   free(text);
 }
 
