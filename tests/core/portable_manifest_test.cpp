@@ -160,6 +160,40 @@ TEST_F(PortableManifestTest, AnAbsentCandidateThatAppearedFailsTheProof) {
   EXPECT_TRUE(prove(manifest));
 }
 
+// Candidates in folders that do not exist (most of a toolkit's) are answered by one stat of the
+// folder: the folder and the header appearing together still fail the proof, and so does a
+// header appearing in one of several candidates' folder.
+TEST_F(PortableManifestTest, ACandidateInAFolderThatDidNotExistFailsTheProofWhenItAppears) {
+  Dependencies deps;
+  for (const fs::path& p : {include() / "tk.h", include() / "tk_detail.h"}) {
+    detail::FileStamp stamp;
+    stamp.path = p.string();
+    deps.read.push_back(stamp);
+  }
+  for (const char* name : {"a.h", "b.h", "sub/c.h"})
+    deps.absent.push_back((app() / "gone" / name).string());
+  deps.absent.push_back("relative/d.h");
+  InstalledFiles installed;
+  auto manifest = detail::make_portable("the key", detail::encode_paths(deps), installed);
+  ASSERT_TRUE(manifest);
+  EXPECT_TRUE(prove(*manifest));
+  write_file(app() / "gone" / "other.h", "// the folder, not a candidate\n");
+  EXPECT_TRUE(prove(*manifest));
+  write_file(app() / "gone" / "b.h", "// a candidate, with its folder\n");
+  EXPECT_FALSE(prove(*manifest));
+  fs::remove_all(app() / "gone");
+  write_file(app() / "gone" / "sub" / "c.h", "// two folders deep\n");
+  EXPECT_FALSE(prove(*manifest));
+  fs::remove_all(app() / "gone");
+  EXPECT_TRUE(prove(*manifest));
+  const auto before = fs::current_path();
+  fs::current_path(app());
+  write_file("relative/d.h", "// relative to the current directory\n");
+  const bool proven = prove(*manifest).has_value();
+  fs::current_path(before);
+  EXPECT_FALSE(proven);
+}
+
 TEST_F(PortableManifestTest, ARecordThatNoLongerListsTheDigestVouchesForNothing) {
   const PortableManifest manifest = exported();
   write_file(record_file(),
