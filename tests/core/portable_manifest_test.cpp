@@ -4,6 +4,7 @@
 #include "core/key/file_stamp.hpp"
 #include "core/key/installed_files.hpp"
 #include "core/key/portable_manifest.hpp"
+#include "tests/support/damage.hpp"
 #include "tests/support/file_times.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wheel_record.hpp"
@@ -219,13 +220,7 @@ TEST_F(PortableManifestTest, ADamagedRecordOrAFifoVouchesForNothing) {
   std::mt19937 rng(seed);
   SCOPED_TRACE("seed " + std::to_string(seed));
   for (int trial = 0; trial < 200; ++trial) {
-    std::string bad = good;
-    if (trial % 4 == 3) {
-      bad.resize(rng() % good.size());
-    } else {
-      const std::size_t at = rng() % bad.size();
-      bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
-    }
+    const std::string bad = test::damaged(good, rng, trial);
     write_file(record_file(), bad);
     auto proven = prove(manifest);
     ASSERT_TRUE(proven) << "trial " << trial;
@@ -351,13 +346,7 @@ TEST_F(PortableManifestTest, DamagedBytesAreRefused) {
   std::mt19937 rng(seed);
   SCOPED_TRACE("seed " + std::to_string(seed));
   for (int trial = 0; trial < 400; ++trial) {
-    std::string bad = good;
-    if (trial % 4 == 3) {
-      bad.resize(rng() % good.size());
-    } else {
-      const std::size_t at = rng() % bad.size();
-      bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
-    }
+    const std::string bad = test::damaged(good, rng, trial);
     EXPECT_FALSE(detail::decode_portable(bad)) << "trial " << trial;
     EXPECT_FALSE(detail::portable_key(bad)) << "trial " << trial;
   }
