@@ -29,32 +29,33 @@ Expected<void> check_options(std::string_view options) {
   return {};
 }
 
-// The build log of `program` for its (first) device as the runtime gives it, every byte (unlike
-// build_log's); empty when it says nothing (PoCL's logs of builds without warnings are a lone
-// NUL) or cannot be read.
-std::string raw_log(cl_program program) {
-  cl_device_id device = nullptr;
+// The build log of `program` for `device`, every byte the runtime gives (its NUL included);
+// empty when it cannot be read.
+std::string raw_log(cl_program program, cl_device_id device) {
   std::size_t size = 0;
-  if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, sizeof device, &device, nullptr) !=
-          CL_SUCCESS ||
-      clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
     return {};
   std::string log(size, '\0');
   if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr) !=
-          CL_SUCCESS ||
-      log.find_first_not_of('\0') == std::string::npos)
+      CL_SUCCESS)
     return {};
   return log;
+}
+
+// The log a program built for one device keeps in its entry: raw_log() for that device, empty
+// when it says nothing (PoCL's logs of builds without warnings are a lone NUL).
+std::string kept_log(cl_program program) {
+  cl_device_id device = nullptr;
+  if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, sizeof device, &device, nullptr) != CL_SUCCESS)
+    return {};
+  std::string log = raw_log(program, device);
+  return log.find_first_not_of('\0') == std::string::npos ? std::string() : log;
 }
 
 } // namespace
 
 std::string build_log(cl_program program, cl_device_id device) {
-  std::size_t size = 0;
-  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
-    return {};
-  std::string log(size, '\0');
-  clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  std::string log = raw_log(program, device);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
     log.pop_back();
   return log;
@@ -124,7 +125,7 @@ Expected<Entry> entry_of(cl_program program, const std::string& name) {
   if (!binary)
     return std::move(binary).error();
   return Entry{"opencl", std::move(*binary),
-               encode_metadata({name, kernel_names(program), raw_log(program)})};
+               encode_metadata({name, kernel_names(program), kept_log(program)})};
 }
 
 } // namespace jitcache::opencl
