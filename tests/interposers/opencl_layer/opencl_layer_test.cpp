@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace jitcache::test {
@@ -145,6 +146,39 @@ TEST_F(OpenCLLayer, APackagedHitOnAnotherCacheAnswersAsTheRuntimeWarningsInclude
   const Counts c = counts();
   EXPECT_EQ(c.hits, 4u) << "every program the runtime compiles the first time, from the package";
   EXPECT_EQ(c.entries, 0u) << "nothing stored: the package served every program";
+}
+
+// Eight processes at once on a new machine's empty user tier, the package installed: each one's
+// every answer (the compile's warning included) is the runtime's, every program comes from the
+// package, and nothing is stored.
+TEST_F(OpenCLLayer, EightProcessesAtOnceFromAPackageEachAnswerAsTheRuntime) {
+  const std::string plain = normalized(run(k_probe, false).out);
+  run(k_probe, true);
+  const fs::path packages = m_dir.path() / "packages";
+  fs::create_directories(packages);
+  ASSERT_EQ(run_cli({"export", "--backend", "opencl", "--device", "0", "-o",
+                     (packages / "pocl.jcpkg").string()},
+                    env(false))
+                .exit_code,
+            0);
+  fs::remove_all(m_dir.path() / "cache");
+  fs::remove_all(m_dir.path() / "pocl"); // shared by the eight, empty: none has the compile's log
+  Env installed = env(true);
+  installed["JITCACHE_SYSTEM_PATH"] = packages.string();
+  std::vector<ProcessResult> results(8);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    threads.emplace_back([&, i] { results[i] = run_process(k_probe, installed); });
+  for (std::thread& t : threads)
+    t.join();
+  for (const ProcessResult& result : results) {
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(normalized(result.out), plain);
+  }
+  ASSERT_EQ(run_cli({"store", "--wait", "--timeout", "300"}, env(false)).exit_code, 0);
+  const Counts c = counts();
+  EXPECT_EQ(c.hits, 8u * 4u) << "each process's four programs, from the package";
+  EXPECT_EQ(c.entries, 0u);
 }
 
 TEST_F(OpenCLLayer, TurnedOffItPassesEverythingThrough) {
