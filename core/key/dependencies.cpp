@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace jitcache::detail {
 
@@ -150,19 +151,23 @@ std::optional<std::string> guards_of(const Dependencies& deps, detail::StampCloc
   // absent there is vouched for by its own absent stamp instead (one stat).
   const fs::path cwd = fs::current_path(ec);
   // The absent paths of a scan are many (a toolkit's: over a thousand) in few folders: each
-  // folder's nearest existing one is looked for once.
-  std::map<fs::path, fs::path> nearest;
+  // folder's nearest existing one is looked for once, by the text before the path's last '/'
+  // (its parent_path() is a function of that text), which costs less to compare than a path.
+  std::map<std::string, bool, std::less<>> in_cwd; // by that text: is the nearest folder `cwd`
   for (const std::string& path : deps.absent) {
-    const fs::path parent = fs::path(path).parent_path();
-    auto [at, added] = nearest.try_emplace(parent, parent);
-    fs::path& dir = at->second;
-    if (added)
+    const std::string_view text = std::string_view(path).substr(0, path.rfind('/') + 1);
+    auto at = in_cwd.find(text);
+    if (at == in_cwd.end()) {
+      fs::path dir = fs::path(path).parent_path();
       while (dir.has_relative_path() && !fs::is_directory(dir, ec))
         dir = dir.parent_path();
-    if (!cwd.empty() && dir == cwd)
+      const bool cwd_is_nearest = !cwd.empty() && dir == cwd;
+      if (!cwd_is_nearest)
+        dirs.insert(dir.empty() ? "." : dir.string());
+      at = in_cwd.emplace(std::string(text), cwd_is_nearest).first;
+    }
+    if (at->second)
       out.push_back(detail::stamp_of(path));
-    else
-      dirs.insert(dir.empty() ? "." : dir.string());
   }
   for (const std::string& dir : dirs)
     out.push_back(detail::stamp_of(dir));
