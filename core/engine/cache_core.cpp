@@ -7,6 +7,7 @@
 #include "core/config/config_table.hpp"
 #include "core/key/key_fields.hpp"
 #include "core/support/clock.hpp"
+#include "core/support/fork_guard.hpp"
 #include "core/support/log.hpp"
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/packages/package_store.hpp"
@@ -396,6 +397,7 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
   if (!user_usable(backend))
     return false;
   bool used = false;
+  remember_what_was_made(&name);
   // Remembered by this process, not written yet.
   const std::optional<std::string> unsaved = m_records.unsaved(name);
   if (unsaved) {
@@ -426,6 +428,40 @@ void CacheCore::remember(const std::string& backend, const Digest& name, const R
   Records full = m_records.hold(name, encode_record(record));
   if (!full.empty())
     m_write_back.push([this, records = std::move(full)] { m_records.write_records(records); });
+}
+
+void CacheCore::remember_made(const std::string& backend, const Digest& name,
+                              std::shared_future<Made> made) {
+  const std::lock_guard<std::mutex> lock(m_making_mutex);
+  m_making.push_back(Making{backend, name, std::move(made), fork_generation()});
+}
+
+void CacheCore::remember_what_was_made(const Digest* name) {
+  std::vector<Making> now;
+  {
+    const std::lock_guard<std::mutex> lock(m_making_mutex);
+    if (m_making.empty())
+      return;
+    for (auto it = m_making.begin(); it != m_making.end();) {
+      const bool ready = it->made.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      if (it->generation != fork_generation()) {
+        it = m_making.erase(it);
+      } else if (!name || ready || it->name == *name) {
+        now.push_back(std::move(*it));
+        it = m_making.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const Making& making : now) {
+    if (making.made.wait_for(k_made_wait) != std::future_status::ready) {
+      log::info("this machine's manifest of a packaged key was not made in time; not remembered");
+      continue;
+    }
+    for (const auto& [record_name, record] : making.made.get())
+      remember(making.backend, record_name, record);
+  }
 }
 
 std::shared_ptr<UserTier> CacheCore::usable_user_tier(const std::string& backend) const {
@@ -529,6 +565,7 @@ void CacheCore::store_later(const Key& key, std::function<Expected<Entry>()> pro
 }
 
 void CacheCore::flush() {
+  remember_what_was_made(nullptr);
   m_write_back.flush();
   m_records.flush_unsaved();
 }

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -152,6 +153,16 @@ public:
   /// background, all held so far in one write, once they reach k_unsaved_record_bytes). Best
   /// effort: a failed write is warned about (once per error) and forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);
+  /// Records (name, record) that another thread is making, remembered as remember() does once
+  /// `made` is ready: this machine's manifest of a key that a package's portable manifest proved,
+  /// made after the request was answered (PendingKey). `name` is the one the request peeks
+  /// under. Waited for by flush() (all) and by peek() of `name`; peek() of another name takes
+  /// those that are ready, waiting for none. A wait ends after k_made_wait (the record is then
+  /// dropped: the next process proves again), and none is waited for in a fork()ed child, where
+  /// the thread making it does not run. Thread-safe.
+  using Made = std::vector<std::pair<Digest, Record>>;
+  void remember_made(const std::string& backend, const Digest& name, std::shared_future<Made> made);
+  static constexpr std::chrono::seconds k_made_wait{10};
 
   /// Writes `entry` to memory and to the writable persistent tiers of `key.backend`. Failures
   /// are logged (once per tier and error) and counted.
@@ -233,6 +244,16 @@ private:
   /// skipped for the rest of the process with the one warning of a Cache that cannot open it.
   bool make_user_tier();
   bool leases_apply(const std::string& backend) const;
+  /// remember() what remember_made() was given: every record when `name` is null, otherwise
+  /// those already made and those for `*name`.
+  void remember_what_was_made(const Digest* name);
+
+  struct Making {
+    std::string backend;
+    Digest name;
+    std::shared_future<Made> made;
+    unsigned generation; ///< fork_generation() when it was given
+  };
 
   const Config m_config;
   std::atomic<StampClock> m_stamp_clock{&real_time_ns};
@@ -242,6 +263,8 @@ private:
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 
   RecordBuffer m_records; ///< the counters and remembered records, until flush writes them
+  std::mutex m_making_mutex;
+  std::vector<Making> m_making; ///< remember_made()'s, not remembered yet
   /// Last: its destructor waits for background tasks that use the members above.
   WriteBack m_write_back;
 };

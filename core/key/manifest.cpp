@@ -88,22 +88,29 @@ struct PendingKey::Check {
   std::string guards;                  ///< a remembered key's
   std::optional<std::string> portable; ///< a package's portable manifest, when none is remembered
   StampClock clock = nullptr;
-  // What proving `portable` made: this machine's manifest of the key, to remember.
-  std::optional<std::string> proven_guards;
-  std::string proven_paths;
-  // Whether the key holds on this machine. For a portable manifest, also makes this machine's
-  // manifest (more stat calls, on the thread too).
+  Digest name;                        ///< the record's name (PendingKey's)
+  std::string key;                    ///< encode_key() of the portable manifest's key
+  std::optional<Dependencies> proven; ///< what proving `portable` stamped here
+  // Whether the key holds on this machine.
   bool prove() {
     if (!portable)
       return unchanged(guards);
     auto manifest = decode_portable(*portable);
     InstalledFiles installed;
-    auto proven = manifest ? prove_portable(*manifest, installed) : std::nullopt;
-    if (!proven)
-      return false;
-    proven_guards = guards_of(proven->deps, clock);
-    proven_paths = encode_paths(proven->deps);
-    return true;
+    auto done = manifest ? prove_portable(*manifest, installed) : std::nullopt;
+    if (done)
+      proven = std::move(done->deps);
+    return done.has_value();
+  }
+  // This machine's manifest of the key `portable` proved (more stat calls, and the encoding of
+  // some thousand paths for a CUB kernel): its record and the paths beside it (for export);
+  // none when the stamps cannot vouch (too recent).
+  CacheCore::Made made_here() const {
+    auto stamps = guards_of(*proven, clock);
+    if (!stamps)
+      return {};
+    return {{name, Record{std::move(*stamps), key}},
+            {paths_name(name), Record{{}, encode_paths(*proven)}}};
   }
   bool worth_a_thread() const {
     return portable ? portable->size() >= k_background_portable_bytes
@@ -112,6 +119,8 @@ struct PendingKey::Check {
   std::promise<bool> promise;
   std::future<bool> held = promise.get_future();
   bool started = false; ///< a thread checks the guards and answers through `promise`
+  /// With `portable`, the thread goes on to make made_here() (empty when not proven).
+  std::promise<CacheCore::Made> made;
 };
 
 PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
@@ -135,6 +144,8 @@ PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name,
         m_check = std::make_shared<Check>();
         m_check->portable = std::move(*packaged);
         m_check->clock = core.stamp_clock();
+        m_check->name = name;
+        m_check->key = std::move(*bytes);
       }
     }
   if (!m_key || !background || !m_check->worth_a_thread())
@@ -147,6 +158,16 @@ PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name,
       } catch (...) { // out of memory: not proven
       }
       check->promise.set_value(held);
+      if (!check->portable)
+        return;
+      // This machine's manifest, after the answer: settle() does not wait for it.
+      CacheCore::Made made;
+      try {
+        if (held)
+          made = check->made_here();
+      } catch (...) { // out of memory: not remembered
+      }
+      check->made.set_value(std::move(made));
     }).detach();
     m_check->started = true;
   } catch (const std::system_error&) {
@@ -160,9 +181,22 @@ Expected<GuardedKey> PendingKey::settle() {
     const bool held = m_check->started ? m_check->held.get() : m_check->prove();
     if (held && !m_check->portable)
       return GuardedKey{std::move(*m_key), std::move(m_check->guards), true};
-    if (held) { // a package's manifest, proven here: remembered as this machine's
-      GuardedKey out{std::move(*m_key), std::move(m_check->proven_guards), true};
-      remember(out, std::move(m_check->proven_paths));
+    if (held && m_check->started) {
+      // A package's manifest, proven here, is remembered as this machine's once the thread has
+      // made it. Meanwhile the key has no guards: a repeat of the request in this process waits
+      // for them (CacheCore::peek) rather than proving the package's again.
+      if (m_recall)
+        m_core.remember_made(m_backend, m_name, m_check->made.get_future().share());
+      return GuardedKey{std::move(*m_key), std::nullopt, true};
+    }
+    if (held) {
+      CacheCore::Made made = m_check->made_here();
+      GuardedKey out{std::move(*m_key), std::nullopt, true};
+      if (!made.empty())
+        out.guards = made.front().second.guards;
+      if (m_recall)
+        for (const auto& [name, record] : made)
+          m_core.remember(m_backend, name, record);
       return out;
     }
   }

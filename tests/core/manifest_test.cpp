@@ -3,6 +3,9 @@
 #include "core/engine/cache_core.hpp"
 #include "core/engine/tier_set.hpp"
 #include "core/key/manifest.hpp"
+#include "core/key/portable_manifest.hpp"
+#include "core/tiers/packages/package_format.hpp"
+#include "core/tiers/packages/package_target.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 #include "core/tiers/user/user_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
@@ -15,6 +18,8 @@
 
 #include <fstream>
 #include <functional>
+#include <thread>
+#include <vector>
 
 namespace jitcache {
 
@@ -182,6 +187,100 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
   EXPECT_FALSE(edited.recalled) << "but the check found the edit";
   EXPECT_NE(edited.key.digest, built.key.digest);
   EXPECT_EQ(builds, 2);
+}
+
+// A package's portable manifest proven on a thread (a new machine: no manifest of its own yet)
+// answers before this machine's manifest is made; that one is made on the same thread after the
+// answer, waited for by a repeat of the request in the process (which then needs no proof) and
+// by the flush, which remembers it for the next process. 8 processes at once on a new machine,
+// then 30 in a row: each takes the packaged key, none builds it.
+TEST_F(ManifestTest, APackagesManifestProvenOnAThreadIsThisMachinesAfterTheAnswer) {
+  std::string source;
+  for (int i = 0; i < 200; ++i) { // a manifest big enough to be proven on a thread
+    write(dir.path() / "second" / ("header_with_a_long_name_" + std::to_string(i) + ".h"),
+          "int h" + std::to_string(i) + ";\n");
+    source += "#include <header_with_a_long_name_" + std::to_string(i) + ".h>\n";
+  }
+  let_stamps_settle();
+  const Digest name = detail::record_name("test key", {source});
+  const auto built = key(source); // the exporting machine remembers the key and its paths
+  ASSERT_TRUE(built.guards);
+  std::string manifest;
+  {
+    Cache cache(config());
+    detail::core_of(cache).set_stamp_clock(clock.clock());
+    std::string paths;
+    ASSERT_TRUE(
+        detail::core_of(cache).peek("opencl", detail::paths_name(name),
+                                    [&](const detail::RecordView& r) { paths = r.payload; }));
+    detail::InstalledFiles installed;
+    auto made = detail::make_portable(detail::encode_key(built.key), paths, installed);
+    ASSERT_TRUE(made);
+    manifest = detail::encode_portable(*made);
+  }
+  ASSERT_GE(manifest.size(), 16384u) << "proven on a thread only from this size on";
+  const fs::path packages = dir.path() / "packages";
+  fs::create_directories(packages);
+  ASSERT_TRUE(detail::write_package(packages / "test.jcpkg",
+                                    detail::target_of("opencl", built.key.fields), {},
+                                    {{name, manifest}}));
+
+  const auto new_machine = [&](const fs::path& cache_dir) {
+    return config(
+        {{"JITCACHE_DIR", cache_dir.string()}, {"JITCACHE_SYSTEM_PATH", packages.string()}});
+  };
+  const fs::path fresh = dir.path() / "new machine";
+  {
+    Cache cache(new_machine(fresh));
+    detail::CacheCore& core = detail::core_of(cache);
+    core.set_stamp_clock(clock.clock());
+    detail::PendingKey first(core, "opencl", name, build(source), true);
+    ASSERT_TRUE(first.guess());
+    const auto answered = *first.settle();
+    EXPECT_TRUE(answered.recalled);
+    EXPECT_EQ(answered.key.digest, built.key.digest);
+    EXPECT_FALSE(answered.guards) << "answered before this machine's manifest is made";
+
+    detail::PendingKey again(core, "opencl", name, build(source), true);
+    const auto repeated = *again.settle();
+    EXPECT_TRUE(repeated.recalled);
+    EXPECT_EQ(repeated.key.digest, built.key.digest);
+    ASSERT_TRUE(repeated.guards) << "this machine's manifest, waited for by the repeat";
+    EXPECT_EQ(*repeated.guards, *built.guards) << "the same files, stamped on this machine";
+  }
+  {
+    Cache next(new_machine(fresh)); // the next process: the manifest was written at flush
+    detail::core_of(next).set_stamp_clock(clock.clock());
+    const auto mine = detail::core_of(next).recall("opencl", name);
+    ASSERT_TRUE(mine);
+    EXPECT_EQ(mine->guards, *built.guards);
+    EXPECT_TRUE(detail::core_of(next).peek("opencl", detail::paths_name(name),
+                                           [](const detail::RecordView&) {}))
+        << "the paths beside it, for export";
+  }
+
+  const fs::path crowd = dir.path() / "a crowd";
+  constexpr int k_at_once = 8, k_in_a_row = 30;
+  std::vector<std::optional<detail::GuardedKey>> answers(k_at_once + k_in_a_row);
+  const auto one_process = [&](int i) {
+    Cache cache(new_machine(crowd));
+    detail::core_of(cache).set_stamp_clock(clock.clock());
+    answers[i] =
+        *detail::PendingKey(detail::core_of(cache), "opencl", name, build(source), true).settle();
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k_at_once; ++i)
+    threads.emplace_back(one_process, i);
+  for (auto& thread : threads)
+    thread.join();
+  for (int i = k_at_once; i < k_at_once + k_in_a_row; ++i)
+    one_process(i);
+  for (const auto& answer : answers) {
+    ASSERT_TRUE(answer);
+    EXPECT_TRUE(answer->recalled);
+    EXPECT_EQ(answer->key.digest, built.key.digest);
+  }
+  EXPECT_EQ(builds, 1) << "only the exporting machine built the key";
 }
 
 // Remembering writes nothing while the process works (a synced write beside a request delays
