@@ -5,6 +5,12 @@ run a hit (`jitcache stats`), and the time of each process.
 
 usage: rtc_front_end_gpu.py --front-end BUILD/interposers/libjitcache-nvrtc.so
                             --jitcache BUILD/tools/jitcache/jitcache --kernels kernels/ [--runs N]
+                            [--first N] [--cache-root DIR]...
+
+--first N: N first runs (every kernel a miss), each in a new user tier, alternated with runs
+without the front-end, their median beside theirs (default 1). --cache-root DIR (repeatable):
+the folder the user tiers of those first runs are made in, each measured (default: the system's
+temporary folder); /dev/shm beside a disk's folder tells what the disk's synced writes cost.
 
 How each reaches the front-end (both load NVRTC by absolute path from the wheel, through
 cuda-pathfinder, which first takes a library with the soname libnvrtc.so.13 already loaded):
@@ -115,7 +121,10 @@ def main():
     parser.add_argument("--kernels", required=True)
     parser.add_argument("--include", default="/usr/local/cuda/include")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--first", type=int, default=1)
+    parser.add_argument("--cache-root", action="append", default=[])
     args = parser.parse_args()
+    roots = args.cache_root or [None]
     lib = nvrtc_lib_dir()
     print(f"NVRTC from the wheel: {lib}")
     failed = False
@@ -127,10 +136,23 @@ def main():
             result, seconds = run(code, argv, extra)
             plain.append(result)
             plain_s.append(seconds)
-        with tempfile.TemporaryDirectory() as cache:
-            env = {**extra, "JITCACHE_DIR": cache, "LD_PRELOAD": args.front_end,
-                   "LD_LIBRARY_PATH": ":".join(filter(None, [lib, os.environ.get("LD_LIBRARY_PATH")]))}
+
+        def front_end(cache):
+            return {**extra, "JITCACHE_DIR": cache, "LD_PRELOAD": args.front_end,
+                    "LD_LIBRARY_PATH": ":".join(filter(None, [lib, os.environ.get("LD_LIBRARY_PATH")]))}
+        # Extra first runs, each in a new user tier under each root, alternated with runs
+        # without the front-end (the first run checked below is another one).
+        firsts = {root: [] for root in roots}
+        alternated = []
+        for _ in range(args.first - 1 if args.first > 1 else 0):
+            alternated.append(run(code, argv, extra)[1])
+            for root in roots:
+                with tempfile.TemporaryDirectory(dir=root) as cache:
+                    firsts[root].append(run(code, argv, front_end(cache))[1])
+        with tempfile.TemporaryDirectory(dir=roots[0]) as cache:
+            env = front_end(cache)
             first, first_s = run(code, argv, env)
+            firsts[roots[0]].append(first_s)
             hits0, misses0 = counters(args.jitcache, cache)
             warm, warm_s = [], []
             for _ in range(args.runs):
@@ -168,6 +190,13 @@ def main():
               f"({'every kernel a hit' if all_hits else 'NOT every kernel a hit'})")
         print(f"  process time (median s): without {statistics.median(plain_s):.3f}, "
               f"front-end first {first_s:.3f}, front-end warm {statistics.median(warm_s):.3f}")
+        if args.first > 1:
+            print(f"  first runs alternated with runs without (median of {args.first - 1} "
+                  f"without: {statistics.median(alternated):.3f} s):")
+            for root in roots:
+                print(f"    user tiers in {root or tempfile.gettempdir()}: median of "
+                      f"{len(firsts[root])} first runs {statistics.median(firsts[root]):.3f} s "
+                      f"({', '.join(f'{t:.2f}' for t in firsts[root])})")
     return 1 if failed else 0
 
 
