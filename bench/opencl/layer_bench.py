@@ -8,6 +8,11 @@ Medians of N runs (default 5) of the workload's time from its context to every o
   pocl      PoCL's own cache, warm (PYOPENCL_NO_CACHE=1: PyOpenCL builds from source)
   pyopencl  PyOpenCL's own binary cache, warm (and PoCL's, which its launches use)
   jitcache  under the layer (OPENCL_LAYERS), jitcache warm, PYOPENCL_NO_CACHE=1
+  jitcache, invokers cached
+            the same with PyOpenCL's binary cache off by cache_dir=False for every program
+            (layer_workload.py --no-binary-cache) in place of PYOPENCL_NO_CACHE, which also turns off the cache of the Python code
+            PyOpenCL generates to launch each kernel (made again, compiled and written back at
+            every run without it: some 12 ms of this workload)
   floor     every program built from the binary handed to it (a dictionary in the process,
             in place of PyOpenCL's cached build)
 Every warm row shares one PoCL cache, warmed first: PoCL compiles a kernel's work-group code at
@@ -15,6 +20,7 @@ its first launch and finds it there. Goal: jitcache within 1.1x of the floor, ne
 pyopencl.
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -24,6 +30,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fresh_process import median, run  # noqa: E402
 
+PROGRAMS = 13  # the programs layer_workload.py builds
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -32,6 +39,17 @@ def wait_for_stores(build, env):
     """Waits for the stores the layer handed over to a detached `jitcache store`."""
     subprocess.run([os.path.join(build, "tools", "jitcache", "jitcache"), "store", "--wait"],
                    env={**os.environ, **env}, check=True, capture_output=True, timeout=600)
+
+
+def layer_counts(build, env):
+    """The layer's (hits, misses) in the user tier of `env`."""
+    done = subprocess.run([os.path.join(build, "tools", "jitcache", "jitcache"), "stats", "--json"],
+                          env={**os.environ, **env}, check=True, capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        counts = json.loads(line)
+        if counts.get("front_end") == "opencl-layer":
+            return counts["hits"], counts["misses"]
+    return 0, 0
 
 
 def main():
@@ -64,22 +82,31 @@ def main():
         # The layer hands its stores over to a detached `jitcache store`: done before measuring.
         wait_for_stores(args.build, base)
         run(argv, layered, None)
+        run(argv + ["--no-binary-cache"], {**base, "OPENCL_LAYERS": layer}, None)
         # The modes alternate, run by run: a machine whose load drifts shifts them alike.
         modes = [("pyopencl", base, []), ("jitcache", layered, []),
+                 ("jitcache, invokers cached", {**base, "OPENCL_LAYERS": layer},
+                  ["--no-binary-cache"]),
                  ("floor", base, ["--floor", binaries]), ("pocl", no_cache, [])]
         lines = {name: [] for name, _, _ in modes}
         lines["cold"] = []
+        hits0, misses0 = layer_counts(args.build, base)
         for i in range(args.runs):
             for name, env, extra in modes:
                 lines[name].append(run(argv + extra, env, raw))
             env = {**no_cache, "POCL_CACHE_DIR": os.path.join(top, f"cold-{i}")}
             lines["cold"].append(run(argv, env, raw))
+        hits, misses = layer_counts(args.build, base)
+        # Both layered modes: every build of every run a hit.
+        if misses != misses0 or hits - hits0 != 2 * args.runs * PROGRAMS:
+            sys.exit(f"the layer missed or was passed by: {hits - hits0} hits, "
+                     f"{misses - misses0} misses in {2 * args.runs} runs of {PROGRAMS} programs")
         rows = {name: median(measured) for name, measured in lines.items()}
         floor = rows["floor"]
         print(f"PyOpenCL workload (layer_workload.py), medians of {args.runs} fresh processes")
         print("| mode | ms | x floor |")
         print("|---|---:|---:|")
-        for name in ["cold", "pocl", "pyopencl", "jitcache", "floor"]:
+        for name in ["cold", "pocl", "pyopencl", "jitcache", "jitcache, invokers cached", "floor"]:
             print(f"| {name} | {rows[name]:.1f} | {rows[name] / floor:.2f} |")
     finally:
         shutil.rmtree(top, ignore_errors=True)

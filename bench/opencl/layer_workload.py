@@ -3,13 +3,19 @@ pyopencl.array operations, as PyOpenCL's users write them, each building its pro
 generated source. Prints one JSON line: ms, the time from after the context's creation until
 every operation has run once (its programs built and launched).
 
-usage: layer_workload.py [--record FILE | --floor FILE]
+usage: layer_workload.py [--record FILE | --floor FILE | --no-binary-cache]
   --record FILE: also writes every program's binary (by source and options) to FILE, read
                  after the launches (over PoCL's cache, as jitcache's store reads them);
   --floor FILE:  builds every program from the binary FILE has for it (the floor: kernels loaded
                  from binaries handed to the program, nothing looked up but a dictionary).
 Both replace PyOpenCL's cached build, which PyOpenCL skips under PYOPENCL_NO_CACHE: run them
 without it. Either exits with an error if no program went through it.
+  --no-binary-cache: PyOpenCL's cached build given cache_dir=False for every program (what a
+                 context's cache_dir attribute does, which does not reach the programs PyOpenCL
+                 makes through queue.context, a new wrapper): every program is built from source
+                 (through the layer, when it is there), while PyOpenCL keeps the cache of the
+                 Python code it generates to launch each kernel, which PYOPENCL_NO_CACHE turns
+                 off too.
 """
 import json
 import pickle
@@ -57,6 +63,11 @@ def main():
     recorded = None
     if len(sys.argv) == 3:
         recorded = hand_binaries(sys.argv[1], sys.argv[2])
+    if sys.argv[1:] == ["--no-binary-cache"]:
+        original = pyopencl.cache.create_built_program_from_source_cached
+        pyopencl.cache.create_built_program_from_source_cached = (
+            lambda ctx, src, options_bytes, devices=None, cache_dir=None, include_path=None:
+            original(ctx, src, options_bytes, devices, False, include_path))
     context = cl.create_some_context(interactive=False)
     queue = cl.CommandQueue(context)
     t0 = time.perf_counter()
