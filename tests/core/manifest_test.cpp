@@ -4,6 +4,7 @@
 #include "core/engine/tier_set.hpp"
 #include "core/key/manifest.hpp"
 #include "core/key/portable_manifest.hpp"
+#include "core/support/log.hpp"
 #include "core/tiers/packages/package_format.hpp"
 #include "core/tiers/packages/package_target.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
@@ -14,10 +15,14 @@
 
 #include <jitcache/cache.hpp>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -257,6 +262,37 @@ TEST_F(ManifestTest, APackagesManifestProvenOnAThreadIsThisMachinesAfterTheAnswe
     EXPECT_TRUE(detail::core_of(next).peek("opencl", detail::paths_name(name),
                                            [](const detail::RecordView&) {}))
         << "the paths beside it, for export";
+  }
+
+  {
+    // A fork()ed child has no copy of the thread making the manifest: it waits for none (a wait
+    // would end after CacheCore::k_made_wait, with a line in the log, which the child reads).
+    auto forking = new_machine(dir.path() / "a forking machine");
+    forking.log_level = LogLevel::info;
+    Cache cache(forking);
+    detail::CacheCore& core = detail::core_of(cache);
+    core.set_stamp_clock(clock.clock());
+    detail::PendingKey first(core, "opencl", name, build(source), true);
+    ASSERT_TRUE(first.settle()->recalled);
+    const fs::path log = dir.path() / "child.log";
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::alarm(60); // a wait that never ends fails the test, killed
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(fd, STDERR_FILENO);
+      const bool found = core.peek("opencl", name, [](const detail::RecordView&) {});
+      core.flush();
+      std::ifstream in(log);
+      const std::string said((std::istreambuf_iterator<char>(in)), {});
+      ::_exit(found || said.find("not made in time") != std::string::npos ? 1 : 0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    EXPECT_TRUE(core.peek("opencl", name, [](const detail::RecordView&) {}))
+        << "the parent still remembers it";
+    log::set_level(LogLevel::warn); // as the other tests of this process expect
   }
 
   const fs::path crowd = dir.path() / "a crowd";
