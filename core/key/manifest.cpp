@@ -8,7 +8,6 @@
 
 #include <jitcache/version.hpp>
 
-#include <algorithm>
 #include <filesystem>
 #include <future>
 #include <system_error>
@@ -24,13 +23,6 @@ constexpr std::string_view k_record_magic = "JCR1";
 constexpr std::size_t k_background_bytes = 4096;
 // The same for a portable manifest (its paths are longer, and a proof makes the stamps too).
 constexpr std::size_t k_background_portable_bytes = 16384;
-
-// The threads a portable manifest's proof takes: one per core beside one (the load's, or the
-// caller's), at most 4.
-unsigned proof_threads() {
-  const unsigned cores = std::thread::hardware_concurrency();
-  return std::clamp(cores > 1 ? cores - 1 : 1u, 1u, 4u);
-}
 
 } // namespace
 
@@ -105,7 +97,7 @@ struct PendingKey::Check {
       return unchanged(guards);
     auto manifest = decode_portable(*portable);
     InstalledFiles installed;
-    auto done = manifest ? prove_portable(*manifest, installed, proof_threads()) : std::nullopt;
+    auto done = manifest ? prove_portable(*manifest, installed) : std::nullopt;
     if (done)
       proven = std::move(done->deps);
     return done.has_value();

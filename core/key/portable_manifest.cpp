@@ -10,12 +10,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <iterator>
 #include <map>
-#include <system_error>
-#include <thread>
 
 namespace jitcache::detail {
 
@@ -196,60 +192,8 @@ std::optional<PortableManifest> make_portable(std::string key, std::string_view 
   return out;
 }
 
-namespace {
-
-// Files a proof needs on a thread of its own to be worth the thread's start (some 0.1 ms in a
-// CUDA process; a file's stat and its record's word cost some microseconds).
-constexpr std::size_t k_files_per_thread = 128;
-
-// What one thread of a proof found of its share of the files.
-struct FilesProven {
-  std::vector<FileStamp> stamps;
-  std::size_t vouched = 0, read = 0;
-  bool held = false;
-};
-
-// Proves the files [begin, end) as prove_portable() does, with `installed` (one per thread:
-// not thread-safe). Stops early once another share set `failed`; sets it when one does not
-// hold.
-FilesProven prove_files(const PortableFile* begin, const PortableFile* end,
-                        InstalledFiles& installed, std::atomic<bool>& failed) {
-  FilesProven out;
-  out.stamps.reserve(static_cast<std::size_t>(end - begin));
-  for (const PortableFile* file = begin; file != end; ++file) {
-    if (failed.load(std::memory_order_relaxed))
-      return out;
-    // A header reached through links is stat'ed where they lead, as its record names it: the
-    // same stat, and no second one to find it is that file.
-    const std::string& at = file->installed && installed.leads_to(file->path, file->installed->file)
-                                ? file->installed->file
-                                : file->path;
-    struct stat st {};
-    bool held = ::stat(at.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-                static_cast<std::uint64_t>(st.st_size) == file->size;
-    FileStamp stamp = held ? stamp_from(file->path, st) : FileStamp{};
-    if (held && file->installed && stamp.mtime_ns == file->mtime_ns &&
-        installed.vouches(*file->installed, at, st)) {
-      ++out.vouched;
-    } else if (held) {
-      // No export makes a file over k_largest_candidate: a hostile manifest's.
-      auto content =
-          file->size > k_largest_candidate ? std::nullopt : read_stamped(file->path, stamp);
-      held = content && sha256_of(*content) == file->content;
-      ++out.read;
-    }
-    if (!held) {
-      failed.store(true, std::memory_order_relaxed);
-      return out;
-    }
-    out.stamps.push_back(std::move(stamp));
-  }
-  out.held = true;
-  return out;
-}
-
-// Whether every absent candidate of `manifest` is still not a regular file.
-bool still_absent(const PortableManifest& manifest) {
+std::optional<Proven> prove_portable(const PortableManifest& manifest, InstalledFiles& installed) {
+  Proven out;
   // Most absent candidates are in folders that do not exist at all (CUB's: 68 of 79 folders, 999
   // paths): one stat per folder answers for every path in it.
   std::map<std::string, bool, std::less<>> folder_is_there;
@@ -265,68 +209,36 @@ bool still_absent(const PortableManifest& manifest) {
     }
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      return false;
-  }
-  return true;
-}
-
-} // namespace
-
-std::optional<Proven> prove_portable(const PortableManifest& manifest, InstalledFiles& installed,
-                                     unsigned threads) {
-  // The files in shares, one per thread, in order; this thread checks the absent candidates and
-  // the listings meanwhile, then proves the first share.
-  const std::size_t count = manifest.files.size();
-  const std::size_t shares =
-      std::clamp<std::size_t>(count / k_files_per_thread, 1, std::max(threads, 1u));
-  const auto share = [&](std::size_t i) { return manifest.files.data() + count * i / shares; };
-  std::atomic<bool> failed{false};
-  std::vector<FilesProven> found(shares);
-  std::vector<char> started(shares, 0);
-  std::vector<std::thread> workers;
-  {
-    struct JoinAll {
-      std::vector<std::thread>& threads;
-      ~JoinAll() {
-        for (std::thread& thread : threads)
-          thread.join();
-      }
-    } join_all{workers};
-    for (std::size_t i = 1; i < shares; ++i) {
-      try {
-        workers.emplace_back([&, i] {
-          try {
-            InstalledFiles own;
-            found[i] = prove_files(share(i), share(i + 1), own, failed);
-          } catch (...) { // out of memory: not proven
-            failed.store(true);
-          }
-        });
-        started[i] = 1;
-      } catch (const std::system_error&) { // no thread to be had: proven below, on this one
-      }
-    }
-    bool held = still_absent(manifest);
-    for (const PortableListing& listing : manifest.listings)
-      held = held && regular_files_in(listing.folder) == listing.names;
-    if (!held)
-      failed.store(true);
-    for (std::size_t i = 0; i < shares && !failed.load(); ++i)
-      if (!started[i])
-        found[i] = prove_files(share(i), share(i + 1), installed, failed);
-  }
-  if (failed.load())
-    return std::nullopt;
-  Proven out;
-  for (const PortableListing& listing : manifest.listings)
-    out.deps.listed.push_back(listing.folder);
-  out.deps.read.reserve(count);
-  for (FilesProven& part : found) {
-    if (!part.held)
       return std::nullopt;
-    std::move(part.stamps.begin(), part.stamps.end(), std::back_inserter(out.deps.read));
-    out.vouched += part.vouched;
-    out.read += part.read;
+  }
+  for (const PortableListing& listing : manifest.listings) {
+    if (regular_files_in(listing.folder) != listing.names)
+      return std::nullopt;
+    out.deps.listed.push_back(listing.folder);
+  }
+  for (const PortableFile& file : manifest.files) {
+    // A header reached through links is stat'ed where they lead, as its record names it: the
+    // same stat, and no second one to find it is that file.
+    const std::string& at = file.installed && installed.leads_to(file.path, file.installed->file)
+                                ? file.installed->file
+                                : file.path;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) != file.size)
+      return std::nullopt;
+    FileStamp stamp = stamp_from(file.path, st);
+    if (file.installed && stamp.mtime_ns == file.mtime_ns &&
+        installed.vouches(*file.installed, at, st)) {
+      ++out.vouched;
+    } else {
+      if (file.size > k_largest_candidate) // no export makes one: a hostile manifest's
+        return std::nullopt;
+      auto content = read_stamped(file.path, stamp);
+      if (!content || sha256_of(*content) != file.content)
+        return std::nullopt;
+      ++out.read;
+    }
+    out.deps.read.push_back(std::move(stamp));
   }
   out.deps.absent = manifest.absent;
   return out;

@@ -83,11 +83,6 @@ struct Proven {
 /// is a regular file of the same size, and either has the same modification time and its
 /// installer's record still vouches for it (InstalledFiles::vouches), or is read and has the
 /// same SHA-256. nullopt when one does not hold (the caller then builds the key from the files).
-/// The files are proven in shares on up to `threads` threads (this one among them), a share of
-/// at least 128 files each, every thread but this one with package-manager records of its own;
-/// where no thread can be started, this one proves that share. The result does not depend on
-/// `threads`.
-std::optional<Proven> prove_portable(const PortableManifest& manifest, InstalledFiles& installed,
-                                     unsigned threads = 1);
+std::optional<Proven> prove_portable(const PortableManifest& manifest, InstalledFiles& installed);
 
 } // namespace jitcache::detail

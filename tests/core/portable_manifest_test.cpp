@@ -97,63 +97,6 @@ TEST_F(PortableManifestTest, InstalledFilesAreVouchedForAndTheRestRead) {
   EXPECT_EQ(proven->deps.absent, manifest.absent);
 }
 
-// The proof in shares on threads (each with the package-manager records of its own) finds what
-// one thread finds, and a header changed anywhere, in any share, fails it: 600 headers, half of
-// them installed; 30 random ones changed in turn (seed printed), each restored after.
-TEST_F(PortableManifestTest, AProofInSharesOnThreadsFindsWhatOneThreadFinds) {
-  Dependencies deps;
-  std::string record;
-  std::vector<fs::path> files;
-  for (int i = 0; i < 600; ++i) {
-    const bool installed = i % 2 == 0;
-    const std::string name = "h" + std::to_string(i) + ".h";
-    const fs::path path = installed ? include() / name : app() / name;
-    const std::string content = "int h" + std::to_string(i) + " = " + std::to_string(i) + ";\n";
-    write_file(path, content);
-    if (installed)
-      record += record_line("tk/include/" + name, content);
-    detail::FileStamp stamp;
-    stamp.path = path.string();
-    deps.read.push_back(stamp);
-    files.push_back(path);
-  }
-  deps.absent.push_back((app() / "absent.h").string());
-  write_file(record_file(), record + "tk-1.0.dist-info/RECORD,,\n"); // after the files, as pip
-  InstalledFiles exporting;
-  const auto manifest = detail::make_portable("the key", detail::encode_paths(deps), exporting);
-  ASSERT_TRUE(manifest);
-
-  const auto proven = [&](unsigned threads) {
-    InstalledFiles installed; // a new process's
-    return detail::prove_portable(*manifest, installed, threads);
-  };
-  const auto alone = proven(1);
-  ASSERT_TRUE(alone);
-  EXPECT_EQ(alone->vouched, 300u);
-  EXPECT_EQ(alone->read, 300u);
-  for (unsigned threads : {2u, 4u, 8u}) {
-    const auto shared = proven(threads);
-    ASSERT_TRUE(shared) << threads << " threads";
-    EXPECT_EQ(shared->deps.read, alone->deps.read) << threads << " threads";
-    EXPECT_EQ(shared->deps.absent, alone->deps.absent);
-    EXPECT_EQ(shared->vouched, alone->vouched);
-    EXPECT_EQ(shared->read, alone->read);
-  }
-
-  const unsigned seed = std::random_device{}();
-  std::mt19937 random(seed);
-  for (int trial = 0; trial < 30; ++trial) {
-    const std::size_t i = random() % files.size();
-    const std::string was = "int h" + std::to_string(i) + " = " + std::to_string(i) + ";\n";
-    std::string changed = was;
-    changed[changed.size() - 3] = changed[changed.size() - 3] == 'x' ? 'y' : 'x';
-    rewrite_keeping_mtime(files[i], changed); // the same size and time
-    EXPECT_FALSE(proven(4)) << "seed " << seed << ", " << files[i];
-    rewrite_keeping_mtime(files[i], was);
-    EXPECT_TRUE(proven(4)) << "seed " << seed << ", " << files[i] << " restored: read again";
-  }
-}
-
 TEST_F(PortableManifestTest, ARoundTripKeepsEverything) {
   const PortableManifest manifest = exported();
   auto back = detail::decode_portable(detail::encode_portable(manifest));
