@@ -443,10 +443,12 @@ void CacheCore::remember_what_was_made(const Digest* name) {
     if (m_making.empty())
       return;
     for (auto it = m_making.begin(); it != m_making.end();) {
-      const bool ready = it->made.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      // In a fork()ed child the future is not even asked: its state's lock may have been held
+      // by the thread making it, which the child does not have.
       if (it->generation != fork_generation()) {
         it = m_making.erase(it);
-      } else if (!name || ready || it->name == *name) {
+      } else if (!name || it->name == *name ||
+                 it->made.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         now.push_back(std::move(*it));
         it = m_making.erase(it);
       } else {
