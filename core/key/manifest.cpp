@@ -121,6 +121,7 @@ struct PendingKey::Check {
   bool started = false; ///< a thread checks the guards and answers through `promise`
   /// With `portable`, the thread goes on to make made_here() (empty when not proven).
   std::promise<CacheCore::Made> made;
+  std::shared_future<CacheCore::Made> made_future = made.get_future().share(); // before the thread
 };
 
 PendingKey::PendingKey(CacheCore& core, std::string backend, const Digest& name, Build build,
@@ -186,7 +187,7 @@ Expected<GuardedKey> PendingKey::settle() {
       // made it. Meanwhile the key has no guards: a repeat of the request in this process waits
       // for them (CacheCore::peek) rather than proving the package's again.
       if (m_recall)
-        m_core.remember_made(m_backend, m_name, m_check->made.get_future().share());
+        m_core.remember_made(m_backend, m_name, m_check->made_future);
       return GuardedKey{std::move(*m_key), std::nullopt, true};
     }
     if (held) {
