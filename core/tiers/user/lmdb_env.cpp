@@ -419,13 +419,16 @@ int create_env(MDB_env** out, const fs::path& dir, unsigned flags, std::size_t m
 
 Expected<CacheDir> prepare_dir(const fs::path& dir, bool& read_only) {
   std::error_code ec;
-  // The nearest existing ancestor (or the directory itself) must be a directory.
+  // The nearest existing ancestor (or the directory itself) must be a directory. One stat each,
+  // and its answer kept: whether `dir` exists is whether the walk stopped at it.
   struct stat ancestor {};
+  bool exists = false;
   for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
     if (::stat(p.c_str(), &ancestor) == 0) {
-      if (!fs::is_directory(p, ec))
+      if (!S_ISDIR(ancestor.st_mode))
         return Error(ErrorCode::io_error,
                      "cache directory " + dir.string() + ": " + p.string() + " is not a directory");
+      exists = p == dir;
       if (p != dir && !read_only && ancestor.st_uid != ::geteuid() && ancestor.st_uid != 0)
         return Error(ErrorCode::io_error,
                      "cache directory " + dir.string() + " does not exist, and " + p.string() +
@@ -437,7 +440,7 @@ Expected<CacheDir> prepare_dir(const fs::path& dir, bool& read_only) {
     if (p == p.parent_path())
       break;
   }
-  if (!fs::exists(dir, ec)) {
+  if (!exists) {
     if (read_only)
       return Error(ErrorCode::io_error, "cache directory " + dir.string() + " does not exist");
     // Private to the user: every directory created here is 0700.
