@@ -32,9 +32,10 @@ FileStamp stamp_of(const std::string& path) {
   return stamp_from(path, st);
 }
 
-std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp) {
+std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp,
+                                        std::uint64_t max_bytes) {
   struct stat st {};
-  auto content = read_regular_file(path, std::numeric_limits<std::uint64_t>::max(), &st);
+  auto content = read_regular_file(path, max_bytes, &st);
   if (!content)
     return std::nullopt;
   stamp = stamp_from(path, st);

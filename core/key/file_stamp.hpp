@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,9 +32,11 @@ FileStamp stamp_of(const std::string& path);
 FileStamp stamp_from(const std::string& path, const struct stat& st);
 
 /// The content of the regular file `path`, with `stamp` set to the stamp of the bytes read (taken
-/// before reading: a write meanwhile changes the file's stamp). nullopt: absent, unreadable or
-/// not a regular file. One open, one fstat, one read.
-std::optional<std::string> read_stamped(const std::string& path, FileStamp& stamp);
+/// before reading: a write meanwhile changes the file's stamp). nullopt: absent, unreadable, not
+/// a regular file, or larger than `max_bytes` (then not read). One open, one fstat, one read.
+std::optional<std::string>
+read_stamped(const std::string& path, FileStamp& stamp,
+             std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max());
 
 /// What too_recent() takes "now" from: nanoseconds since the epoch on the clock that file
 /// timestamps are taken from (CLOCK_REALTIME). The default is real_time_ns (the process's clock,

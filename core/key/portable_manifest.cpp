@@ -175,10 +175,9 @@ std::optional<PortableManifest> make_portable(std::string key, std::string_view 
   }
   out.key = std::move(key);
   for (std::string& path : read) {
-    if (stamp_of(path).size > k_largest_candidate)
-      return std::nullopt; // keyed by its stamp, which means nothing on another machine
+    // A larger one is keyed by its stamp, which means nothing on another machine.
     FileStamp stamp;
-    auto content = read_stamped(path, stamp);
+    auto content = read_stamped(path, stamp, k_largest_candidate);
     if (!content)
       return std::nullopt;
     PortableFile file;
@@ -231,9 +230,8 @@ std::optional<Proven> prove_portable(const PortableManifest& manifest, Installed
         installed.vouches(*file.installed, at, st)) {
       ++out.vouched;
     } else {
-      if (file.size > k_largest_candidate) // no export makes one: a hostile manifest's
-        return std::nullopt;
-      auto content = read_stamped(file.path, stamp);
+      // None larger is exported: a hostile manifest's (or a file grown since the stat) is not read.
+      auto content = read_stamped(file.path, stamp, k_largest_candidate);
       if (!content || sha256_of(*content) != file.content)
         return std::nullopt;
       ++out.read;
