@@ -84,6 +84,19 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
   return out;
 }
 
+namespace {
+
+// The records that remember a key under `name` (a manifest): the key (encode_key()) with the
+// stamps that vouch for it, and beside it the paths of its files (encode_paths()), from which
+// `jitcache export` makes its portable manifest.
+CacheCore::Made manifest_records(const Digest& name, std::string guards, std::string key,
+                                 std::string paths) {
+  return {{name, Record{std::move(guards), std::move(key)}},
+          {paths_name(name), Record{{}, std::move(paths)}}};
+}
+
+} // namespace
+
 struct PendingKey::Check {
   std::string guards;                  ///< a remembered key's
   std::optional<std::string> portable; ///< a package's portable manifest, when none is remembered
@@ -109,8 +122,7 @@ struct PendingKey::Check {
     auto stamps = guards_of(*proven, clock);
     if (!stamps)
       return {};
-    return {{name, Record{std::move(*stamps), key}},
-            {paths_name(name), Record{{}, encode_paths(*proven)}}};
+    return manifest_records(name, std::move(*stamps), key, encode_paths(*proven));
   }
   bool worth_a_thread() const {
     return portable ? portable->size() >= k_background_portable_bytes
@@ -195,9 +207,7 @@ Expected<GuardedKey> PendingKey::settle() {
       GuardedKey out{std::move(*m_key), std::nullopt, true};
       if (!made.empty())
         out.guards = made.front().second.guards;
-      if (m_recall)
-        for (const auto& [name, record] : made)
-          m_core.remember(m_backend, name, record);
+      remember(made);
       return out;
     }
   }
@@ -210,16 +220,15 @@ Expected<GuardedKey> PendingKey::settle() {
   // cost more than building it.
   const bool from_files = !deps.read.empty() || !deps.absent.empty() || !deps.listed.empty();
   if (out.guards && m_recall && from_files)
-    remember(out, encode_paths(deps));
+    remember(manifest_records(m_name, *out.guards, encode_key(out.key), encode_paths(deps)));
   return out;
 }
 
-void PendingKey::remember(const GuardedKey& keyed, std::string paths) {
-  if (!keyed.guards || !m_recall)
+void PendingKey::remember(const CacheCore::Made& records) {
+  if (!m_recall)
     return;
-  m_core.remember(m_backend, m_name, Record{*keyed.guards, encode_key(keyed.key)});
-  // The paths beside it, for `jitcache export` to make the key's portable manifest of.
-  m_core.remember(m_backend, paths_name(m_name), Record{{}, std::move(paths)});
+  for (const auto& [name, record] : records)
+    m_core.remember(m_backend, name, record);
 }
 
 bool may_read_files(std::string_view arguments) {

@@ -94,9 +94,9 @@ public:
   Expected<GuardedKey> settle();
 
 private:
-  /// Remembers `keyed`, built from files, (and `paths`, encode_paths() of them, for export) when
-  /// its stamps can vouch and recall is on.
-  void remember(const GuardedKey& keyed, std::string paths);
+  /// Remembers `records` (a key's manifest: see manifest_records in manifest.cpp) when recall
+  /// is on.
+  void remember(const std::vector<std::pair<Digest, Record>>& records);
 
   CacheCore& m_core;
   std::string m_backend;
