@@ -30,7 +30,6 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fresh_process import median, run  # noqa: E402
 
-PROGRAMS = 13  # the programs layer_workload.py builds
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -78,9 +77,10 @@ def main():
         run(argv + ["--record", binaries], base, None)
         run(argv, base, None)
         run(argv, base, None)
-        run(argv, layered, None)
+        run(argv, layered, None)  # every program a miss: their count
         # The layer hands its stores over to a detached `jitcache store`: done before measuring.
         wait_for_stores(args.build, base)
+        programs = layer_counts(args.build, base)[1]
         run(argv, layered, None)
         run(argv + ["--no-binary-cache"], {**base, "OPENCL_LAYERS": layer}, None)
         # The modes alternate, run by run: a machine whose load drifts shifts them alike.
@@ -98,9 +98,9 @@ def main():
             lines["cold"].append(run(argv, env, raw))
         hits, misses = layer_counts(args.build, base)
         # Both layered modes: every build of every run a hit.
-        if misses != misses0 or hits - hits0 != 2 * args.runs * PROGRAMS:
+        if programs == 0 or misses != misses0 or hits - hits0 != 2 * args.runs * programs:
             sys.exit(f"the layer missed or was passed by: {hits - hits0} hits, "
-                     f"{misses - misses0} misses in {2 * args.runs} runs of {PROGRAMS} programs")
+                     f"{misses - misses0} misses in {2 * args.runs} runs of {programs} programs")
         rows = {name: median(measured) for name, measured in lines.items()}
         floor = rows["floor"]
         print(f"PyOpenCL workload (layer_workload.py), medians of {args.runs} fresh processes")
