@@ -295,6 +295,26 @@ TEST_F(ManifestTest, APackagesManifestProvenOnAThreadIsThisMachinesAfterTheAnswe
     log::set_level(LogLevel::warn); // as the other tests of this process expect
   }
 
+  {
+    // A read-only user tier (JITCACHE_READONLY): served from the package, nothing written, and
+    // the flush waits for no manifest it would not write.
+    const fs::path read_only = dir.path() / "a read-only machine";
+    ASSERT_TRUE(open_user_store(new_machine(read_only), false)); // exists, holds nothing
+    auto config = new_machine(read_only);
+    config.read_only = true;
+    {
+      Cache cache(config);
+      detail::core_of(cache).set_stamp_clock(clock.clock());
+      const auto answered =
+          *detail::PendingKey(detail::core_of(cache), "opencl", name, build(source), true).settle();
+      EXPECT_TRUE(answered.recalled);
+      EXPECT_EQ(answered.key.digest, built.key.digest);
+    }
+    Cache after(new_machine(read_only));
+    EXPECT_FALSE(detail::core_of(after).peek("opencl", name, [](const detail::RecordView&) {}))
+        << "a read-only user tier is not written";
+  }
+
   const fs::path crowd = dir.path() / "a crowd";
   constexpr int k_at_once = 8, k_in_a_row = 30;
   std::vector<std::optional<detail::GuardedKey>> answers(k_at_once + k_in_a_row);
