@@ -159,7 +159,7 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
     in_memory.emplace(header.name, header.content);
   Dependencies deps =
       add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
-  return {builder.finish(), std::move(deps)};
+  return {std::move(builder).finish(), std::move(deps)};
 }
 
 } // namespace jitcache::cuda

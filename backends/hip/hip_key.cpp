@@ -173,7 +173,7 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, std::string_vi
   }
   Dependencies deps =
       add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
-  return {builder.finish(), std::move(deps)};
+  return {std::move(builder).finish(), std::move(deps)};
 }
 
 } // namespace jitcache::hip

@@ -129,7 +129,7 @@ std::pair<Key, Dependencies> make_key(const Identity& id, const Config& config,
     builder.toolchain(name, value);
   add_compile_environment(builder, config, "opencl");
   Dependencies deps = add_source_fields(builder, SourceInputs{source, options, {}, {}});
-  return {builder.finish(), std::move(deps)};
+  return {std::move(builder).finish(), std::move(deps)};
 }
 
 Key key_for(const Identity& id, const Config& config, std::string_view source,

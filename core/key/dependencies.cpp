@@ -1,10 +1,14 @@
 #include "core/key/dependencies.hpp"
 
 #include "core/key/includes.hpp"
+#include "core/support/byte_io.hpp"
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string_view>
+#include <unordered_map>
 
 namespace jitcache::detail {
 
@@ -19,9 +23,26 @@ std::string strip_quotes(std::string value) {
   return value;
 }
 
+// What a key takes from files (add_source_fields): the header fields in the order they are
+// added, each content held by its owner, and the files they were read from and looked for.
+struct FileFields {
+  struct Header {
+    std::string name;
+    std::string_view content;
+    std::shared_ptr<const std::string> owner;
+    std::string path;
+  };
+  std::vector<Header> headers;
+  Dependencies deps;
+
+  void add(std::string name, std::shared_ptr<const std::string> content, std::string path) {
+    headers.push_back({std::move(name), *content, std::move(content), std::move(path)});
+  }
+};
+
 // Every regular file directly in `dirs`: what an #include MACRO or a -D file could name.
-void add_candidates(KeyBuilder& builder, const std::string& why, const std::vector<fs::path>& dirs,
-                    Dependencies& deps) {
+void add_candidates(FileFields& out, const std::string& why, const std::vector<fs::path>& dirs) {
+  Dependencies& deps = out.deps;
   std::set<fs::path> seen;
   for (const fs::path& dir : dirs) {
     deps.listed.push_back(dir.string());
@@ -34,21 +55,70 @@ void add_candidates(KeyBuilder& builder, const std::string& why, const std::vect
       if (seen.insert(fs::weakly_canonical(file, ec)).second) {
         const std::string name = why + ": " + file.filename().string();
         if (FileStamp large = stamp_of(file.string()); large.size > k_largest_candidate) {
-          builder.header(name,
-                         "not read: " + std::to_string(large.size) + " bytes, modified " +
-                             std::to_string(large.mtime_ns),
-                         file.string());
+          out.add(name,
+                  std::make_shared<const std::string>("not read: " + std::to_string(large.size) +
+                                                      " bytes, modified " +
+                                                      std::to_string(large.mtime_ns)),
+                  file.string());
           deps.read.push_back(std::move(large));
           continue;
         }
         detail::FileStamp stamp;
         if (auto content = read_header(file.string(), stamp)) {
-          builder.header(name, *content, file.string());
+          out.add(name, std::move(content), file.string());
           deps.read.push_back(std::move(stamp));
         }
       }
   }
 }
+
+// The file fields of the scans this process made, by what decides them (the source's include
+// directives, the folders searched, the headers in memory, the -D files): a process compiles
+// many kernels with the same includes (every CuPy kernel pulls in the same thousand headers from
+// six folders), and walking them again was half of an NVRTC front-end's cost on a miss. A scan
+// is taken from here while its guards (guards_of: every file read, every folder listed, the
+// nearest folder of every path looked for) hold: the test a remembered manifest passes before a
+// stored binary is served. Bounded: past k_known_scans the scans are forgotten.
+class KnownScans {
+public:
+  static KnownScans& instance() {
+    static KnownScans* const known = new KnownScans; // never destroyed: used during exit
+    return *known;
+  }
+
+  std::shared_ptr<const FileFields> find(const Digest& id) {
+    std::shared_ptr<const Known> known;
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      if (auto it = m_scans.find(id); it != m_scans.end())
+        known = it->second;
+    }
+    if (!known || !unchanged(known->guards))
+      return nullptr;
+    return std::shared_ptr<const FileFields>(known, &known->fields);
+  }
+
+  // Remembers `fields` for `id` when their files are old enough to vouch for them.
+  void remember(const Digest& id, FileFields fields) {
+    auto guards = guards_of(fields.deps, &real_time_ns);
+    if (!guards)
+      return;
+    auto known = std::make_shared<const Known>(Known{std::move(fields), std::move(*guards)});
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_scans.size() >= k_known_scans)
+      m_scans.clear();
+    m_scans[id] = std::move(known);
+  }
+
+private:
+  static constexpr std::size_t k_known_scans = 256;
+  struct Known {
+    FileFields fields;
+    std::string guards;
+  };
+  std::mutex m_mutex;
+  std::unordered_map<Digest, std::shared_ptr<const Known>> m_scans;
+};
 
 } // namespace
 
@@ -120,26 +190,53 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
     dirs.push_back(d);
   if (!cwd.empty())
     dirs.push_back(cwd);
-  IncludeScan scan = scan_includes(in.source, dirs, in.in_memory);
-  for (IncludedHeader& h : scan.headers) {
-    builder.header(h.name, h.content, h.path);
-    if (h.stamp.exists)
-      deps.read.push_back(std::move(h.stamp));
+
+  // What decides the file fields: the scan's inputs (the source only through its directives).
+  std::string inputs = include_directives(in.source);
+  for (const auto* list : {&dirs, &user_dirs}) {
+    append_le<std::uint32_t>(inputs, static_cast<std::uint32_t>(list->size()));
+    for (const fs::path& dir : *list)
+      append_sized<std::uint32_t>(inputs, dir.native());
   }
-  deps.absent = std::move(scan.absent);
+  for (const auto& [name, content] : in.in_memory) {
+    append_sized<std::uint32_t>(inputs, name);
+    append_sized<std::uint32_t>(inputs, content);
+  }
   for (const auto& [name, path] : define_files) {
-    detail::FileStamp stamp;
-    auto content = detail::read_stamped(path.string(), stamp);
-    builder.header("-D" + name, content.value_or(""), path.string());
-    deps.read.push_back(std::move(stamp)); // not read: an absent stamp, checked all the same
+    append_sized<std::uint32_t>(inputs, name);
+    append_sized<std::uint32_t>(inputs, path.native());
   }
-  if (!scan.computed.empty()) {
-    std::string macros;
-    for (const std::string& m : scan.computed)
-      macros += (macros.empty() ? "" : ", ") + m;
-    add_candidates(builder, "#include " + macros, user_dirs, deps);
+  const Digest id = Digest::of(inputs);
+  std::shared_ptr<const FileFields> files = KnownScans::instance().find(id);
+  if (!files) {
+    FileFields made;
+    IncludeScan scan = scan_includes(in.source, dirs, in.in_memory);
+    for (IncludedHeader& h : scan.headers) {
+      made.add(h.name, std::move(h.owner), h.path);
+      if (h.stamp.exists)
+        made.deps.read.push_back(std::move(h.stamp));
+    }
+    made.deps.absent = std::move(scan.absent);
+    for (const auto& [name, path] : define_files) {
+      detail::FileStamp stamp;
+      auto content = detail::read_stamped(path.string(), stamp);
+      made.add("-D" + name, std::make_shared<const std::string>(content.value_or("")),
+               path.string());
+      made.deps.read.push_back(std::move(stamp)); // not read: an absent stamp, checked all the same
+    }
+    if (!scan.computed.empty()) {
+      std::string macros;
+      for (const std::string& m : scan.computed)
+        macros += (macros.empty() ? "" : ", ") + m;
+      add_candidates(made, "#include " + macros, user_dirs);
+    }
+    auto shared = std::make_shared<FileFields>(std::move(made));
+    KnownScans::instance().remember(id, *shared);
+    files = std::move(shared);
   }
-  return deps;
+  for (const FileFields::Header& h : files->headers)
+    builder.header(h.name, h.content, h.path);
+  return files->deps;
 }
 
 std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock) {

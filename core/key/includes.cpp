@@ -1,5 +1,7 @@
 #include "core/key/includes.hpp"
 
+#include "core/support/byte_io.hpp"
+
 #include <sys/stat.h>
 
 #include <memory>
@@ -241,6 +243,15 @@ private:
 };
 
 } // namespace
+
+std::string include_directives(std::string_view text) {
+  std::string out;
+  for (const Directive& d : directives(text)) {
+    out += static_cast<char>('0' + d.kind);
+    append_sized<std::uint32_t>(out, d.name);
+  }
+  return out;
+}
 
 std::shared_ptr<const std::string> read_header(const std::string& path, FileStamp& stamp) {
   auto header = KnownHeaders::instance().read(path, stamp);

@@ -46,6 +46,11 @@ IncludeScan scan_includes(std::string_view source,
                           const std::vector<std::filesystem::path>& include_dirs,
                           const std::map<std::string, std::string>& in_memory = {});
 
+/// The #include directives of `text` as scan_includes() reads them, in one string: texts with
+/// the same directives in the same order give the same string, and the same scan (with the same
+/// folders, headers in memory and files).
+std::string include_directives(std::string_view text);
+
 /// The content of the regular file `path` as read_stamped() gives it (`stamp` set likewise),
 /// read once per process while stat(2) gives the stamp it was read with and that stamp is old
 /// enough to vouch for its content (too_recent): a process compiles many kernels on the same

@@ -9,8 +9,6 @@
 
 namespace jitcache {
 
-using detail::encode_key_fields;
-
 const char* to_string(KeySection section) noexcept {
   switch (section) {
   case KeySection::schema:
@@ -67,23 +65,35 @@ void update_length(detail::Sha256& sha, std::uint64_t n) {
 }
 } // namespace
 
-Key KeyBuilder::finish() const {
+Key KeyBuilder::finish() const& {
+  return KeyBuilder(*this).finish_fields();
+}
+
+Key KeyBuilder::finish() && {
+  return finish_fields();
+}
+
+Key KeyBuilder::finish_fields() {
   Key key;
   key.backend = m_backend;
-  key.fields = m_fields;
+  key.fields = std::move(m_fields);
+  m_fields.clear();
   std::stable_sort(key.fields.begin(), key.fields.end(),
                    [](const KeyField& a, const KeyField& b) { return a.section < b.section; });
+  // Each value is hashed as it is stored (schema 2): a long one by its own SHA-256, which a
+  // process finds again for a header every kernel includes instead of hashing its bytes again.
   detail::Sha256 sha;
   for (const KeyField& f : key.fields) {
+    const std::string value = detail::stored_value(f.value);
     const char tag = static_cast<char>(f.section);
     sha.update({&tag, 1});
     update_length(sha, f.name.size());
     sha.update(f.name);
-    update_length(sha, f.value.size());
-    sha.update(f.value);
+    update_length(sha, value.size());
+    sha.update(value);
+    detail::append_stored_field(key.stored_fields, f, value);
   }
   key.digest = sha.finish();
-  key.stored_fields = encode_key_fields(key.fields);
   return key;
 }
 

@@ -67,15 +67,21 @@ private:
 
 } // namespace
 
+std::string stored_value(std::string_view value) {
+  return value.size() <= k_inline_value_limit ? std::string(value)
+                                              : StoredDigests::instance().of(value);
+}
+
+void append_stored_field(std::string& out, const KeyField& field, std::string_view stored) {
+  out += static_cast<char>(field.section);
+  detail::append_sized<std::uint32_t>(out, field.name);
+  detail::append_sized<std::uint32_t>(out, stored);
+}
+
 std::string encode_key_fields(const std::vector<KeyField>& fields) {
   std::string out;
-  for (const KeyField& f : fields) {
-    out += static_cast<char>(f.section);
-    detail::append_sized<std::uint32_t>(out, f.name);
-    const std::string value =
-        f.value.size() <= k_inline_value_limit ? f.value : StoredDigests::instance().of(f.value);
-    detail::append_sized<std::uint32_t>(out, value);
-  }
+  for (const KeyField& f : fields)
+    append_stored_field(out, f, stored_value(f.value));
   return out;
 }
 

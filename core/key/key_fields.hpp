@@ -15,6 +15,15 @@ namespace jitcache::detail {
 /// needs a k_format_version bump.
 std::string encode_key_fields(const std::vector<KeyField>& fields);
 
+/// A field's value as encode_key_fields() stores it and a key (schema 2) hashes it: up to 128
+/// bytes as it is, a longer one as "sha256:<hex>" of it. A long value seen before in the process
+/// (a header every kernel includes) is found again by its bytes rather than hashed again.
+std::string stored_value(std::string_view value);
+
+/// Appends `field` to `out` in encode_key_fields()'s form, its value given as `stored`
+/// (stored_value(field.value), computed once by a caller that also hashes it).
+void append_stored_field(std::string& out, const KeyField& field, std::string_view stored);
+
 /// Decodes encode_key_fields() output; std::nullopt when `bytes` is malformed.
 std::optional<std::vector<KeyField>> decode_key_fields(std::string_view bytes);
 

@@ -10,7 +10,7 @@
 namespace jitcache {
 
 /// Version of the key layout. Bumping it makes every earlier entry a miss.
-inline constexpr int k_key_schema_version = 1;
+inline constexpr int k_key_schema_version = 2;
 
 /// The sections of a key, hashed in this order whatever order they were added in
 /// (DESIGN.md "The key").
@@ -45,8 +45,10 @@ struct Key {
 
 /// Builds a Key: SHA-256 over tagged, length-delimited fields, so that no two different
 /// field lists hash alike ("-I -O2" vs "-I-O2", a byte moved across a field boundary).
-/// Each field contributes: section byte, u64le name length, name, u64le value length, value.
-/// Fields are hashed in section order, and within a section in the order added.
+/// Each field contributes: section byte, u64le name length, name, u64le value length, value,
+/// where a value over 128 bytes (a source, a header's content) is hashed as "sha256:<hex>" of
+/// it, the form Key::stored_fields holds (schema 2). Fields are hashed in section order, and
+/// within a section in the order added.
 /// Not thread-safe; cheap to construct.
 class JITCACHE_EXPORT KeyBuilder {
 public:
@@ -68,9 +70,13 @@ public:
                      std::string_view resolved_path = {});
 
   /// Hashes the fields added so far. May be called more than once.
-  Key finish() const;
+  Key finish() const&;
+  /// finish(), the fields moved into the key rather than copied (a key built from files holds
+  /// each header's whole content): the builder is left with no fields.
+  Key finish() &&;
 
 private:
+  Key finish_fields(); ///< the key of m_fields, moved into it
   KeyBuilder& add(KeySection section, std::string_view name, std::string_view value,
                   std::string_view detail = {});
 

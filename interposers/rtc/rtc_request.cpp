@@ -188,7 +188,7 @@ std::pair<Key, detail::Dependencies> Runtime::make_key() const {
   }
   detail::Dependencies deps = detail::add_source_fields(
       builder, detail::SourceInputs{m_request.source, {}, std::move(in_memory), dirs});
-  return {builder.finish(), std::move(deps)};
+  return {std::move(builder).finish(), std::move(deps)};
 }
 
 } // namespace

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fcntl.h>
@@ -199,6 +202,134 @@ TEST(IncludesTest, AComputedIncludeNeverReadsALargeDataFileWhereTheProgramRuns) 
   ASSERT_EQ(::utimensat(AT_FDCWD, large.c_str(), times, 0), 0);
   EXPECT_NE(key().first, first) << "the large file, touched, changes the key";
   std::filesystem::current_path(before);
+}
+
+// The test's own folder as the current directory, which every key searches last, until the end
+// of the scope: no other test's files are found there.
+class InFolder {
+public:
+  explicit InFolder(const std::filesystem::path& folder)
+      : m_before(std::filesystem::current_path()) {
+    std::filesystem::create_directories(folder);
+    std::filesystem::current_path(folder);
+  }
+  ~InFolder() { std::filesystem::current_path(m_before); }
+  InFolder(const InFolder&) = delete;
+  InFolder& operator=(const InFolder&) = delete;
+
+private:
+  const std::filesystem::path m_before;
+};
+
+using HeaderFields = std::vector<std::tuple<std::string, std::string, std::string>>;
+
+// The header fields (name, content, where found) of a key add_source_fields built, in order.
+HeaderFields header_fields(const std::string& source, const std::string& options) {
+  KeyBuilder builder("cuda");
+  add_source_fields(builder, SourceInputs{source, options, {}, {}});
+  HeaderFields out;
+  for (const KeyField& field : std::move(builder).finish().fields)
+    if (field.section == KeySection::header)
+      out.emplace_back(field.name, field.value, field.detail);
+  return out;
+}
+
+// The same, made by a scan of the files now (scan_includes remembers no scan).
+HeaderFields scanned_fields(const std::string& source,
+                            const std::vector<std::filesystem::path>& dirs) {
+  std::vector<std::filesystem::path> searched = dirs;
+  searched.push_back(std::filesystem::current_path());
+  HeaderFields out;
+  for (const auto& header : scan_includes(source, searched).headers)
+    out.emplace_back(header.name, std::string(header.content), header.path);
+  return out;
+}
+
+// A process builds many keys with the same includes, and add_source_fields remembers each scan
+// while every file it read, every folder it listed and the nearest folder of every path it
+// looked for keep their stamps. Random changes to three include folders (a header written,
+// rewritten to the same size, removed, a header that shadows another in an earlier folder,
+// nothing at all), each made older than a stamp can vouch for (the clock moved on, the times
+// set apart): after each, the key's header fields equal those of a scan of the files as they
+// are. JITCACHE_HOSTILE_SEED changes the seed; a failure names it and the trial.
+TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) {
+  test::TempDir dir;
+  const InFolder cwd(dir.path() / "cwd");
+  const std::vector<std::filesystem::path> dirs = {dir.path() / "d0", dir.path() / "d1",
+                                                   dir.path() / "d2"};
+  std::string options;
+  for (const auto& d : dirs) {
+    std::filesystem::create_directories(d);
+    options += " -I " + d.string();
+  }
+  const char* seed_variable = std::getenv("JITCACHE_HOSTILE_SEED");
+  const std::uint32_t seed =
+      seed_variable ? static_cast<std::uint32_t>(std::stoul(seed_variable)) : 20261127u;
+  std::mt19937 random(seed);
+  const std::vector<std::string> names = {"a.h", "b.h", "c.h", "d.h"};
+  test::FakeClock clock;
+  std::int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count() -
+                         100000;
+  const auto set_time = [&](const std::filesystem::path& path) {
+    const struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+    ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+  };
+  int remembered = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto& folder = dirs[random() % dirs.size()];
+    const auto file = folder / names[random() % names.size()];
+    ++seconds;
+    switch (random() % 4) {
+    case 0:
+    case 1: { // (re)written: includes of the others, quoted or angled, and a size that repeats
+      std::string text = "int v" + std::to_string(random() % 10) + ";\n";
+      for (const std::string& name : names)
+        if (random() % 3 == 0)
+          text += random() % 2 ? "#include \"" + name + "\"\n" : "#include <" + name + ">\n";
+      std::ofstream(file) << text;
+      set_time(file);
+      break;
+    }
+    case 2:
+      std::filesystem::remove(file);
+      break;
+    default: // nothing changed: the remembered scan answers
+      ++remembered;
+      break;
+    }
+    set_time(folder);
+    clock.advance(std::chrono::seconds(3));
+    const std::string source =
+        "// kernel " + std::to_string(trial) + "\n#include <a.h>\n" + "#include \"b.h\"\n";
+    ASSERT_EQ(header_fields(source, options), scanned_fields(source, dirs))
+        << "trial " << trial << ", seed " << seed;
+  }
+  EXPECT_GT(remembered, 0);
+}
+
+// An `#include MACRO` keys every file the include folders hold: a file added to one after the
+// scan was remembered (its folder's stamp changed) is in the next key.
+TEST(IncludesTest, ARememberedScanOfAComputedIncludeSeesAFileAddedSince) {
+  test::TempDir dir;
+  const InFolder cwd(dir.path() / "cwd");
+  const auto inc = dir.path() / "inc";
+  write(inc / "config_a.h", "int a;\n");
+  test::FakeClock clock;
+  clock.advance(std::chrono::seconds(3));
+  const std::string source = "#include CONFIG\n";
+  const std::string options = "-I " + inc.string();
+  const HeaderFields first = header_fields(source, options);
+  EXPECT_EQ(header_fields("// again\n" + source, options), first);
+  write(inc / "config_b.h", "int b;\n");
+  clock.advance(std::chrono::seconds(3));
+  const HeaderFields now = header_fields(source, options);
+  ASSERT_EQ(now.size(), first.size() + 1);
+  bool added = false;
+  for (const auto& [name, content, path] : now)
+    added = added || (content == "int b;\n" && path == (inc / "config_b.h").string());
+  EXPECT_TRUE(added);
 }
 
 // Quoted includes found nowhere are named (each once); angled ones are the runtime's to provide,
