@@ -23,6 +23,39 @@ std::string strip_quotes(std::string value) {
   return value;
 }
 
+// The stamps guards_of() vouches with (before its check of their age).
+std::vector<FileStamp> guard_stamps(const Dependencies& deps) {
+  std::vector<detail::FileStamp> out = deps.read;
+  std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
+  std::error_code ec;
+  // The current directory is searched last, and is where tools write (a build's outputs, a
+  // scratch folder): its stamp would change with every file made there and prove no key. A name
+  // absent there is vouched for by its own absent stamp instead (one stat).
+  const fs::path cwd = fs::current_path(ec);
+  // The absent paths of a scan are many (a toolkit's: over a thousand) in few folders: each
+  // folder's nearest existing one is looked for once, by the text before the path's last '/'
+  // (its parent_path() is a function of that text), which costs less to compare than a path.
+  std::map<std::string, bool, std::less<>> in_cwd; // by that text: is the nearest folder `cwd`
+  for (const std::string& path : deps.absent) {
+    const std::string_view text = std::string_view(path).substr(0, path.rfind('/') + 1);
+    auto at = in_cwd.find(text);
+    if (at == in_cwd.end()) {
+      fs::path dir = fs::path(path).parent_path();
+      while (dir.has_relative_path() && !fs::is_directory(dir, ec))
+        dir = dir.parent_path();
+      const bool cwd_is_nearest = !cwd.empty() && dir == cwd;
+      if (!cwd_is_nearest)
+        dirs.insert(dir.empty() ? "." : dir.string());
+      at = in_cwd.emplace(std::string(text), cwd_is_nearest).first;
+    }
+    if (at->second)
+      out.push_back(detail::stamp_of(path));
+  }
+  for (const std::string& dir : dirs)
+    out.push_back(detail::stamp_of(dir));
+  return out;
+}
+
 // What a key takes from files (add_source_fields): the header fields in the order they are
 // added, each content held by its owner, and the files they were read from and looked for.
 struct FileFields {
@@ -78,7 +111,8 @@ void add_candidates(FileFields& out, const std::string& why, const std::vector<f
 // six folders), and walking them again was half of an NVRTC front-end's cost on a miss. A scan
 // is taken from here while its guards (guards_of: every file read, every folder listed, the
 // nearest folder of every path looked for) hold: the test a remembered manifest passes before a
-// stored binary is served. Bounded: past k_known_scans the scans are forgotten.
+// stored binary is served. Bounded: past k_known_scans scans, or k_known_bytes of their headers'
+// contents (mostly shared with the headers' own cache), the scans are forgotten.
 class KnownScans {
 public:
   static KnownScans& instance() {
@@ -86,38 +120,56 @@ public:
     return *known;
   }
 
+  // The scan remembered for `id` whose guards hold, its dependencies vouched for by them.
   std::shared_ptr<const FileFields> find(const Digest& id) {
-    std::shared_ptr<const Known> known;
+    std::shared_ptr<const FileFields> known;
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       if (auto it = m_scans.find(id); it != m_scans.end())
         known = it->second;
     }
-    if (!known || !unchanged(known->guards))
+    if (!known || !unchanged(known->deps.vouched->guards))
       return nullptr;
-    return std::shared_ptr<const FileFields>(known, &known->fields);
+    return known;
   }
 
   // Remembers `fields` for `id` when their files are old enough to vouch for them.
   void remember(const Digest& id, FileFields fields) {
-    auto guards = guards_of(fields.deps, &real_time_ns);
-    if (!guards)
+    const std::vector<FileStamp> stamps = guard_stamps(fields.deps);
+    auto vouched = std::make_shared<Dependencies::Vouched>();
+    for (const FileStamp& stamp : stamps) {
+      vouched->newest.mtime_ns = std::max(vouched->newest.mtime_ns, stamp.mtime_ns);
+      vouched->newest.ctime_ns = std::max(vouched->newest.ctime_ns, stamp.ctime_ns);
+    }
+    if (too_recent(vouched->newest, &real_time_ns))
       return;
-    auto known = std::make_shared<const Known>(Known{std::move(fields), std::move(*guards)});
+    vouched->guards = encode_stamps(stamps);
+    fields.deps.vouched = std::move(vouched);
+    std::size_t bytes = 0; // counted per scan, although scans share most of their headers
+    for (const FileFields::Header& header : fields.headers)
+      bytes += header.content.size();
+    if (bytes > k_known_bytes)
+      return;
+    auto known = std::make_shared<const Known>(Known{std::move(fields), bytes});
     std::lock_guard<std::mutex> lock(m_mutex);
-    if (m_scans.size() >= k_known_scans)
+    if (m_scans.size() >= k_known_scans || m_bytes + bytes > k_known_bytes) {
       m_scans.clear();
-    m_scans[id] = std::move(known);
+      m_bytes = 0;
+    }
+    auto& slot = m_scans[id];
+    m_bytes += bytes - (slot ? slot->bytes : 0);
+    slot = std::move(known);
   }
 
 private:
   static constexpr std::size_t k_known_scans = 256;
-  struct Known {
-    FileFields fields;
-    std::string guards;
+  static constexpr std::size_t k_known_bytes = std::size_t(256) << 20;
+  struct Known : FileFields {
+    std::size_t bytes; ///< of the headers' contents
   };
   std::mutex m_mutex;
   std::unordered_map<Digest, std::shared_ptr<const Known>> m_scans;
+  std::size_t m_bytes = 0;
 };
 
 } // namespace
@@ -240,34 +292,10 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
 }
 
 std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock) {
-  std::vector<detail::FileStamp> out = deps.read;
-  std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
-  std::error_code ec;
-  // The current directory is searched last, and is where tools write (a build's outputs, a
-  // scratch folder): its stamp would change with every file made there and prove no key. A name
-  // absent there is vouched for by its own absent stamp instead (one stat).
-  const fs::path cwd = fs::current_path(ec);
-  // The absent paths of a scan are many (a toolkit's: over a thousand) in few folders: each
-  // folder's nearest existing one is looked for once, by the text before the path's last '/'
-  // (its parent_path() is a function of that text), which costs less to compare than a path.
-  std::map<std::string, bool, std::less<>> in_cwd; // by that text: is the nearest folder `cwd`
-  for (const std::string& path : deps.absent) {
-    const std::string_view text = std::string_view(path).substr(0, path.rfind('/') + 1);
-    auto at = in_cwd.find(text);
-    if (at == in_cwd.end()) {
-      fs::path dir = fs::path(path).parent_path();
-      while (dir.has_relative_path() && !fs::is_directory(dir, ec))
-        dir = dir.parent_path();
-      const bool cwd_is_nearest = !cwd.empty() && dir == cwd;
-      if (!cwd_is_nearest)
-        dirs.insert(dir.empty() ? "." : dir.string());
-      at = in_cwd.emplace(std::string(text), cwd_is_nearest).first;
-    }
-    if (at->second)
-      out.push_back(detail::stamp_of(path));
-  }
-  for (const std::string& dir : dirs)
-    out.push_back(detail::stamp_of(dir));
+  if (deps.vouched)
+    return too_recent(deps.vouched->newest, clock) ? std::nullopt
+                                                   : std::optional(deps.vouched->guards);
+  std::vector<detail::FileStamp> out = guard_stamps(deps);
   for (const detail::FileStamp& stamp : out)
     if (detail::too_recent(stamp, clock))
       return std::nullopt;

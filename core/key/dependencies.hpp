@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,14 @@ struct Dependencies {
   std::vector<detail::FileStamp> read; ///< every file read, stamped as read
   std::vector<std::string> absent;     ///< include candidates that were not there (IncludeScan)
   std::vector<std::string> listed;     ///< directories whose listing was used
+  /// The guards of a scan the process remembered (add_source_fields), found holding when it was
+  /// taken again: what guards_of() returns, without a stat, unless `newest` (the latest times
+  /// among their stamps) is too recent by its clock. Null for a scan made now.
+  struct Vouched {
+    std::string guards;
+    detail::FileStamp newest;
+  };
+  std::shared_ptr<const Vouched> vouched;
 };
 
 /// The largest candidate of an `#include MACRO` read for the key (see add_source_fields), and the
@@ -38,7 +47,7 @@ constexpr std::uint64_t k_largest_candidate = std::uint64_t(16) << 20;
 /// each file read; each listed directory; for each absent path, the nearest directory above it
 /// that exists (creating the path adds an entry there, which changes that directory's stamp).
 /// Returned in their stored form (encode_stamps); nullopt when one of them changed too recently,
-/// by `clock`, to vouch for anything (see too_recent).
+/// by `clock`, to vouch for anything (see too_recent). `deps.vouched`, when set, answers.
 std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock);
 
 /// Adds to `builder` the options, the source, and every header the source pulls in, so that the
