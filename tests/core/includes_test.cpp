@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -307,6 +309,37 @@ TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) 
         << "trial " << trial << ", seed " << seed;
   }
   EXPECT_GT(remembered, 0);
+}
+
+// 8 threads building keys from the same includes at once, 30 times each, while one thread
+// changes a header between rounds: every key equals a scan of the files as they were.
+TEST(IncludesTest, ThreadsTakingARememberedScanAtOnceAllGetTheFilesAsTheyAre) {
+  test::TempDir dir;
+  const InFolder cwd(dir.path() / "cwd");
+  const auto inc = dir.path() / "inc";
+  write(inc / "a.h", "#include \"b.h\"\nint a;\n");
+  write(inc / "b.h", "int b;\n");
+  test::FakeClock clock;
+  clock.advance(std::chrono::seconds(3));
+  const std::string options = "-I " + inc.string();
+  for (int round = 0; round < 3; ++round) {
+    const HeaderFields expected = scanned_fields("#include <a.h>\n", {inc});
+    std::vector<std::thread> threads;
+    std::atomic<int> wrong{0};
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 30; ++i)
+          if (header_fields("// " + std::to_string(t) + "\n#include <a.h>\n", options) != expected)
+            ++wrong;
+      });
+    for (std::thread& thread : threads)
+      thread.join();
+    EXPECT_EQ(wrong.load(), 0) << "round " << round;
+    write(inc / "b.h", "int b" + std::to_string(round) + ";\n");
+    const struct timespec times[2] = {{1000000 + round, 0}, {1000000 + round, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, (inc / "b.h").c_str(), times, 0), 0); // a time of its own
+    clock.advance(std::chrono::seconds(3));
+  }
 }
 
 // An `#include MACRO` keys every file the include folders hold: a file added to one after the
