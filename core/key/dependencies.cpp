@@ -137,10 +137,12 @@ public:
   void remember(const Digest& id, FileFields fields) {
     const std::vector<FileStamp> stamps = guard_stamps(fields.deps);
     auto vouched = std::make_shared<Dependencies::Vouched>();
-    for (const FileStamp& stamp : stamps) {
-      vouched->newest.mtime_ns = std::max(vouched->newest.mtime_ns, stamp.mtime_ns);
-      vouched->newest.ctime_ns = std::max(vouched->newest.ctime_ns, stamp.ctime_ns);
-    }
+    for (const FileStamp& stamp : stamps)
+      if (stamp.exists) { // too_recent() judges only stamps of files that exist
+        vouched->newest.exists = true;
+        vouched->newest.mtime_ns = std::max(vouched->newest.mtime_ns, stamp.mtime_ns);
+        vouched->newest.ctime_ns = std::max(vouched->newest.ctime_ns, stamp.ctime_ns);
+      }
     if (too_recent(vouched->newest, &real_time_ns))
       return;
     vouched->guards = encode_stamps(stamps);

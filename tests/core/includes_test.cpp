@@ -311,6 +311,26 @@ TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) 
   EXPECT_GT(remembered, 0);
 }
 
+// The scan of a header written within the clock's tick is not remembered: a rewrite to the same
+// size may keep its stamp, so the next key reads the header again (and sees its new content).
+TEST(IncludesTest, AScanOfAHeaderWrittenTooRecentlyToVouchIsMadeEachTime) {
+  test::TempDir dir;
+  const InFolder cwd(dir.path() / "cwd");
+  const auto inc = dir.path() / "inc";
+  write(inc / "a.h", "int a;\n");
+  test::FakeClock clock; // stands still: every file written now stays too recent
+  const std::string options = "-I " + inc.string();
+  ASSERT_EQ(std::get<1>(header_fields("#include <a.h>\n", options).at(0)), "int a;\n");
+  test::OpenCount opens(inc);
+  ASSERT_TRUE(opens.watching());
+  EXPECT_EQ(std::get<1>(header_fields("// again\n#include <a.h>\n", options).at(0)), "int a;\n");
+  EXPECT_EQ(opens.take(), (std::map<std::string, int>{{"a.h", 1}})) << "read again";
+  write(inc / "a.h", "int b;\n"); // same size, maybe the same stamp
+  opens.take();                   // the write's
+  EXPECT_EQ(std::get<1>(header_fields("// once more\n#include <a.h>\n", options).at(0)),
+            "int b;\n");
+}
+
 // 8 threads building keys from the same includes at once, 30 times each, while one thread
 // changes a header between rounds: every key equals a scan of the files as they were.
 TEST(IncludesTest, ThreadsTakingARememberedScanAtOnceAllGetTheFilesAsTheyAre) {
