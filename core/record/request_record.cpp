@@ -25,6 +25,7 @@ std::string encode_request(const RequestRecord& record) {
       {"key", record.key},
       {"variables", record.variables},
   };
+  line["key_schema"] = record.key_schema;
   if (record.compile_ns)
     line["compile_ns"] = record.compile_ns;
   return json_line(line);
@@ -56,6 +57,7 @@ Expected<RequestRecord> decode_request(std::string_view line) {
     record.name_expressions = fields.get<std::vector<std::string>>("name_expressions");
     record.key = fields.get<std::string>("key");
     record.variables = fields.get<std::map<std::string, std::string>>("variables");
+    record.key_schema = json.contains("key_schema") ? fields.get<int>("key_schema") : 1;
     if (json.contains("compile_ns"))
       record.compile_ns = fields.get<std::uint64_t>("compile_ns");
     return record;

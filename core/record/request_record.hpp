@@ -1,5 +1,7 @@
 #pragma once
 
+#include <jitcache/key.hpp>
+
 #include <jitcache/expected.hpp>
 
 #include <cstdint>
@@ -38,9 +40,12 @@ struct RequestRecord {
   /// The options exactly as given: OpenCL's option string as one element; NVRTC's and
   /// hipRTC's one option per element.
   std::vector<std::string> options;
-  std::string directory;                        ///< the current directory of the request
-  std::string source;                           ///< the source text
-  std::string key;                              ///< the key's digest in hex
+  std::string directory; ///< the current directory of the request
+  std::string source;    ///< the source text
+  std::string key;       ///< the key's digest in hex
+  /// The key schema (k_key_schema_version) `key` was made with. An optional field: records
+  /// written before it (schema 1) leave it out, and read as 1.
+  int key_schema = k_key_schema_version;
   std::map<std::string, std::string> variables; ///< Config::variables of the requesting cache
   std::string name; ///< the program name (CUDA, HIP: it is part of the key); empty for OpenCL
   std::vector<std::string> name_expressions;    ///< CUDA, HIP

@@ -40,6 +40,12 @@ void compare_fields(const std::map<std::string, std::string>& recorded, const Ke
 Expected<void> check_replayed_key(const RequestRecord& record, const Key& key) {
   if (key.digest.hex() == record.key)
     return {};
+  if (record.key_schema != k_key_schema_version)
+    return Error(ErrorCode::invalid_argument,
+                 "the request was recorded by a jitcache whose keys have schema " +
+                     std::to_string(record.key_schema) + "; this one makes schema " +
+                     std::to_string(k_key_schema_version) +
+                     " keys, so no recorded key can be made again: record the application again");
   std::string why;
   compare_fields(record.identity, key, KeySection::device, why);
   compare_fields(record.toolchain, key, KeySection::toolchain, why);

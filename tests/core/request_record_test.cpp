@@ -7,6 +7,7 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <sys/stat.h>
@@ -121,6 +122,33 @@ TEST(RequestReplay, AKeyThatDiffersSaysWhichFieldsDo) {
   EXPECT_NE(other.error().message.find("header common.h has other content than recorded"),
             std::string::npos)
       << other.error().message;
+}
+
+// A record keeps the key schema its key was made with; one written before the field existed
+// reads as schema 1. Replayed by a jitcache of another schema, it says so, not "the source or
+// options differ".
+TEST(RequestReplay, ARecordOfAnotherKeySchemaSaysSoWhenReplayed) {
+  detail::RequestRecord record = sample();
+  const Key key = key_with("#define X 1\n");
+  record.key = key.digest.hex();
+  auto again = detail::decode_request(detail::encode_request(record));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->key_schema, k_key_schema_version);
+  EXPECT_TRUE(detail::check_replayed_key(*again, key));
+
+  auto line = nlohmann::json::parse(detail::encode_request(record));
+  line.erase("key_schema");
+  record.key = std::string(64, 'a'); // what an older jitcache made
+  line["key"] = record.key;
+  auto older = detail::decode_request(line.dump());
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->key_schema, 1);
+  auto replayed = detail::check_replayed_key(*older, key);
+  ASSERT_FALSE(replayed);
+  EXPECT_NE(replayed.error().message.find("keys have schema 1; this one makes schema " +
+                                          std::to_string(k_key_schema_version)),
+            std::string::npos)
+      << replayed.error().message;
 }
 
 TEST(RequestReplay, IncludePathsPointToTheWrittenHeadersAndKeepTheirCount) {
