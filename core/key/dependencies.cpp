@@ -133,8 +133,9 @@ public:
     return known;
   }
 
-  // Remembers `fields` for `id` when their files are old enough to vouch for them.
-  void remember(const Digest& id, FileFields fields) {
+  // `fields` as remembered for `id`, their dependencies vouched for by their guards, when their
+  // files are old enough to vouch for them; else as they are.
+  std::shared_ptr<const FileFields> remember(const Digest& id, FileFields fields) {
     const std::vector<FileStamp> stamps = guard_stamps(fields.deps);
     auto vouched = std::make_shared<Dependencies::Vouched>();
     for (const FileStamp& stamp : stamps)
@@ -143,15 +144,13 @@ public:
         vouched->newest.mtime_ns = std::max(vouched->newest.mtime_ns, stamp.mtime_ns);
         vouched->newest.ctime_ns = std::max(vouched->newest.ctime_ns, stamp.ctime_ns);
       }
-    if (too_recent(vouched->newest, &real_time_ns))
-      return;
-    vouched->guards = encode_stamps(stamps);
-    fields.deps.vouched = std::move(vouched);
     std::size_t bytes = 0; // counted per scan, although scans share most of their headers
     for (const FileFields::Header& header : fields.headers)
       bytes += header.content.size();
-    if (bytes > k_known_bytes)
-      return;
+    if (too_recent(vouched->newest, &real_time_ns) || bytes > k_known_bytes)
+      return std::make_shared<const FileFields>(std::move(fields));
+    vouched->guards = encode_stamps(stamps);
+    fields.deps.vouched = std::move(vouched);
     auto known = std::make_shared<const Known>(Known{std::move(fields), bytes});
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_scans.size() >= k_known_scans || m_bytes + bytes > k_known_bytes) {
@@ -160,7 +159,8 @@ public:
     }
     auto& slot = m_scans[id];
     m_bytes += bytes - (slot ? slot->bytes : 0);
-    slot = std::move(known);
+    slot = known;
+    return known;
   }
 
 private:
@@ -284,9 +284,7 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
         macros += (macros.empty() ? "" : ", ") + m;
       add_candidates(made, "#include " + macros, user_dirs);
     }
-    auto shared = std::make_shared<FileFields>(std::move(made));
-    KnownScans::instance().remember(id, *shared);
-    files = std::move(shared);
+    files = KnownScans::instance().remember(id, std::move(made));
   }
   for (const FileFields::Header& h : files->headers)
     builder.header(h.name, h.content, h.path);
