@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <sys/stat.h>
+
 namespace jitcache::detail {
 
 namespace {
@@ -35,20 +37,29 @@ std::vector<FileStamp> guard_stamps(const Dependencies& deps) {
   // The absent paths of a scan are many (a toolkit's: over a thousand) in few folders: each
   // folder's nearest existing one is looked for once, by the text before the path's last '/'
   // (its parent_path() is a function of that text), which costs less to compare than a path.
-  std::map<std::string, bool, std::less<>> in_cwd; // by that text: is the nearest folder `cwd`
+  // An absent path can also be an entry that is no regular file: a symbolic link to nothing (or
+  // in a loop) is found once its target appears, which changes no stamp of the link's folder.
+  // Such an entry, in a folder that exists, is vouched for by its own stamp too.
+  struct Nearest {
+    bool cwd = false;    ///< the nearest existing folder is `cwd`
+    bool parent = false; ///< it is the path's own folder
+  };
+  std::map<std::string, Nearest, std::less<>> nearest; // by that text
   for (const std::string& path : deps.absent) {
     const std::string_view text = std::string_view(path).substr(0, path.rfind('/') + 1);
-    auto at = in_cwd.find(text);
-    if (at == in_cwd.end()) {
-      fs::path dir = fs::path(path).parent_path();
+    auto at = nearest.find(text);
+    if (at == nearest.end()) {
+      const fs::path parent = fs::path(path).parent_path();
+      fs::path dir = parent;
       while (dir.has_relative_path() && !fs::is_directory(dir, ec))
         dir = dir.parent_path();
-      const bool cwd_is_nearest = !cwd.empty() && dir == cwd;
-      if (!cwd_is_nearest)
+      const Nearest found{!cwd.empty() && dir == cwd, dir == parent};
+      if (!found.cwd)
         dirs.insert(dir.empty() ? "." : dir.string());
-      at = in_cwd.emplace(std::string(text), cwd_is_nearest).first;
+      at = nearest.emplace(std::string(text), found).first;
     }
-    if (at->second)
+    struct stat st {};
+    if (at->second.cwd || (at->second.parent && ::lstat(path.c_str(), &st) == 0))
       out.push_back(detail::stamp_of(path));
   }
   for (const std::string& dir : dirs)

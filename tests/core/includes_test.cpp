@@ -249,9 +249,10 @@ HeaderFields scanned_fields(const std::string& source,
 
 // A process builds many keys with the same includes, and add_source_fields remembers each scan
 // while every file it read, every folder it listed and the nearest folder of every path it
-// looked for keep their stamps. Random changes to three include folders (a header written,
+// looked for keep their stamps. 2,000 random changes to three include folders (a header written,
 // rewritten to the same size, removed, a header that shadows another in an earlier folder,
-// nothing at all), each made older than a stamp can vouch for (the clock moved on, the times
+// made a symbolic link to another (or to nothing, or to itself), nothing at all), each made
+// older than a stamp can vouch for (the clock moved on, the times
 // set apart): after each, the key's header fields equal those of a scan of the files as they
 // are. JITCACHE_HOSTILE_SEED changes the seed; a failure names it and the trial.
 TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) {
@@ -279,11 +280,11 @@ TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) 
     ::utimensat(AT_FDCWD, path.c_str(), times, 0);
   };
   int remembered = 0;
-  for (int trial = 0; trial < 300; ++trial) {
+  for (int trial = 0; trial < 2000; ++trial) {
     const auto& folder = dirs[random() % dirs.size()];
     const auto file = folder / names[random() % names.size()];
     ++seconds;
-    switch (random() % 4) {
+    switch (random() % 5) {
     case 0:
     case 1: { // (re)written: includes of the others, quoted or angled, and a size that repeats
       std::string text = "int v" + std::to_string(random() % 10) + ";\n";
@@ -296,6 +297,11 @@ TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) 
     }
     case 2:
       std::filesystem::remove(file);
+      break;
+    case 3: // made a symbolic link to a header (maybe absent, maybe itself: a loop)
+      std::filesystem::remove(file);
+      std::filesystem::create_symlink(dirs[random() % dirs.size()] / names[random() % names.size()],
+                                      file);
       break;
     default: // nothing changed: the remembered scan answers
       ++remembered;

@@ -146,6 +146,10 @@ TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
   changes_the_key("an include that resolved nowhere appears",
                   [&] { write(dir.path() / "second/missing.h", "int now_here;\n"); });
   changes_the_key("a header removed", [&] { fs::remove(dir.path() / "first/a.h"); });
+  fs::create_directories(dir.path() / "elsewhere");
+  fs::create_symlink(dir.path() / "elsewhere/a.h", dir.path() / "first/a.h");
+  changes_the_key("a link to nothing earlier in the include path finds its target",
+                  [&] { write(dir.path() / "elsewhere/a.h", "int linked;\n"); });
   EXPECT_FALSE(key(source + " ").recalled) << "another source is another request";
 }
 
