@@ -1,6 +1,7 @@
 #include "core/key/dependencies.hpp"
 
 #include "core/key/includes.hpp"
+#include "core/key/key_fields.hpp"
 #include "core/support/byte_io.hpp"
 
 #include <map>
@@ -263,9 +264,9 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
     for (const fs::path& dir : *list)
       append_sized<std::uint32_t>(inputs, dir.native());
   }
-  for (const auto& [name, content] : in.in_memory) {
+  for (const auto& [name, content] : in.in_memory) { // by the form the key hashes them in
     append_sized<std::uint32_t>(inputs, name);
-    append_sized<std::uint32_t>(inputs, content);
+    append_sized<std::uint32_t>(inputs, stored_value(content));
   }
   for (const auto& [name, path] : define_files) {
     append_sized<std::uint32_t>(inputs, name);
