@@ -157,8 +157,9 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, const Target& 
   std::map<std::string, std::string> in_memory;
   for (const Header& header : program.headers)
     in_memory.emplace(header.name, header.content);
-  Dependencies deps =
-      add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
+  Dependencies deps = add_source_fields(
+      builder,
+      SourceInputs{program.source, {}, std::move(in_memory), dirs, !config.record.empty()});
   return {std::move(builder).finish(), std::move(deps)};
 }
 

@@ -171,8 +171,9 @@ std::pair<Key, Dependencies> make_key(const Toolchain& toolchain, std::string_vi
     builder.header(header.name, header.content, "(given in memory)");
     in_memory.emplace(header.name, header.content);
   }
-  Dependencies deps =
-      add_source_fields(builder, SourceInputs{program.source, {}, std::move(in_memory), dirs});
+  Dependencies deps = add_source_fields(
+      builder,
+      SourceInputs{program.source, {}, std::move(in_memory), dirs, !config.record.empty()});
   return {std::move(builder).finish(), std::move(deps)};
 }
 

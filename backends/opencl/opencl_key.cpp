@@ -128,7 +128,8 @@ std::pair<Key, Dependencies> make_key(const Identity& id, const Config& config,
   for (const auto& [name, value] : id.toolchain)
     builder.toolchain(name, value);
   add_compile_environment(builder, config, "opencl");
-  Dependencies deps = add_source_fields(builder, SourceInputs{source, options, {}, {}});
+  Dependencies deps =
+      add_source_fields(builder, SourceInputs{source, options, {}, {}, !config.record.empty()});
   return {std::move(builder).finish(), std::move(deps)};
 }
 

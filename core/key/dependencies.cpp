@@ -76,12 +76,15 @@ struct FileFields {
     std::string_view content;
     std::shared_ptr<const std::string> owner;
     std::string path;
+    std::string stored; ///< stored_value(content): what the key hashes, found once per scan
   };
   std::vector<Header> headers;
   Dependencies deps;
 
   void add(std::string name, std::shared_ptr<const std::string> content, std::string path) {
-    headers.push_back({std::move(name), *content, std::move(content), std::move(path)});
+    std::string stored = stored_value(*content);
+    headers.push_back(
+        {std::move(name), *content, std::move(content), std::move(path), std::move(stored)});
   }
 };
 
@@ -299,7 +302,10 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
     files = KnownScans::instance().remember(id, std::move(made));
   }
   for (const FileFields::Header& h : files->headers)
-    builder.header(h.name, h.content, h.path);
+    if (in.contents)
+      builder.header(h.name, h.content, h.path);
+    else
+      builder.stored_header(h.name, h.stored, h.path);
   return files->deps;
 }
 

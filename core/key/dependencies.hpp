@@ -22,6 +22,10 @@ struct SourceInputs {
   std::string_view options;                        ///< as given to the compiler
   std::map<std::string, std::string> in_memory;    ///< headers given by name (NVRTC, hipRTC)
   std::vector<std::filesystem::path> default_dirs; ///< the runtime's own include path
+  /// The key's header fields hold each header's content, as a request record needs it
+  /// (Config::record set); else only its stored form (KeyBuilder::stored_header), the same key
+  /// without copying some megabytes of headers into every key.
+  bool contents = false;
 };
 
 /// The files a key was built from: what must stay as it was for the key to stay right.

@@ -51,6 +51,11 @@ KeyBuilder& KeyBuilder::header(std::string_view name, std::string_view content,
   return add(KeySection::header, name, content, resolved_path);
 }
 
+KeyBuilder& KeyBuilder::stored_header(std::string_view name, std::string_view stored,
+                                      std::string_view resolved_path) {
+  return add(KeySection::header, name, stored, resolved_path);
+}
+
 KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::string_view value,
                             std::string_view detail) {
   m_fields.push_back({section, std::string(name), std::string(value), std::string(detail)});

@@ -31,7 +31,7 @@ JITCACHE_EXPORT const char* to_string(KeySection section) noexcept;
 struct KeyField {
   KeySection section;
   std::string name;   ///< e.g. "device_name", "nvrtc_version", a header's resolved path
-  std::string value;  ///< the exact bytes hashed
+  std::string value;  ///< as given (hashed as its stored form: see KeyBuilder)
   std::string detail; ///< not hashed: shown by `jitcache explain` (e.g. a header's resolved path)
 };
 
@@ -68,6 +68,12 @@ public:
   /// its content, and (not hashed) where it was found.
   KeyBuilder& header(std::string_view name, std::string_view content,
                      std::string_view resolved_path = {});
+  /// header(), the content given in its stored form: the content itself when it is at most 128
+  /// bytes, else "sha256:" and the lowercase hex SHA-256 of it. The key is the one header() makes
+  /// with the content, which is neither copied nor hashed again (a key built from a thousand
+  /// headers); Key::fields holds the stored form. `stored` in another form makes another key.
+  KeyBuilder& stored_header(std::string_view name, std::string_view stored,
+                            std::string_view resolved_path = {});
 
   /// Hashes the fields added so far. May be called more than once.
   Key finish() const&;

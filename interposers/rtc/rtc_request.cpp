@@ -187,7 +187,8 @@ std::pair<Key, detail::Dependencies> Runtime::make_key() const {
     in_memory.emplace(header.name, header.content);
   }
   detail::Dependencies deps = detail::add_source_fields(
-      builder, detail::SourceInputs{m_request.source, {}, std::move(in_memory), dirs});
+      builder, detail::SourceInputs{
+                   m_request.source, {}, std::move(in_memory), dirs, !m_config.record.empty()});
   return {std::move(builder).finish(), std::move(deps)};
 }
 

@@ -226,11 +226,19 @@ private:
 using HeaderFields = std::vector<std::tuple<std::string, std::string, std::string>>;
 
 // The header fields (name, content, where found) of a key add_source_fields built, in order.
+// The key built with the headers' stored forms (the default) is checked to be the same.
 HeaderFields header_fields(const std::string& source, const std::string& options) {
-  KeyBuilder builder("cuda");
-  add_source_fields(builder, SourceInputs{source, options, {}, {}});
+  const auto built = [&](bool contents) {
+    KeyBuilder builder("cuda");
+    add_source_fields(builder, SourceInputs{source, options, {}, {}, contents});
+    return std::move(builder).finish();
+  };
+  const Key key = built(true);
+  const Key stored = built(false);
+  EXPECT_EQ(stored.digest, key.digest);
+  EXPECT_EQ(stored.stored_fields, key.stored_fields);
   HeaderFields out;
-  for (const KeyField& field : std::move(builder).finish().fields)
+  for (const KeyField& field : key.fields)
     if (field.section == KeySection::header)
       out.emplace_back(field.name, field.value, field.detail);
   return out;
@@ -393,6 +401,36 @@ TEST(IncludesTest, ARememberedScanOfAComputedIncludeSeesAFileAddedSince) {
 
 // Quoted includes found nowhere are named (each once); angled ones are the runtime's to provide,
 // and one found, given in memory or included twice is not.
+// A key's header fields hold each header's stored form unless a record needs its content
+// (SourceInputs::contents): the same key either way, a long header's content never copied.
+TEST(IncludesTest, AKeyHoldsLongHeadersByTheirStoredFormUnlessContentsAreAskedFor) {
+  test::TempDir dir;
+  const InFolder cwd(dir.path() / "cwd");
+  const std::string big = "// " + std::string(4096, 'x') + "\nint big;\n";
+  write(dir.path() / "inc" / "big.h", big);
+  write(dir.path() / "inc" / "small.h", "int small;\n");
+  const std::string source = "#include \"big.h\"\n#include \"small.h\"\n";
+  const std::string options = "-I " + (dir.path() / "inc").string();
+  const auto headers = [&](bool contents) {
+    KeyBuilder builder("cuda");
+    add_source_fields(builder, SourceInputs{source, options, {}, {}, contents});
+    std::map<std::string, std::string> out;
+    for (const KeyField& field : std::move(builder).finish().fields)
+      if (field.section == KeySection::header)
+        out[field.name] = field.value;
+    return out;
+  };
+  for (int pass = 0; pass < 2; ++pass) { // twice: a scan remembered or made again
+    const auto stored = headers(false);
+    const auto contents = headers(true);
+    EXPECT_EQ(stored.at("big.h"), "sha256:" + Digest::of(big).hex());
+    EXPECT_EQ(stored.at("small.h"), "int small;\n");
+    EXPECT_EQ(contents.at("big.h"), big);
+    EXPECT_EQ(contents.at("small.h"), "int small;\n");
+  }
+  header_fields(source, options); // the two keys equal
+}
+
 TEST(IncludesTest, QuotedIncludesFoundNowhereAreNamed) {
   test::TempDir dir;
   write(dir.path() / "inc/a.h", "#include \"gone.h\"\n#include \"a.h\"\n");

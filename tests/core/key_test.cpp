@@ -116,6 +116,28 @@ TEST(KeyTest, LongValuesAreStoredByTheirDigestEachTimeAlike) {
   EXPECT_EQ(stored(header), first);
 }
 
+// A header given in its stored form makes the key its content makes, short or long; another
+// form (the long content's digest without its prefix) makes another key.
+TEST(KeyTest, AHeaderGivenInItsStoredFormMakesTheSameKey) {
+  for (const std::string& content : {std::string("int a;"), std::string(129, 'h')}) {
+    KeyBuilder by_content = base();
+    by_content.header("b.h", content, "/inc/b.h");
+    KeyBuilder by_stored = base();
+    by_stored.stored_header("b.h", detail::stored_value(content), "/inc/b.h");
+    const Key a = std::move(by_content).finish();
+    const Key b = std::move(by_stored).finish();
+    EXPECT_EQ(a.digest, b.digest) << content.size();
+    EXPECT_EQ(a.stored_fields, b.stored_fields);
+    EXPECT_EQ(b.fields.back().value, detail::stored_value(content));
+  }
+  const std::string long_content(129, 'h');
+  KeyBuilder bare = base();
+  bare.stored_header("b.h", Digest::of(long_content).hex());
+  KeyBuilder by_content = base();
+  by_content.header("b.h", long_content);
+  EXPECT_NE(std::move(bare).finish().digest, std::move(by_content).finish().digest);
+}
+
 TEST(DigestTest, HexRoundTrip) {
   const Digest d = Digest::of("abc");
   EXPECT_EQ(d.hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
