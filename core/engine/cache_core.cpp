@@ -1,6 +1,7 @@
 #include "core/engine/cache_core.hpp"
 
 #include "core/engine/compile_slot.hpp"
+#include "core/engine/proven_stamps.hpp"
 
 #include "core/tiers/user/deferred_user_tier.hpp"
 
@@ -386,7 +387,7 @@ bool CacheCore::make_user_tier() {
 std::optional<Record> CacheCore::recall(const std::string& backend, const Digest& name) {
   std::optional<Record> record;
   peek(backend, name, [&](const RecordView& view) {
-    if (unchanged(view.guards))
+    if (ProvenStamps::process().hold(view.guards))
       record = Record{std::string(view.guards), std::string(view.payload)};
   });
   return record;

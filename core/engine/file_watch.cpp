@@ -83,8 +83,12 @@ bool FileWatch::open() {
   return !m_failed;
 }
 
-bool FileWatch::add(const std::string& path, std::uint32_t mask, const Interest& interest) {
+bool FileWatch::add(const std::string& path, std::uint32_t mask, const Interest& interest,
+                    const std::string* same_fs_as) {
   auto local = m_local.find(path);
+  if (local == m_local.end() && same_fs_as)
+    if (auto known = m_local.find(*same_fs_as); known != m_local.end())
+      local = m_local.emplace(path, known->second).first;
   if (local == m_local.end()) {
     const Filesystem fs = m_probe(path);
     // Writes made on other machines raise no event here.
@@ -131,35 +135,50 @@ bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
       dir = parent_of(dir);
       continue;
     }
-    Interest lookup;
-    lookup.entries[name] = k_entry;
-    if (!add(dir, k_entry, lookup))
-      return false;
     const std::string next = join(dir, name);
-    struct stat st {};
-    if (::lstat(next.c_str(), &st) != 0)
+    auto looked = m_looked.find(next);
+    if (looked == m_looked.end()) {
+      Interest lookup;
+      lookup.entries[name] = k_entry;
+      if (!add(dir, k_entry, lookup))
+        return false;
+      Looked found;
+      struct stat st {};
+      if (::lstat(next.c_str(), &st) == 0) {
+        found.mode = st.st_mode;
+        found.device = st.st_dev;
+      }
+      if (S_ISLNK(found.mode)) {
+        char target[PATH_MAX];
+        const ssize_t n = ::readlink(next.c_str(), target, sizeof target);
+        if (n <= 0 || n == static_cast<ssize_t>(sizeof target))
+          return false;
+        found.target.assign(target, static_cast<std::size_t>(n));
+      }
+      looked = m_looked.emplace(next, std::move(found)).first;
+    }
+    const Looked& entry = looked->second;
+    if (entry.mode == 0)
       return true; // absent: its creation is an event on `dir`
-    if (S_ISLNK(st.st_mode)) {
+    if (S_ISLNK(entry.mode)) {
       if (++links > k_max_links)
         return false;
-      char target[PATH_MAX];
-      const ssize_t n = ::readlink(next.c_str(), target, sizeof target);
-      if (n <= 0 || n == static_cast<ssize_t>(sizeof target))
-        return false;
-      const std::string to(target, static_cast<std::size_t>(n));
-      split_into(to, rest);
-      if (to.front() == '/')
+      split_into(entry.target, rest);
+      if (entry.target.front() == '/')
         dir = "/";
       continue;
     }
     if (!rest.empty()) {
-      if (!S_ISDIR(st.st_mode))
+      if (!S_ISDIR(entry.mode))
         return true; // resolution stops here (ENOTDIR) until the entry is replaced
       dir = next;
       continue;
     }
-    const Interest self = stamped(S_ISDIR(st.st_mode));
-    return add(next, self.self | self.any_entry, self);
+    // A file on its folder's filesystem (not mounted over) is watched as that folder is.
+    auto folder = m_looked.find(dir);
+    const bool same_fs = folder != m_looked.end() && folder->second.device == entry.device;
+    const Interest self = stamped(S_ISDIR(entry.mode));
+    return add(next, self.self | self.any_entry, self, same_fs ? &dir : nullptr);
   }
   // The path named a directory through "." or ".." last: watch it as a stamped directory.
   const Interest self = stamped(true);
@@ -179,6 +198,7 @@ std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
     return std::nullopt;
   std::string cwd;
   m_added.clear();
+  m_looked.clear();
   std::set<std::string> done;
   for (const FileStamp& stamp : *stamps) {
     if (stamp.path.empty())

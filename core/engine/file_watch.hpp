@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
+#include <unordered_map>
 #include <utility>
 
 namespace jitcache::detail {
@@ -65,7 +67,9 @@ private:
   /// entries (a stamped directory changes when one is added, removed or renamed).
   static Interest stamped(bool directory);
   bool open();
-  bool add(const std::string& path, std::uint32_t mask, const Interest& interest);
+  /// `same_fs_as`: a directory known to be on the path's filesystem (no probe needed), or null.
+  bool add(const std::string& path, std::uint32_t mask, const Interest& interest,
+           const std::string* same_fs_as = nullptr);
   bool watch_path(const std::string& path, const std::string& cwd);
   void drain();
 
@@ -77,6 +81,14 @@ private:
   std::map<int, Interest> m_interests;
   std::map<std::string, bool> m_local; ///< per directory: whether inotify sees every change
   std::map<std::string, std::pair<int, std::uint32_t>> m_added; ///< this watch(): wd, mask
+  /// What this watch() found at each entry it looked up (a thousand headers share a few dozen
+  /// folders: each is looked up, watched and lstat'ed once per watch(), not once per header).
+  struct Looked {
+    mode_t mode = 0;    ///< 0: absent
+    dev_t device = 0;   ///< its filesystem
+    std::string target; ///< a symlink's
+  };
+  std::unordered_map<std::string, Looked> m_looked;
 };
 
 } // namespace jitcache::detail

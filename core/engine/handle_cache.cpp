@@ -15,27 +15,11 @@ std::optional<HandleCache::Loaded> HandleCache::find(const RequestHash& request)
   auto it = m_requests.find(request);
   if (it == m_requests.end())
     return std::nullopt;
-  if (!still_holds(it->second)) {
+  if (!m_proven.hold(it->second.guards)) {
     m_requests.erase(it); // a header changed: the caller rebuilds the key (and re-aliases)
     return std::nullopt;
   }
   return it->second.loaded;
-}
-
-bool HandleCache::still_holds(Alias& alias) const {
-  if (alias.ticket && m_watch.unchanged_since(*alias.ticket))
-    return true;
-  // Watched first, proven after: a change made between the two is either seen by the stat
-  // check or raises an event that the ticket does not cover.
-  if (!alias.unwatchable) {
-    alias.ticket = m_watch.watch(alias.guards);
-    alias.unwatchable = !alias.ticket;
-  }
-  ++m_stat_checks;
-  if (unchanged(alias.guards))
-    return true;
-  alias.ticket.reset();
-  return false;
 }
 
 void HandleCache::insert(const Slot& slot, const Loaded& loaded) {
@@ -66,12 +50,11 @@ void HandleCache::alias(const RequestHash& request, const Loaded& loaded,
   if (!guards)
     return;
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_requests.insert_or_assign(request, Alias{loaded, std::move(*guards), std::nullopt, false});
+  m_requests.insert_or_assign(request, Alias{loaded, std::move(*guards)});
 }
 
 std::uint64_t HandleCache::stat_checks() const {
-  std::lock_guard<std::mutex> lock(m_mutex);
-  return m_stat_checks;
+  return m_proven.stat_checks();
 }
 
 void HandleCache::clear() {

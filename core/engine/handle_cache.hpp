@@ -3,7 +3,7 @@
 #include <jitcache/cache.hpp>
 #include <jitcache/digest.hpp>
 
-#include "core/engine/file_watch.hpp"
+#include "core/engine/proven_stamps.hpp"
 #include "core/engine/request_hash.hpp"
 #include "core/engine/single_flight.hpp"
 #include "core/key/file_stamp.hpp"
@@ -26,15 +26,15 @@ namespace jitcache::detail {
 /// Requests whose key depends on nothing but their arguments are also remembered by a cheap
 /// request hash (XXH3-128 over the raw arguments), so that a repeated identical request skips
 /// key building entirely. What vouches for such a shortcut, the stamps of the files its key was
-/// built from, is watched (FileWatch): a repeated request costs one ioctl(2) however many
-/// headers there are, and stats its files only after something they depend on raised an event,
-/// or where they cannot be watched.
+/// built from, is watched from its first proof (ProvenStamps): a repeated request costs one
+/// ioctl(2) however many headers there are, and stats its files only after something they depend
+/// on raised an event, or where they cannot be watched.
 class HandleCache {
 public:
   using Handle = std::shared_ptr<void>;
 
   /// `probe` tells FileWatch which filesystem a directory is on (tests pretend a network one).
-  explicit HandleCache(FilesystemProbe probe = probe_filesystem) : m_watch(probe) {}
+  explicit HandleCache(FilesystemProbe probe = probe_filesystem) : m_proven(probe) {}
 
   struct Slot {
     Digest key;
@@ -77,15 +77,11 @@ private:
   std::map<Slot, Loaded> m_slots;
   struct Alias {
     Loaded loaded;
-    std::string guards;                      ///< encode_stamps()
-    std::optional<FileWatch::Ticket> ticket; ///< set once the guards are watched and proven
-    bool unwatchable = false;                ///< the guards cannot be watched: stat them
+    std::string guards; ///< encode_stamps()
   };
-  bool still_holds(Alias& alias) const;
 
   mutable std::map<RequestHash, Alias> m_requests;
-  mutable FileWatch m_watch;
-  mutable std::uint64_t m_stat_checks = 0;
+  mutable ProvenStamps m_proven;
   SingleFlight<Slot, Expected<Loaded>> m_loads;
 };
 

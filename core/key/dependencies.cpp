@@ -1,5 +1,6 @@
 #include "core/key/dependencies.hpp"
 
+#include "core/engine/proven_stamps.hpp"
 #include "core/key/includes.hpp"
 #include "core/key/key_fields.hpp"
 #include "core/support/byte_io.hpp"
@@ -143,7 +144,7 @@ public:
       if (auto it = m_scans.find(id); it != m_scans.end())
         known = it->second;
     }
-    if (!known || !unchanged(known->deps.vouched->guards))
+    if (!known || !ProvenStamps::process().hold(known->deps.vouched->guards))
       return nullptr;
     return known;
   }

@@ -1,6 +1,7 @@
 #include "core/key/manifest.hpp"
 
 #include "core/engine/cache_core.hpp"
+#include "core/engine/proven_stamps.hpp"
 #include "core/key/portable_manifest.hpp"
 #include "core/key/sha256.hpp"
 #include "core/support/byte_io.hpp"
@@ -107,7 +108,7 @@ struct PendingKey::Check {
   // Whether the key holds on this machine.
   bool prove() {
     if (!portable)
-      return unchanged(guards);
+      return ProvenStamps::process().hold(guards);
     auto manifest = decode_portable(*portable);
     InstalledFiles installed;
     auto done = manifest ? prove_portable(*manifest, installed) : std::nullopt;

@@ -1,0 +1,60 @@
+#include "core/engine/proven_stamps.hpp"
+
+#include "core/key/file_stamp.hpp"
+
+namespace jitcache::detail {
+
+ProvenStamps::ProvenStamps(FilesystemProbe probe, unsigned watch_from)
+    : m_watch_from(watch_from), m_watch(probe) {}
+
+ProvenStamps& ProvenStamps::process() {
+  static ProvenStamps* const proven = new ProvenStamps(probe_filesystem, 1); // used during exit
+  return *proven;
+}
+
+bool ProvenStamps::hold(std::string_view encoded) {
+  const std::string key(encoded);
+  std::optional<FileWatch::Ticket> ticket;
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    auto it = m_sets.find(key);
+    if (it != m_sets.end() && it->second.ticket && m_watch.unchanged_since(*it->second.ticket))
+      return true;
+    if (it == m_sets.end()) {
+      if (m_sets.size() >= k_sets || m_bytes + key.size() > k_bytes) {
+        m_sets.clear();
+        m_bytes = 0;
+      }
+      it = m_sets.emplace(key, Proven{}).first;
+      m_bytes += key.size();
+    }
+    Proven& set = it->second;
+    set.ticket.reset();
+    // Watched first, proven after: a change made between the two is either seen by the stat
+    // calls or raises an event that the ticket does not cover.
+    if (!set.unwatchable && set.proofs >= m_watch_from) {
+      ticket = m_watch.watch(encoded);
+      set.unwatchable = !ticket;
+    }
+    ++set.proofs;
+    ++m_stat_checks;
+  }
+  const bool held = unchanged(encoded);
+  std::lock_guard<std::mutex> lock(m_mutex);
+  if (auto it = m_sets.find(key); it != m_sets.end()) {
+    if (held)
+      it->second.ticket = ticket;
+    else {
+      m_bytes -= key.size();
+      m_sets.erase(it);
+    }
+  }
+  return held;
+}
+
+std::uint64_t ProvenStamps::stat_checks() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_stat_checks;
+}
+
+} // namespace jitcache::detail

@@ -1,0 +1,60 @@
+#pragma once
+
+#include "core/engine/file_watch.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace jitcache::detail {
+
+/// Proves sets of stamps (encode_stamps: the guards of a manifest, a remembered scan, a
+/// shortcut) as unchanged() does, and remembers each set proven so that, while inotify
+/// (FileWatch) reports nothing that concerns its files, proving it again is one ioctl(2) rather
+/// than a stat per file: a process that builds or recalls many keys on the same thousand headers
+/// (CuPy's kernels) stats them a few times, not once per kernel.
+///
+/// A set is watched at its `watch_from + 1`-th proof, before that proof's stat calls (a change
+/// made between the two is seen by one or the other), and proven by its watch from then on.
+/// Where FileWatch declines (a network or FUSE filesystem, inotify's limits, a forked child), every
+/// proof stats. Any event that concerns a watched file makes every watched set stat again, once.
+/// Bounded: past k_sets sets or k_bytes of their stamps, the remembered sets are forgotten.
+/// Thread-safe.
+class ProvenStamps {
+public:
+  /// `probe` tells which filesystem a directory is on (tests pretend a network one);
+  /// `watch_from`: the proofs by stat alone before a set is watched (watching costs about a
+  /// proof: a set proven once in a process should not pay it).
+  explicit ProvenStamps(FilesystemProbe probe = probe_filesystem, unsigned watch_from = 0);
+
+  /// The process's own, watching from a set's second proof: what remembered scans, manifests and
+  /// records are proven by.
+  static ProvenStamps& process();
+
+  /// Whether every stamp in `encoded` still describes its file (unchanged()).
+  bool hold(std::string_view encoded);
+
+  /// How many hold() calls stat'ed the files. For tests and benchmarks.
+  std::uint64_t stat_checks() const;
+
+private:
+  static constexpr std::size_t k_sets = 1024;
+  static constexpr std::size_t k_bytes = std::size_t(64) << 20;
+  struct Proven {
+    unsigned proofs = 0;                     ///< by stat
+    std::optional<FileWatch::Ticket> ticket; ///< while watched
+    bool unwatchable = false;                ///< FileWatch declined: stat each time
+  };
+  const unsigned m_watch_from;
+  mutable std::mutex m_mutex;
+  FileWatch m_watch;
+  std::unordered_map<std::string, Proven> m_sets;
+  std::size_t m_bytes = 0;
+  std::uint64_t m_stat_checks = 0;
+};
+
+} // namespace jitcache::detail

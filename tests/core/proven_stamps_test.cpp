@@ -1,0 +1,185 @@
+// Sets of stamps proven once by stat and then by inotify watches (ProvenStamps): a process that
+// builds many keys on the same headers stats them a few times, not once per key. What a change
+// to any of them must do, wherever it is made, and what a set proven once must not pay.
+#include "core/engine/proven_stamps.hpp"
+#include "core/key/file_stamp.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace jitcache {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::Filesystem;
+using detail::ProvenStamps;
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// How many inotify instances this process holds.
+int inotify_instances() {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(entry.path(), ec).string() == "anon_inode:inotify")
+      ++count;
+  }
+  return count;
+}
+
+// A toolkit-like tree: 12 folders of 25 headers under a folder reached through a symlink (as
+// /usr/local/cuda is), and the stamps a key of all of them has: every header through the link,
+// and an absent candidate's folder in front of them (where a shadowing header would appear).
+struct Tree {
+  explicit Tree(const fs::path& root) : root(root) {
+    for (int d = 0; d < 12; ++d)
+      for (int h = 0; h < 25; ++h)
+        write(root / "real" / ("d" + std::to_string(d)) / ("h" + std::to_string(h) + ".h"),
+              "int v" + std::to_string(h) + ";\n");
+    fs::create_directories(root / "first");
+    fs::create_directory_symlink(root / "real", root / "link");
+  }
+  fs::path header(int d, int h) const {
+    return root / "link" / ("d" + std::to_string(d)) / ("h" + std::to_string(h) + ".h");
+  }
+  std::string stamps() const {
+    std::vector<detail::FileStamp> out{detail::stamp_of((root / "first").string())};
+    for (int d = 0; d < 12; ++d)
+      for (int h = 0; h < 25; ++h)
+        out.push_back(detail::stamp_of(header(d, h).string()));
+    return detail::encode_stamps(out);
+  }
+  fs::path root;
+};
+
+class ProvenStampsTest : public ::testing::Test {
+protected:
+  test::TempDir dir;
+  Tree tree{dir.path()};
+  const std::string stamps = tree.stamps();
+};
+
+TEST_F(ProvenStampsTest, ASetIsWatchedFromItsSecondProofAndThenProvenWithoutStatCalls) {
+  ProvenStamps proven(detail::probe_filesystem, 1);
+  const int before = inotify_instances();
+  ASSERT_TRUE(proven.hold(stamps));
+  EXPECT_EQ(inotify_instances(), before) << "a set proven once in a process pays no watch";
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(proven.hold(stamps)) << i;
+  EXPECT_EQ(proven.stat_checks(), 2u) << "stat'ed at the first proof and when watched";
+  write(dir.path() / "real/d3/unrelated.h", "int u;\n"); // in a watched folder, not stamped
+  EXPECT_TRUE(proven.hold(stamps));
+  EXPECT_EQ(proven.stat_checks(), 2u) << "an event on another name is no reason to stat";
+}
+
+// Each change to what resolving the stamped paths looks up, made after the set is watched: the
+// next proof fails, however deep the header, through the symlink or not.
+TEST(ProvenStamps, EveryChangeToAWatchedSetFailsItsNextProof) {
+  using Change = std::function<void(const Tree&)>;
+  const std::vector<std::pair<std::string, Change>> changes = {
+      {"a header rewritten, same size",
+       [](const Tree& t) { write(t.header(11, 24), "int w24;\n"); }},
+      {"a header rewritten through its real path",
+       [](const Tree& t) { write(t.root / "real/d0/h0.h", "int w0;\n"); }},
+      {"a header removed", [](const Tree& t) { fs::remove(t.header(5, 5)); }},
+      {"a shadowing header created",
+       [](const Tree& t) { write(t.root / "first/h1.h", "int s;\n"); }},
+      {"the symlink pointed elsewhere",
+       [](const Tree& t) {
+         fs::copy(t.root / "real", t.root / "copy", fs::copy_options::recursive);
+         write(t.root / "copy/d1/h1.h", "int other;\n");
+         fs::remove(t.root / "link");
+         fs::create_directory_symlink(t.root / "copy", t.root / "link");
+       }},
+      {"a folder renamed away",
+       [](const Tree& t) { fs::rename(t.root / "real/d7", t.root / "real/d7.old"); }},
+      {"a header's mode changed",
+       [](const Tree& t) { fs::permissions(t.header(2, 3), fs::perms::owner_read); }},
+  };
+  for (const auto& [what, change] : changes) {
+    SCOPED_TRACE(what);
+    test::TempDir dir;
+    const Tree tree(dir.path());
+    const std::string stamps = tree.stamps();
+    ProvenStamps proven(detail::probe_filesystem, 1);
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(proven.hold(stamps));
+    ASSERT_EQ(proven.stat_checks(), 2u) << "watched";
+    change(tree);
+    EXPECT_FALSE(proven.hold(stamps));
+    EXPECT_FALSE(proven.hold(stamps)) << "and the next";
+  }
+}
+
+Filesystem pretend_nfs(const fs::path&) {
+  return Filesystem{0x6969, "nfs", true};
+}
+
+// On a network filesystem another machine's writes raise no event here: every proof stats.
+TEST_F(ProvenStampsTest, WhereFilesCannotBeWatchedEveryProofStats) {
+  ProvenStamps proven(pretend_nfs, 1);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(proven.hold(stamps)) << i;
+  EXPECT_EQ(proven.stat_checks(), 5u);
+  write(tree.header(0, 0), "int x0;\n");
+  EXPECT_FALSE(proven.hold(stamps));
+}
+
+// Past its bound the remembered sets are forgotten: proven by stat again, never wrongly.
+TEST_F(ProvenStampsTest, ForgottenSetsAreProvenAgainByStat) {
+  ProvenStamps proven(detail::probe_filesystem, 1);
+  ASSERT_TRUE(proven.hold(stamps));
+  ASSERT_TRUE(proven.hold(stamps));
+  const std::string one = detail::encode_stamps({detail::stamp_of(tree.header(0, 0).string())});
+  for (int i = 0; i < 1100; ++i) // more sets than it keeps: each its own (a missing file)
+    proven.hold(detail::encode_stamps(
+        {detail::stamp_of((dir.path() / ("absent" + std::to_string(i))).string())}));
+  const std::uint64_t before = proven.stat_checks();
+  EXPECT_TRUE(proven.hold(stamps));
+  EXPECT_EQ(proven.stat_checks(), before + 1) << "forgotten: stat'ed";
+  write(tree.header(3, 3), "int y3;\n");
+  EXPECT_FALSE(proven.hold(stamps));
+}
+
+// 8 threads prove the same set at once, 200 times each, then a header changes: every proof
+// before the change holds, every one after it fails; the threads stat it a few times in all.
+TEST_F(ProvenStampsTest, ThreadsProvingOneSetAtOnceSeeAChangeMadeBetweenRounds) {
+  ProvenStamps proven(detail::probe_filesystem, 1);
+  const auto round = [&](bool expected) {
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 200; ++i)
+          if (proven.hold(stamps) != expected)
+            ++wrong;
+      });
+    for (std::thread& thread : threads)
+      thread.join();
+    return wrong.load();
+  };
+  EXPECT_EQ(round(true), 0);
+  EXPECT_LE(proven.stat_checks(), 16u) << "not a stat per proof";
+  write(tree.header(6, 6), "int z6;\n");
+  EXPECT_EQ(round(false), 0);
+}
+
+} // namespace
+} // namespace jitcache
