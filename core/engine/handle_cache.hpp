@@ -33,8 +33,11 @@ class HandleCache {
 public:
   using Handle = std::shared_ptr<void>;
 
-  /// `probe` tells FileWatch which filesystem a directory is on (tests pretend a network one).
-  explicit HandleCache(FilesystemProbe probe = probe_filesystem) : m_proven(probe) {}
+  /// Watching through the process's inotify instance (ProvenStamps::process_watch).
+  HandleCache() : m_proven(ProvenStamps::process_watch(), 0) {}
+  /// Watching through an instance of its own; `probe` tells FileWatch which filesystem a
+  /// directory is on (tests pretend a network one).
+  explicit HandleCache(FilesystemProbe probe) : m_proven(probe) {}
 
   struct Slot {
     Digest key;

@@ -2,13 +2,24 @@
 
 #include "core/key/file_stamp.hpp"
 
+#include <utility>
+
 namespace jitcache::detail {
 
+ProvenStamps::ProvenStamps(std::shared_ptr<Watch> watch, unsigned watch_from)
+    : m_watch_from(watch_from), m_watch(std::move(watch)) {}
+
 ProvenStamps::ProvenStamps(FilesystemProbe probe, unsigned watch_from)
-    : m_watch_from(watch_from), m_watch(probe) {}
+    : ProvenStamps(std::make_shared<Watch>(probe), watch_from) {}
+
+const std::shared_ptr<ProvenStamps::Watch>& ProvenStamps::process_watch() {
+  static const auto* const watch = // never destroyed: used during exit
+      new std::shared_ptr<Watch>(std::make_shared<Watch>(probe_filesystem));
+  return *watch;
+}
 
 ProvenStamps& ProvenStamps::process() {
-  static ProvenStamps* const proven = new ProvenStamps(probe_filesystem, 1); // used during exit
+  static ProvenStamps* const proven = new ProvenStamps(process_watch(), 1); // used during exit
   return *proven;
 }
 
@@ -18,8 +29,11 @@ bool ProvenStamps::hold(std::string_view encoded) {
   {
     std::lock_guard<std::mutex> lock(m_mutex);
     auto it = m_sets.find(key);
-    if (it != m_sets.end() && it->second.ticket && m_watch.unchanged_since(*it->second.ticket))
-      return true;
+    if (it != m_sets.end() && it->second.ticket) {
+      std::lock_guard<std::mutex> watching(m_watch->mutex);
+      if (m_watch->files.unchanged_since(*it->second.ticket))
+        return true;
+    }
     if (it == m_sets.end()) {
       if (m_sets.size() >= k_sets || m_bytes + key.size() > k_bytes) {
         m_sets.clear();
@@ -33,7 +47,8 @@ bool ProvenStamps::hold(std::string_view encoded) {
     // Watched first, proven after: a change made between the two is either seen by the stat
     // calls or raises an event that the ticket does not cover.
     if (!set.unwatchable && set.proofs >= m_watch_from) {
-      ticket = m_watch.watch(encoded);
+      std::lock_guard<std::mutex> watching(m_watch->mutex);
+      ticket = m_watch->files.watch(encoded);
       set.unwatchable = !ticket;
     }
     ++set.proofs;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,10 +27,24 @@ namespace jitcache::detail {
 /// Thread-safe.
 class ProvenStamps {
 public:
-  /// `probe` tells which filesystem a directory is on (tests pretend a network one);
-  /// `watch_from`: the proofs by stat alone before a set is watched (watching costs about a
-  /// proof: a set proven once in a process should not pay it).
-  explicit ProvenStamps(FilesystemProbe probe = probe_filesystem, unsigned watch_from = 0);
+  /// An inotify instance (FileWatch) that several ProvenStamps watch through, each call under
+  /// its mutex. An event that concerns one's files makes the others stat theirs once more.
+  struct Watch {
+    explicit Watch(FilesystemProbe probe) : files(probe) {}
+    std::mutex mutex;
+    FileWatch files;
+  };
+
+  /// The process's instance: the process's sets and every Cache's request shortcuts watch through
+  /// it, one of the 128 instances Linux gives a user by default, whatever the Caches.
+  static const std::shared_ptr<Watch>& process_watch();
+
+  /// Watching through `watch`. `watch_from`: the proofs by stat alone before a set is watched
+  /// (watching costs about a proof: a set proven once in a process should not pay it).
+  ProvenStamps(std::shared_ptr<Watch> watch, unsigned watch_from);
+  /// Watching through an instance of its own; `probe` tells which filesystem a directory is on
+  /// (tests pretend a network one).
+  explicit ProvenStamps(FilesystemProbe probe, unsigned watch_from = 0);
 
   /// The process's own, watching from a set's second proof: what remembered scans, manifests and
   /// records are proven by.
@@ -50,8 +65,8 @@ private:
     bool unwatchable = false;                ///< FileWatch declined: stat each time
   };
   const unsigned m_watch_from;
-  mutable std::mutex m_mutex;
-  FileWatch m_watch;
+  mutable std::mutex m_mutex; ///< taken before m_watch's
+  const std::shared_ptr<Watch> m_watch;
   std::unordered_map<std::string, Proven> m_sets;
   std::size_t m_bytes = 0;
   std::uint64_t m_stat_checks = 0;
