@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtc_front_end_gpu import CUPY_WORKLOAD, nvrtc_lib_dir  # noqa: E402
+from rtc_front_end_gpu import CUPY_WORKLOAD, counters, nvrtc_lib_dir  # noqa: E402
 
 TIMED = ("import time as _t, sys as _s\n_t0 = _t.perf_counter()\n" + CUPY_WORKLOAD +
          "\nprint('WORKLOAD_S', _t.perf_counter() - _t0, file=_s.stderr)\n")
@@ -39,17 +39,6 @@ def front_end(build, cache, lib):
             "LD_LIBRARY_PATH": ":".join(filter(None, [lib, os.environ.get("LD_LIBRARY_PATH")]))}
 
 
-def counters(build, cache):
-    done = subprocess.run([f"{build}/tools/jitcache/jitcache", "stats", "--json"],
-                          env={**os.environ, "JITCACHE_DIR": cache}, capture_output=True,
-                          text=True, check=True)
-    for line in done.stdout.splitlines():
-        entry = json.loads(line)
-        if entry.get("backend") == "nvrtc":
-            return entry["hits"], entry["misses"]
-    return 0, 0
-
-
 def main():
     if len(sys.argv) < 3 or any("=" not in a for a in sys.argv[2:]):
         raise SystemExit(__doc__)
@@ -67,9 +56,9 @@ def main():
         for name, build in builds.items():
             with tempfile.TemporaryDirectory() as cache:
                 cold, first_s = run(front_end(build, cache, lib))
-                hits0, misses0 = counters(build, cache)
+                hits0, misses0 = counters(f"{build}/tools/jitcache/jitcache", cache)
                 hot, warm_s = run(front_end(build, cache, lib))
-                hits, misses = counters(build, cache)
+                hits, misses = counters(f"{build}/tools/jitcache/jitcache", cache)
             first[name].append(first_s)
             warm[name].append(warm_s)
             # cumsum varies without the front-end too (rtc_front_end_gpu.py)

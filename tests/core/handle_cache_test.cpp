@@ -3,6 +3,7 @@
 // event), or by stat calls where the files cannot be watched.
 #include "core/engine/handle_cache.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/inotify_instances.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -174,21 +175,10 @@ TEST_F(HandleCacheTest, ARelativePathIsResolvedFromTheCurrentDirectory) {
   EXPECT_FALSE(elsewhere) << "inc/h.h is another file from another directory";
 }
 
-// How many inotify instances this process holds.
-int inotify_instances() {
-  int count = 0;
-  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    if (fs::read_symlink(entry.path(), ec).string() == "anon_inode:inotify")
-      ++count;
-  }
-  return count;
-}
-
 // Every Cache's shortcuts and the process's proven stamps watch through one inotify instance:
 // Linux gives a user 128 by default, and a node of many processes must not use them up.
 TEST_F(HandleCacheTest, EveryCacheAndTheProcessWatchThroughOneInotifyInstance) {
-  const int before = inotify_instances();
+  const int before = test::inotify_instances();
   const std::string stamps = guards();
   HandleCache first;
   HandleCache second;
@@ -197,11 +187,11 @@ TEST_F(HandleCacheTest, EveryCacheAndTheProcessWatchThroughOneInotifyInstance) {
     ASSERT_TRUE(handles->find(request));
     ASSERT_TRUE(handles->find(request));
   }
-  const int watching = inotify_instances();
+  const int watching = test::inotify_instances();
   EXPECT_LE(watching, before + 1);
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(detail::ProvenStamps::process().hold(stamps));
-  EXPECT_EQ(inotify_instances(), watching);
+  EXPECT_EQ(test::inotify_instances(), watching);
   EXPECT_EQ(first.stat_checks(), 1u) << "each Cache counts its own proofs";
   EXPECT_EQ(second.stat_checks(), 1u);
   write(dir.path() / "real/a.h", "int changed;\n");

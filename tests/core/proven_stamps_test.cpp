@@ -3,14 +3,11 @@
 // to any of them must do, wherever it is made, and what a set proven once must not pay.
 #include "core/engine/proven_stamps.hpp"
 #include "core/key/file_stamp.hpp"
+#include "tests/support/inotify_instances.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -31,17 +28,6 @@ using detail::ProvenStamps;
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
-}
-
-// How many inotify instances this process holds.
-int inotify_instances() {
-  int count = 0;
-  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    if (fs::read_symlink(entry.path(), ec).string() == "anon_inode:inotify")
-      ++count;
-  }
-  return count;
 }
 
 // A toolkit-like tree: 12 folders of 25 headers under a folder reached through a symlink (as
@@ -78,9 +64,9 @@ protected:
 
 TEST_F(ProvenStampsTest, ASetIsWatchedFromItsSecondProofAndThenProvenWithoutStatCalls) {
   ProvenStamps proven(detail::probe_filesystem, 1);
-  const int before = inotify_instances();
+  const int before = test::inotify_instances();
   ASSERT_TRUE(proven.hold(stamps));
-  EXPECT_EQ(inotify_instances(), before) << "a set proven once in a process pays no watch";
+  EXPECT_EQ(test::inotify_instances(), before) << "a set proven once in a process pays no watch";
   for (int i = 0; i < 100; ++i)
     ASSERT_TRUE(proven.hold(stamps)) << i;
   EXPECT_EQ(proven.stat_checks(), 2u) << "stat'ed at the first proof and when watched";
