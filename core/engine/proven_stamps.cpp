@@ -24,25 +24,27 @@ ProvenStamps& ProvenStamps::process() {
 }
 
 bool ProvenStamps::hold(std::string_view encoded) {
-  const std::string key(encoded);
   std::optional<FileWatch::Ticket> ticket;
   {
     std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_sets.find(key);
-    if (it != m_sets.end() && it->second.ticket) {
+    auto it = m_sets.find(encoded); // found by the bytes given: no copy of some 50 KB per proof
+    if (it != m_sets.end() && it->second->ticket) {
       std::lock_guard<std::mutex> watching(m_watch->mutex);
-      if (m_watch->files.unchanged_since(*it->second.ticket))
+      if (m_watch->files.unchanged_since(*it->second->ticket))
         return true;
     }
     if (it == m_sets.end()) {
-      if (m_sets.size() >= k_sets || m_bytes + key.size() > k_bytes) {
+      if (m_sets.size() >= k_sets || m_bytes + encoded.size() > k_bytes) {
         m_sets.clear();
         m_bytes = 0;
       }
-      it = m_sets.emplace(key, Proven{}).first;
-      m_bytes += key.size();
+      auto set = std::make_unique<Proven>();
+      set->stamps.assign(encoded);
+      const std::string_view name = set->stamps; // the key views the set's own copy
+      it = m_sets.emplace(name, std::move(set)).first;
+      m_bytes += encoded.size();
     }
-    Proven& set = it->second;
+    Proven& set = *it->second;
     set.ticket.reset();
     // Watched first, proven after: a change made between the two is either seen by the stat
     // calls or raises an event that the ticket does not cover.
@@ -56,11 +58,11 @@ bool ProvenStamps::hold(std::string_view encoded) {
   }
   const bool held = unchanged(encoded);
   std::lock_guard<std::mutex> lock(m_mutex);
-  if (auto it = m_sets.find(key); it != m_sets.end()) {
+  if (auto it = m_sets.find(encoded); it != m_sets.end()) {
     if (held)
-      it->second.ticket = ticket;
+      it->second->ticket = ticket;
     else {
-      m_bytes -= key.size();
+      m_bytes -= encoded.size();
       m_sets.erase(it);
     }
   }

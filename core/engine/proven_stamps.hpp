@@ -60,6 +60,7 @@ private:
   static constexpr std::size_t k_sets = 1024;
   static constexpr std::size_t k_bytes = std::size_t(64) << 20;
   struct Proven {
+    std::string stamps;                      ///< the set, which its key in m_sets views
     unsigned proofs = 0;                     ///< by stat
     std::optional<FileWatch::Ticket> ticket; ///< while watched
     bool unwatchable = false;                ///< FileWatch declined: stat each time
@@ -67,7 +68,7 @@ private:
   const unsigned m_watch_from;
   mutable std::mutex m_mutex; ///< taken before m_watch's
   const std::shared_ptr<Watch> m_watch;
-  std::unordered_map<std::string, Proven> m_sets;
+  std::unordered_map<std::string_view, std::unique_ptr<Proven>> m_sets;
   std::size_t m_bytes = 0;
   std::uint64_t m_stat_checks = 0;
 };
