@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include <atomic>
 #include <filesystem>
 #include <fstream>
