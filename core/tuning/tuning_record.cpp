@@ -3,6 +3,8 @@
 #include "core/support/byte_io.hpp"
 #include "core/tiers/entry_codec.hpp"
 
+#include <cmath>
+
 namespace jitcache::tuning {
 
 using detail::encode_entry;
@@ -38,8 +40,10 @@ template <typename Pairs> bool take_pairs(std::string_view& in, Pairs& pairs) {
   return true;
 }
 
+// Rounded, not truncated: a time read back from whole nanoseconds (to_ms) is often a hair under
+// them as a double, and must store as the same nanoseconds again.
 std::uint64_t to_ns(double ms) {
-  return ms > 0 ? static_cast<std::uint64_t>(ms * 1e6) : 0;
+  return ms > 0 ? static_cast<std::uint64_t>(std::llround(ms * 1e6)) : 0;
 }
 
 double to_ms(std::uint64_t ns) {

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <future>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include <unistd.h>
@@ -125,6 +126,25 @@ TEST(TuningRecordTest, RoundTripsAndIsKeyedByFamilyProblemAndDevice) {
   EXPECT_NE(record_key(family(), k_problem, upgraded), key);
   EXPECT_EQ(defines(family(), {{"UNROLL", "4"}, {"TILE", "16"}, {"X", "1"}}),
             "-D TILE=16 -D UNROLL=4");
+}
+
+// What tune() answers (as_stored) is what a later lookup reads back, bit for bit, for any time:
+// a time stored in whole nanoseconds and read back as milliseconds must not lose one on the way
+// in again (0.03158 ms is 31579.99... ns as a double: truncated, it was stored as 31579).
+TEST(TuningRecordTest, TheAnsweredTimesAreTheStoredTimesExactly) {
+  std::mt19937_64 random(20261127);
+  std::uniform_int_distribution<std::uint64_t> ns(1, 10'000'000'000ull);
+  for (int trial = 0; trial < 20000; ++trial) {
+    Record r = sample_record();
+    r.best_ms = static_cast<double>(ns(random)) / 1e6;
+    r.default_ms = trial == 0 ? 0.03158 : static_cast<double>(ns(random)) / 1e6;
+    const Record answered = as_stored(r);
+    auto back = decode_record(key_of(r), encode_record(answered));
+    ASSERT_TRUE(back) << back.error().message;
+    ASSERT_EQ(back->best_ms, answered.best_ms) << trial;
+    ASSERT_EQ(back->default_ms, answered.default_ms) << trial;
+    ASSERT_EQ(answered.best_ms, r.best_ms) << trial; // whole nanoseconds already
+  }
 }
 
 TEST(TuningRecordTest, EveryFlippedByteIsRefusedNeverACrash) {
