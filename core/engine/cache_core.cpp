@@ -397,25 +397,53 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
                      const std::function<void(const RecordView&)>& use) {
   if (!user_usable(backend))
     return false;
-  bool used = false;
   remember_what_was_made(&name);
-  // Remembered by this process, not written yet.
-  const std::optional<std::string> unsaved = m_records.unsaved(name);
-  if (unsaved) {
-    if (auto record = view_record(*unsaved)) {
-      use(*record);
+  // `take` on the bytes stored under `of` that it takes (an intact record): those remembered by
+  // this process and not written yet come first, then the user tier's, in place.
+  const auto stored = [&](const Digest& of, const std::function<bool(std::string_view)>& take) {
+    if (const std::optional<std::string> unsaved = m_records.unsaved(of); unsaved && take(*unsaved))
       return true;
-    }
-  }
-  auto seen = m_tiers.user()->visit_record(name, [&](std::string_view bytes) {
-    if (auto record = view_record(bytes)) {
+    bool taken = false;
+    auto seen =
+        m_tiers.user()->visit_record(of, [&](std::string_view bytes) { taken = take(bytes); });
+    if (!seen) // the key is built from the files instead
+      mark_dead(*m_tiers.user_tier(), seen.error());
+    return taken;
+  };
+  std::optional<Record>
+      named; // a record that names parts, copied: read once out of the tier's read
+  const bool found = stored(name, [&](std::string_view bytes) {
+    auto record = view_record(bytes);
+    if (record && (record->guards_part || record->payload_part))
+      named = Record{std::string(record->guards), std::string(record->payload), record->guards_part,
+                     record->payload_part};
+    else if (record)
       use(*record);
-      used = true;
-    }
+    return record.has_value();
   });
-  if (!seen) // the key is built from the files instead
-    mark_dead(*m_tiers.user_tier(), seen.error());
-  return used;
+  if (!found || !named)
+    return found;
+  const auto whole =
+      with_parts(RecordView{named->guards, named->payload, named->guards_part, named->payload_part},
+                 [&](const Digest& part) {
+                   std::optional<std::string> bytes;
+                   stored(part, [&](std::string_view in) {
+                     bytes.emplace(in);
+                     return true;
+                   });
+                   return bytes;
+                 });
+  if (!whole)
+    return false;
+  use(RecordView{whole->guards, whole->payload, std::nullopt, std::nullopt});
+  return true;
+}
+
+bool CacheCore::claim_part(const Digest& part) {
+  const std::lock_guard<std::mutex> lock(m_parts_mutex);
+  if (m_claimed_parts.size() >= k_claimed_parts)
+    m_claimed_parts.clear();
+  return m_claimed_parts.insert(part).second;
 }
 
 void CacheCore::remember(const std::string& backend, const Digest& name, const Record& record) {

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace jitcache::detail {
@@ -142,7 +143,9 @@ public:
   std::optional<Record> recall(const std::string& backend, const Digest& name);
   /// Like recall(), without checking the stamps (the caller does: PendingKey) or copying: runs
   /// `use` on the intact record in place (one this process remembered and has not written yet
-  /// comes first, a copy of it), and says whether it did. `use` must not call the Cache.
+  /// comes first, a copy of it), and says whether it did. A record that names parts is given
+  /// whole (a copy, its parts read the same way), and not at all when one is missing or damaged.
+  /// `use` must not call the Cache.
   bool peek(const std::string& backend, const Digest& name,
             const std::function<void(const RecordView&)>& use);
   /// Remembered records held unwritten are written in the background once they reach this
@@ -153,6 +156,14 @@ public:
   /// background, all held so far in one write, once they reach k_unsaved_record_bytes). Best
   /// effort: a failed write is warned about (once per error) and forgotten.
   void remember(const std::string& backend, const Digest& name, const Record& record);
+  /// Whether `part` (a part of manifests: see Record) is new to this Cache, which takes note: the
+  /// caller then remembers it with the record that names it, and the next manifest that names
+  /// it does not (parts are shared by every manifest built from the same files). A part that was
+  /// not written after all (a full disk, records dropped by eviction) leaves the manifests that
+  /// name it unusable, never wrong: peek() finds no record, and the key is built from the files.
+  /// Bounded: past k_claimed_parts, every part is new again. Thread-safe.
+  bool claim_part(const Digest& part);
+  static constexpr std::size_t k_claimed_parts = 4096;
   /// Records (name, record) that another thread is making, remembered as remember() does once
   /// `made` is ready: this machine's manifest of a key that a package's portable manifest proved,
   /// made after the request was answered (PendingKey). `name` is the one the request peeks
@@ -263,6 +274,8 @@ private:
   SingleFlight<Digest, Expected<Flight>> m_compiles;
 
   RecordBuffer m_records; ///< the counters and remembered records, until flush writes them
+  std::mutex m_parts_mutex;
+  std::unordered_set<Digest> m_claimed_parts; ///< claim_part()'s
   std::mutex m_making_mutex;
   std::vector<Making> m_making; ///< remember_made()'s, not remembered yet
   /// Last: its destructor waits for background tasks that use the members above.

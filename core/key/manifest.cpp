@@ -11,14 +11,19 @@
 
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 
 namespace jitcache::detail {
 
 namespace {
 
 constexpr std::string_view k_record_magic = "JCR1";
+// A record that names a part: a byte saying which (bit 0 the guards, bit 1 the payload), then the
+// guards and the payload, each sized, a part by its digest's 32 bytes.
+constexpr std::string_view k_parted_magic = "JCR2";
 // Stamps worth checking on a thread of their own: about 70 (some 50 bytes each) take longer to
 // stat than a thread takes to start (0.06 to 0.1 ms in a CUDA process on an H200 host).
 constexpr std::size_t k_background_bytes = 4096;
@@ -29,15 +34,53 @@ constexpr std::size_t k_background_portable_bytes = 16384;
 
 std::string encode_record(const Record& record) {
   std::string body;
-  append_sized(body, record.guards);
-  append_sized(body, record.payload);
-  return seal(k_record_magic, body);
+  if (!record.guards_part && !record.payload_part) {
+    append_sized(body, record.guards);
+    append_sized(body, record.payload);
+    return seal(k_record_magic, body);
+  }
+  body.push_back(static_cast<char>((record.guards_part ? 1 : 0) | (record.payload_part ? 2 : 0)));
+  const auto append = [&](const std::optional<Digest>& part, const std::string& bytes) {
+    if (part)
+      append_sized(body, std::string_view(reinterpret_cast<const char*>(part->bytes.data()),
+                                          part->bytes.size()));
+    else
+      append_sized(body, bytes);
+  };
+  append(record.guards_part, record.guards);
+  append(record.payload_part, record.payload);
+  return seal(k_parted_magic, body);
 }
 
 std::optional<RecordView> view_record(std::string_view bytes) {
-  auto in = unseal(k_record_magic, bytes);
   RecordView record;
-  if (!in || !take_sized(*in, record.guards) || !take_sized(*in, record.payload) || !in->empty())
+  if (auto in = unseal(k_record_magic, bytes)) {
+    if (!take_sized(*in, record.guards) || !take_sized(*in, record.payload) || !in->empty())
+      return std::nullopt;
+    return record;
+  }
+  auto in = unseal(k_parted_magic, bytes);
+  if (!in || in->empty())
+    return std::nullopt;
+  const auto which = static_cast<unsigned char>(in->front());
+  in->remove_prefix(1);
+  if (which == 0 || which > 3)
+    return std::nullopt;
+  const auto take = [&](bool is_part, std::string_view& field, std::optional<Digest>& part) {
+    if (!take_sized(*in, field))
+      return false;
+    if (!is_part)
+      return true;
+    Digest digest;
+    if (field.size() != digest.bytes.size())
+      return false;
+    std::copy(field.begin(), field.end(), digest.bytes.begin());
+    part = digest;
+    field = {};
+    return true;
+  };
+  if (!take(which & 1, record.guards, record.guards_part) ||
+      !take(which & 2, record.payload, record.payload_part) || !in->empty())
     return std::nullopt;
   return record;
 }
@@ -46,7 +89,29 @@ std::optional<Record> decode_record(std::string_view bytes) {
   auto view = view_record(bytes);
   if (!view)
     return std::nullopt;
-  return Record{std::string(view->guards), std::string(view->payload)};
+  return Record{std::string(view->guards), std::string(view->payload), view->guards_part,
+                view->payload_part};
+}
+
+Digest part_name(std::string_view bytes) {
+  return record_name("part", {bytes});
+}
+
+std::optional<Record>
+with_parts(const RecordView& view,
+           const std::function<std::optional<std::string>(const Digest&)>& read) {
+  Record whole{std::string(view.guards), std::string(view.payload), std::nullopt, std::nullopt};
+  for (auto [part, into] : {std::pair{&view.guards_part, &whole.guards},
+                            std::pair{&view.payload_part, &whole.payload}}) {
+    if (!*part)
+      continue;
+    auto bytes = read(**part);
+    auto held = bytes ? view_record(*bytes) : std::nullopt;
+    if (!held || held->guards_part || held->payload_part || !held->guards.empty())
+      return std::nullopt;
+    *into = held->payload;
+  }
+  return whole;
 }
 
 std::string encode_key(const Key& key) {
@@ -87,13 +152,68 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace {
 
+// The names of a manifest's parts (see Record): its guards' and its paths'.
+struct PartNames {
+  Digest guards, paths;
+};
+
+// The part names of the scans this process remembers (Dependencies::vouched), so that the
+// kernels built from one scan after the first hash neither its guards nor its paths again (for
+// CuPy's headers, some 50 KB each). Bounded: past k_known, forgotten.
+class KnownParts {
+public:
+  static KnownParts& instance() {
+    static KnownParts* const known = new KnownParts; // never destroyed: used during exit
+    return *known;
+  }
+  std::optional<PartNames> find(const Dependencies::Vouched* scan) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    auto it = m_names.find(scan);
+    return it == m_names.end() ? std::nullopt : std::optional(it->second.second);
+  }
+  void add(std::shared_ptr<const Dependencies::Vouched> scan, const PartNames& names) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_names.size() >= k_known)
+      m_names.clear();
+    const auto* at = scan.get(); // held below: no other scan comes to have this address
+    m_names[at] = {std::move(scan), names};
+  }
+
+private:
+  static constexpr std::size_t k_known = 64;
+  std::mutex m_mutex;
+  std::unordered_map<const Dependencies::Vouched*,
+                     std::pair<std::shared_ptr<const Dependencies::Vouched>, PartNames>>
+      m_names;
+};
+
 // The records that remember a key under `name` (a manifest): the key (encode_key()) with the
 // stamps that vouch for it, and beside it the paths of its files (encode_paths()), from which
-// `jitcache export` makes its portable manifest.
-CacheCore::Made manifest_records(const Digest& name, std::string guards, std::string key,
-                                 std::string paths) {
-  return {{name, Record{std::move(guards), std::move(key)}},
-          {paths_name(name), Record{{}, std::move(paths)}}};
+// `jitcache export` makes its portable manifest. The stamps and the paths are parts, themselves
+// among the records only where `core` (when given) has not remembered them yet, and before the
+// records that name them.
+CacheCore::Made manifest_records(CacheCore* core, const Digest& name, std::string guards,
+                                 std::string key, const Dependencies& deps) {
+  std::optional<std::string> paths;
+  std::optional<PartNames> names =
+      deps.vouched ? KnownParts::instance().find(deps.vouched.get()) : std::nullopt;
+  if (!names) {
+    paths = encode_paths(deps);
+    names = PartNames{part_name(guards), part_name(*paths)};
+    if (deps.vouched)
+      KnownParts::instance().add(deps.vouched, *names);
+  }
+  CacheCore::Made made;
+  if (!core || core->claim_part(names->guards))
+    made.push_back({names->guards, Record{{}, std::move(guards)}});
+  if (!core || core->claim_part(names->paths)) {
+    if (!paths)
+      paths = encode_paths(deps);
+    made.push_back({names->paths, Record{{}, std::move(*paths)}});
+  }
+  made.push_back({name, Record{{}, std::move(key), names->guards, std::nullopt}});
+  made.push_back({paths_name(name), Record{{}, {}, std::nullopt, names->paths}});
+  return made;
 }
 
 } // namespace
@@ -123,7 +243,7 @@ struct PendingKey::Check {
     auto stamps = guards_of(*proven, clock);
     if (!stamps)
       return {};
-    return manifest_records(name, std::move(*stamps), key, encode_paths(*proven));
+    return manifest_records(nullptr, name, std::move(*stamps), key, *proven);
   }
   bool worth_a_thread() const {
     return portable ? portable->size() >= k_background_portable_bytes
@@ -206,8 +326,8 @@ Expected<GuardedKey> PendingKey::settle() {
     if (held) {
       CacheCore::Made made = m_check->made_here();
       GuardedKey out{std::move(*m_key), std::nullopt, true};
-      if (!made.empty())
-        out.guards = made.front().second.guards;
+      if (!made.empty()) // made without a Cache: the guards' part comes first
+        out.guards = made.front().second.payload;
       remember(made);
       return out;
     }
@@ -221,7 +341,7 @@ Expected<GuardedKey> PendingKey::settle() {
   // cost more than building it.
   const bool from_files = !deps.read.empty() || !deps.absent.empty() || !deps.listed.empty();
   if (out.guards && m_recall && from_files)
-    remember(manifest_records(m_name, *out.guards, encode_key(out.key), encode_paths(deps)));
+    remember(manifest_records(&m_core, m_name, *out.guards, encode_key(out.key), deps));
   return out;
 }
 

@@ -25,22 +25,42 @@ class CacheCore;
 // The user tier remembers, per request, the key and the stamps of the files it was built from;
 // a later process that finds every stamp unchanged takes the key without reading a file.
 
-/// A remembered value and the stamps that vouch for it.
+/// A remembered value and the stamps that vouch for it. Either may be held by a part instead: the
+/// record named `guards_part` (`payload_part`), whose payload it is (see part_name). The
+/// manifests of the keys built from one scan (CuPy's 51 kernels share 4) have the same guards
+/// and the same paths, tens of KB each: stored once as parts, named by each manifest.
 struct Record {
-  std::string guards; ///< encode_stamps()
-  std::string payload;
+  Record(std::string guards = {}, std::string payload = {},
+         std::optional<Digest> guards_part = std::nullopt,
+         std::optional<Digest> payload_part = std::nullopt)
+      : guards(std::move(guards)), payload(std::move(payload)), guards_part(guards_part),
+        payload_part(payload_part) {}
+  std::string guards;  ///< encode_stamps(); empty when guards_part is set
+  std::string payload; ///< empty when payload_part is set
+  std::optional<Digest> guards_part, payload_part;
 };
 
 /// A record read in place: views into its stored bytes.
 struct RecordView {
   std::string_view guards, payload;
+  std::optional<Digest> guards_part, payload_part;
 };
 
-/// The stored form of a record (magic, XXH3 checksum, stamps, payload) and back, in place or
-/// copied; nullopt on bytes that are not a whole, intact record.
+/// The stored form of a record (magic, XXH3 checksum, stamps, payload; another magic when a part
+/// is named) and back, in place or copied; nullopt on bytes that are not a whole, intact record.
 std::string encode_record(const Record& record);
 std::optional<RecordView> view_record(std::string_view bytes);
 std::optional<Record> decode_record(std::string_view bytes);
+
+/// The name of the part that holds `bytes`: record_name() of kind "part", so that equal bytes
+/// share one part and no other record's name meets it.
+Digest part_name(std::string_view bytes);
+/// The record `view` whole: each part it names read through `read` (the stored bytes of the record
+/// of that name, nullopt when there is none), its payload taken. nullopt when a part is missing
+/// or not an intact record without parts of its own: the caller then has no record at all.
+std::optional<Record>
+with_parts(const RecordView& view,
+           const std::function<std::optional<std::string>(const Digest&)>& read);
 
 /// A key's stored form (digest, backend, stored fields) and back; nullopt on malformed bytes.
 /// The decoded key has no `fields`, only `stored_fields`: that is all a lookup compares, and

@@ -5,6 +5,7 @@
 #include "core/key/manifest.hpp"
 #include "core/key/portable_manifest.hpp"
 #include "core/support/log.hpp"
+#include "core/support/sealed_bytes.hpp"
 #include "core/tiers/packages/package_format.hpp"
 #include "core/tiers/packages/package_target.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
@@ -23,6 +24,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -436,6 +440,168 @@ TEST_F(ManifestTest, ADamagedRecordIsBuiltAgainAndReplaced) {
   EXPECT_FALSE(again.recalled) << "a record that fails its checksum is not used";
   EXPECT_EQ(again.key.digest, first.digest);
   EXPECT_TRUE(key(source).recalled) << "and was replaced";
+}
+
+// The records of a user tier, by name, decoded (nullopt: not a record).
+std::map<Digest, std::optional<detail::Record>> records_in(const fs::path& cache_dir) {
+  std::map<Digest, std::optional<detail::Record>> out;
+  auto store = LmdbStore::open(cache_dir / "v1", true).value();
+  EXPECT_TRUE(store->for_each_record([&](const Digest& name, std::string_view bytes) {
+    out[name] = detail::decode_record(bytes);
+  }));
+  return out;
+}
+
+// CuPy's 51 kernels share 4 scans of a thousand headers: their manifests have the same guards and
+// the same paths, stored once as parts that each manifest names (tens of KB each, written and
+// encoded once instead of once per kernel). 12 kernels of one scan in one process, then each
+// recalled by a new one.
+TEST_F(ManifestTest, TheKernelsOfOneScanStoreTheirGuardsAndPathsOnce) {
+  std::string includes;
+  for (int i = 0; i < 60; ++i) {
+    write(dir.path() / "second" / ("h" + std::to_string(i) + ".h"),
+          "int h" + std::to_string(i) + ";\n");
+    includes += "#include <h" + std::to_string(i) + ".h>\n";
+  }
+  let_stamps_settle();
+  const auto source = [&](int k) {
+    return includes + "kernel void k" + std::to_string(k) + "() {}\n";
+  };
+  std::vector<detail::GuardedKey> built;
+  {
+    Cache cache(config()); // one process
+    detail::core_of(cache).set_stamp_clock(clock.clock());
+    for (int k = 0; k < 12; ++k)
+      built.push_back(*detail::manifest_key(detail::core_of(cache), "opencl",
+                                            detail::record_name("test key", {source(k)}),
+                                            build(source(k))));
+  }
+  ASSERT_TRUE(built[0].guards);
+  EXPECT_GT(built[0].guards->size(), 2000u);
+  const auto records = records_in(dir.path() / "cache");
+  std::size_t parts = 0, bytes = 0;
+  std::set<std::optional<Digest>> guards_parts, paths_parts;
+  for (int k = 0; k < 12; ++k) {
+    const Digest name = detail::record_name("test key", {source(k)});
+    ASSERT_TRUE(records.count(name) && records.at(name)) << k;
+    EXPECT_TRUE(records.at(name)->guards.empty()) << k;
+    guards_parts.insert(records.at(name)->guards_part);
+    ASSERT_TRUE(records.count(detail::paths_name(name)) && records.at(detail::paths_name(name)));
+    paths_parts.insert(records.at(detail::paths_name(name))->payload_part);
+  }
+  ASSERT_EQ(guards_parts.size(), 1u) << "every manifest names one guards' part";
+  ASSERT_EQ(paths_parts.size(), 1u) << "and one paths' part";
+  ASSERT_TRUE(*guards_parts.begin() && *paths_parts.begin());
+  std::size_t part_bytes = 0;
+  for (const auto& [name, record] : records) {
+    ASSERT_TRUE(record);
+    const std::size_t size = detail::encode_record(*record).size();
+    bytes += size;
+    const bool part = name == **guards_parts.begin() || name == **paths_parts.begin();
+    parts += part;
+    part_bytes += part ? size : 0;
+  }
+  EXPECT_EQ(parts, 2u);
+  EXPECT_EQ(records.size(), 12u * 2 + 2) << "a manifest and its paths per kernel, 2 parts";
+  EXPECT_EQ(records.at(**guards_parts.begin())->payload, *built[0].guards);
+  EXPECT_GT(part_bytes, 2 * built[0].guards->size());
+  EXPECT_LT(bytes, part_bytes + 12 * (built[0].key.stored_fields.size() + 200))
+      << "the guards and the paths once, not once per kernel";
+
+  for (int k = 0; k < 12; ++k) {
+    const auto recalled = key(source(k)); // a new process each
+    EXPECT_TRUE(recalled.recalled) << k;
+    EXPECT_EQ(recalled.key.digest, built[k].key.digest) << k;
+    EXPECT_EQ(recalled.guards, built[k].guards) << k;
+  }
+  EXPECT_EQ(builds, 12);
+}
+
+// A part is found by its name in every manifest that needs it, so damage to it (bytes flipped
+// anywhere, a value that is not a record, one that names parts itself, a record of other
+// bytes) must leave every manifest naming it unused: each key is built again, the same, and
+// remembered with its parts again for the next process.
+TEST_F(ManifestTest, AManifestWhosePartIsDamagedIsBuiltAgainAndReplaced) {
+  std::string source;
+  for (int i = 0; i < 20; ++i) {
+    write(dir.path() / "second" / ("h" + std::to_string(i) + ".h"), "int h;\n");
+    source += "#include <h" + std::to_string(i) + ".h>\n";
+  }
+  let_stamps_settle();
+  const detail::GuardedKey first = key(source);
+  const Digest name = detail::record_name("test key", {source});
+  const auto records = records_in(dir.path() / "cache");
+  ASSERT_TRUE(records.at(name) && records.at(name)->guards_part);
+  const Digest part = *records.at(name)->guards_part;
+  const std::string good = detail::encode_record(*records.at(part));
+  std::mt19937 random(7);
+  std::vector<std::pair<std::string, std::string>> damages = {
+      {"not a record", "not a record"},
+      {"names a part itself", detail::encode_record({{}, {}, std::nullopt, part})},
+      {"holds guards", detail::encode_record({records.at(part)->payload, "x"})},
+      {"empty", ""}};
+  for (int trial = 0; trial < 12; ++trial) {
+    std::string bytes = good;
+    bytes[random() % bytes.size()] ^= static_cast<char>(1 + random() % 255);
+    damages.push_back({"a byte flipped", bytes});
+  }
+  damages.push_back({"truncated", good.substr(0, good.size() - 1)});
+  for (const auto& [what, bytes] : damages) {
+    SCOPED_TRACE(what);
+    {
+      auto store = LmdbStore::open(dir.path() / "cache" / "v1", false).value();
+      ASSERT_TRUE(store->put_records({{part, bytes}}));
+    }
+    const int before = builds;
+    const auto again = key(source);
+    EXPECT_FALSE(again.recalled);
+    EXPECT_EQ(builds, before + 1);
+    EXPECT_EQ(again.key.digest, first.key.digest);
+    const auto next = key(source);
+    EXPECT_TRUE(next.recalled) << "the part was written again";
+    EXPECT_EQ(next.guards, first.guards);
+  }
+}
+
+// A record that names parts: round trips for each way, and every truncation, every flipped byte
+// and every other "which parts" byte is refused.
+TEST(RecordCodec, ARecordNamingPartsRoundTripsAndRefusesDamage) {
+  const Digest guards = Digest::of("guards"), payload = Digest::of("payload");
+  for (const detail::Record& record : {detail::Record{{}, "key", guards, std::nullopt},
+                                       detail::Record{"stamps", {}, std::nullopt, payload},
+                                       detail::Record{{}, {}, guards, payload}}) {
+    const std::string bytes = detail::encode_record(record);
+    auto back = detail::decode_record(bytes);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->guards, record.guards);
+    EXPECT_EQ(back->payload, record.payload);
+    EXPECT_EQ(back->guards_part, record.guards_part);
+    EXPECT_EQ(back->payload_part, record.payload_part);
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      EXPECT_FALSE(detail::decode_record(bytes.substr(0, n))) << n;
+      for (int bit = 0; bit < 8; ++bit) {
+        std::string flipped = bytes;
+        flipped[n] ^= static_cast<char>(1 << bit);
+        EXPECT_FALSE(detail::decode_record(flipped)) << n << " " << bit;
+      }
+    }
+  }
+  // Sealed right, with a "which" byte that names nothing or what is not there.
+  std::string body;
+  body.push_back(1);
+  detail::append_sized(body, std::string_view("too short for a digest"));
+  detail::append_sized(body, std::string_view("key"));
+  EXPECT_FALSE(detail::decode_record(detail::seal("JCR2", body)));
+  for (char which : {0, 4, 5}) {
+    std::string other;
+    other.push_back(which);
+    detail::append_sized(other, std::string_view("stamps"));
+    detail::append_sized(other, std::string_view("key"));
+    EXPECT_FALSE(detail::decode_record(detail::seal("JCR2", other))) << int(which);
+  }
+  EXPECT_EQ(detail::part_name("a"), detail::part_name("a"));
+  EXPECT_NE(detail::part_name("a"), detail::part_name("b"));
+  EXPECT_NE(detail::part_name("a"), detail::record_name("test key", {"a"}));
 }
 
 TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
