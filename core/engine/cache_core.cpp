@@ -410,33 +410,38 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
       mark_dead(*m_tiers.user_tier(), seen.error());
     return taken;
   };
-  std::optional<Record>
-      named; // a record that names parts, copied: read once out of the tier's read
+  std::optional<Digest> guards_part, payload_part; // of a record that names parts
   const bool found = stored(name, [&](std::string_view bytes) {
     auto record = view_record(bytes);
-    if (record && (record->guards_part || record->payload_part))
-      named = Record{std::string(record->guards), std::string(record->payload), record->guards_part,
-                     record->payload_part};
-    else if (record)
+    if (record && (record->guards_part || record->payload_part)) {
+      guards_part = record->guards_part;
+      payload_part = record->payload_part;
+    } else if (record) {
       use(*record);
+    }
     return record.has_value();
   });
-  if (!found || !named)
+  if (!found || (!guards_part && !payload_part))
     return found;
-  const auto whole =
-      with_parts(RecordView{named->guards, named->payload, named->guards_part, named->payload_part},
-                 [&](const Digest& part) {
-                   std::optional<std::string> bytes;
-                   stored(part, [&](std::string_view in) {
-                     bytes.emplace(in);
-                     return true;
-                   });
-                   return bytes;
-                 });
-  if (!whole)
-    return false;
-  use(RecordView{whole->guards, whole->payload, std::nullopt, std::nullopt});
-  return true;
+  // Its parts copied (each out of the tier's read), then the record read again in place: it is
+  // used only if it still names the same parts.
+  std::optional<std::string> guards, payload;
+  for (auto [part, into] : {std::pair{&guards_part, &guards}, std::pair{&payload_part, &payload}})
+    if (*part && !stored(**part, [into = into](std::string_view bytes) {
+          auto held = part_bytes(bytes);
+          if (held)
+            into->emplace(*held);
+          return held.has_value();
+        }))
+      return false;
+  return stored(name, [&](std::string_view bytes) {
+    auto record = view_record(bytes);
+    if (!record || record->guards_part != guards_part || record->payload_part != payload_part)
+      return false;
+    use(RecordView{guards ? *guards : record->guards, payload ? *payload : record->payload,
+                   std::nullopt, std::nullopt});
+    return true;
+  });
 }
 
 bool CacheCore::claim_part(const Digest& part) {

@@ -97,6 +97,13 @@ Digest part_name(std::string_view bytes) {
   return record_name("part", {bytes});
 }
 
+std::optional<std::string_view> part_bytes(std::string_view stored) {
+  auto held = view_record(stored);
+  if (!held || held->guards_part || held->payload_part || !held->guards.empty())
+    return std::nullopt;
+  return held->payload;
+}
+
 std::optional<Record>
 with_parts(const RecordView& view,
            const std::function<std::optional<std::string>(const Digest&)>& read) {
@@ -106,10 +113,10 @@ with_parts(const RecordView& view,
     if (!*part)
       continue;
     auto bytes = read(**part);
-    auto held = bytes ? view_record(*bytes) : std::nullopt;
-    if (!held || held->guards_part || held->payload_part || !held->guards.empty())
+    auto held = bytes ? part_bytes(*bytes) : std::nullopt;
+    if (!held)
       return std::nullopt;
-    *into = held->payload;
+    *into = *held;
   }
   return whole;
 }

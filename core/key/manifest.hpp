@@ -55,6 +55,9 @@ std::optional<Record> decode_record(std::string_view bytes);
 /// The name of the part that holds `bytes`: record_name() of kind "part", so that equal bytes
 /// share one part and no other record's name meets it.
 Digest part_name(std::string_view bytes);
+/// What the part stored as `stored` holds (its record's payload, in place); nullopt when `stored`
+/// is not an intact record of a part (one with guards, or naming parts of its own).
+std::optional<std::string_view> part_bytes(std::string_view stored);
 /// The record `view` whole: each part it names read through `read` (the stored bytes of the record
 /// of that name, nullopt when there is none), its payload taken. nullopt when a part is missing
 /// or not an intact record without parts of its own: the caller then has no record at all.
