@@ -7,6 +7,7 @@
 
 #include "core/config/config_table.hpp"
 #include "core/key/key_fields.hpp"
+#include "core/key/known_parts.hpp"
 #include "core/support/clock.hpp"
 #include "core/support/fork_guard.hpp"
 #include "core/support/log.hpp"
@@ -410,38 +411,40 @@ bool CacheCore::peek(const std::string& backend, const Digest& name,
       mark_dead(*m_tiers.user_tier(), seen.error());
     return taken;
   };
-  std::optional<Digest> guards_part, payload_part; // of a record that names parts
-  const bool found = stored(name, [&](std::string_view bytes) {
+  // A record that names parts is used with the bytes this process knows of them (KnownParts), in
+  // place; the parts it does not know yet are read (each out of the tier's read, copied), and
+  // the record read again.
+  std::vector<Digest> unknown;
+  bool used = false;
+  const auto take = [&](std::string_view bytes) {
     auto record = view_record(bytes);
-    if (record && (record->guards_part || record->payload_part)) {
-      guards_part = record->guards_part;
-      payload_part = record->payload_part;
-    } else if (record) {
-      use(*record);
+    if (!record)
+      return false;
+    std::shared_ptr<const std::string> parts[2];
+    for (int i = 0; i < 2; ++i)
+      if (const auto& part = i == 0 ? record->guards_part : record->payload_part)
+        if (!(parts[i] = KnownParts::process().bytes(*part)))
+          unknown.push_back(*part);
+    if (unknown.empty()) {
+      use(RecordView{parts[0] ? *parts[0] : record->guards, parts[1] ? *parts[1] : record->payload,
+                     std::nullopt, std::nullopt});
+      used = true;
     }
-    return record.has_value();
-  });
-  if (!found || (!guards_part && !payload_part))
-    return found;
-  // Its parts copied (each out of the tier's read), then the record read again in place: it is
-  // used only if it still names the same parts.
-  std::optional<std::string> guards, payload;
-  for (auto [part, into] : {std::pair{&guards_part, &guards}, std::pair{&payload_part, &payload}})
-    if (*part && !stored(**part, [into = into](std::string_view bytes) {
+    return true;
+  };
+  if (!stored(name, take) || unknown.empty())
+    return used;
+  for (const Digest& part : unknown)
+    if (!stored(part, [&](std::string_view bytes) {
           auto held = part_bytes(bytes);
           if (held)
-            into->emplace(*held);
+            KnownParts::process().add_bytes(part, std::make_shared<const std::string>(*held));
           return held.has_value();
         }))
       return false;
-  return stored(name, [&](std::string_view bytes) {
-    auto record = view_record(bytes);
-    if (!record || record->guards_part != guards_part || record->payload_part != payload_part)
-      return false;
-    use(RecordView{guards ? *guards : record->guards, payload ? *payload : record->payload,
-                   std::nullopt, std::nullopt});
-    return true;
-  });
+  unknown.clear();
+  stored(name, take);
+  return used;
 }
 
 bool CacheCore::claim_part(const Digest& part) {

@@ -2,6 +2,7 @@
 
 #include "core/engine/cache_core.hpp"
 #include "core/engine/proven_stamps.hpp"
+#include "core/key/known_parts.hpp"
 #include "core/key/portable_manifest.hpp"
 #include "core/key/sha256.hpp"
 #include "core/support/byte_io.hpp"
@@ -11,10 +12,8 @@
 
 #include <filesystem>
 #include <future>
-#include <mutex>
 #include <system_error>
 #include <thread>
-#include <unordered_map>
 
 namespace jitcache::detail {
 
@@ -159,41 +158,6 @@ std::string fields_text(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace {
 
-// The names of a manifest's parts (see Record): its guards' and its paths'.
-struct PartNames {
-  Digest guards, paths;
-};
-
-// The part names of the scans this process remembers (Dependencies::vouched), so that the
-// kernels built from one scan after the first hash neither its guards nor its paths again (for
-// CuPy's headers, some 50 KB each). Bounded: past k_known, forgotten.
-class KnownParts {
-public:
-  static KnownParts& instance() {
-    static KnownParts* const known = new KnownParts; // never destroyed: used during exit
-    return *known;
-  }
-  std::optional<PartNames> find(const Dependencies::Vouched* scan) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_names.find(scan);
-    return it == m_names.end() ? std::nullopt : std::optional(it->second.second);
-  }
-  void add(std::shared_ptr<const Dependencies::Vouched> scan, const PartNames& names) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    if (m_names.size() >= k_known)
-      m_names.clear();
-    const auto* at = scan.get(); // held below: no other scan comes to have this address
-    m_names[at] = {std::move(scan), names};
-  }
-
-private:
-  static constexpr std::size_t k_known = 64;
-  std::mutex m_mutex;
-  std::unordered_map<const Dependencies::Vouched*,
-                     std::pair<std::shared_ptr<const Dependencies::Vouched>, PartNames>>
-      m_names;
-};
-
 // The records that remember a key under `name` (a manifest): the key (encode_key()) with the
 // stamps that vouch for it, and beside it the paths of its files (encode_paths()), from which
 // `jitcache export` makes its portable manifest. The stamps and the paths are parts, themselves
@@ -203,12 +167,12 @@ CacheCore::Made manifest_records(CacheCore* core, const Digest& name, std::strin
                                  std::string key, const Dependencies& deps) {
   std::optional<std::string> paths;
   std::optional<PartNames> names =
-      deps.vouched ? KnownParts::instance().find(deps.vouched.get()) : std::nullopt;
+      deps.vouched ? KnownParts::process().names(deps.vouched.get()) : std::nullopt;
   if (!names) {
     paths = encode_paths(deps);
     names = PartNames{part_name(guards), part_name(*paths)};
     if (deps.vouched)
-      KnownParts::instance().add(deps.vouched, *names);
+      KnownParts::process().add_names(deps.vouched, *names);
   }
   CacheCore::Made made;
   if (!core || core->claim_part(names->guards))
