@@ -302,6 +302,9 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
     }
     files = KnownScans::instance().remember(id, std::move(made));
   }
+  // The headers, and room for the fields a backend adds after them (identities, name
+  // expressions) without growing the fields once more.
+  builder.reserve(files->headers.size() + 64);
   for (const FileFields::Header& h : files->headers)
     if (in.contents)
       builder.header(h.name, h.content, h.path);

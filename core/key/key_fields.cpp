@@ -68,8 +68,15 @@ private:
 } // namespace
 
 std::string stored_value(std::string_view value) {
-  return value.size() <= k_inline_value_limit ? std::string(value)
-                                              : StoredDigests::instance().of(value);
+  std::string buffer;
+  return std::string(stored_value(value, buffer));
+}
+
+std::string_view stored_value(std::string_view value, std::string& buffer) {
+  if (value.size() <= k_inline_value_limit)
+    return value;
+  buffer = StoredDigests::instance().of(value);
+  return buffer;
 }
 
 void append_stored_field(std::string& out, const KeyField& field, std::string_view stored) {

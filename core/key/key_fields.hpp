@@ -19,6 +19,9 @@ std::string encode_key_fields(const std::vector<KeyField>& fields);
 /// bytes as it is, a longer one as "sha256:<hex>" of it. A long value seen before in the process
 /// (a header every kernel includes) is found again by its bytes rather than hashed again.
 std::string stored_value(std::string_view value);
+/// The same without a copy of a value that is its own stored form (up to 128 bytes): a view of
+/// `value`, else of `buffer`, which holds the digest's form.
+std::string_view stored_value(std::string_view value, std::string& buffer);
 
 /// Appends `field` to `out` in encode_key_fields()'s form, its value given as `stored`
 /// (stored_value(field.value), computed once by a caller that also hashes it).
