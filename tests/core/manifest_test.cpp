@@ -529,6 +529,29 @@ TEST_F(ManifestTest, TheKernelsOfOneScanStoreTheirGuardsAndPathsOnce) {
     EXPECT_EQ(counted->calls(test::FaultyUserTier::Op::visit_record), 12 + 2);
   }
   EXPECT_EQ(builds, 12);
+
+  // The process knows the parts now; a Cache on another user tier must still write them there,
+  // or that tier's next process could use none of its manifests.
+  const fs::path other = dir.path() / "other cache";
+  {
+    Cache cache(config({{"JITCACHE_DIR", other.string()}}));
+    detail::core_of(cache).set_stamp_clock(clock.clock());
+    for (int k = 0; k < 2; ++k)
+      EXPECT_FALSE(detail::manifest_key(detail::core_of(cache), "opencl",
+                                        detail::record_name("test key", {source(k)}),
+                                        build(source(k)))
+                       ->recalled);
+  }
+  const auto there = records_in(other);
+  EXPECT_EQ(there.size(), 2u * 2 + 2);
+  EXPECT_TRUE(there.count(**guards_parts.begin()) && there.count(**paths_parts.begin()));
+  detail::KnownParts::process().forget(); // its next process
+  Cache next(config({{"JITCACHE_DIR", other.string()}}));
+  detail::core_of(next).set_stamp_clock(clock.clock());
+  EXPECT_TRUE(detail::manifest_key(detail::core_of(next), "opencl",
+                                   detail::record_name("test key", {source(1)}), build(source(1)))
+                  ->recalled);
+  EXPECT_EQ(builds, 14);
 }
 
 // A part is found by its name in every manifest that needs it, so damage to it (bytes flipped
