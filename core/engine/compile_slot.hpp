@@ -21,7 +21,7 @@ public:
   static Expected<std::unique_ptr<CompileSlot>> acquire(const CacheDir& dir, unsigned count);
   /// Takes a free slot, or returns null at once when all `count` are held. Errors: as acquire().
   static Expected<std::unique_ptr<CompileSlot>> try_acquire(const CacheDir& dir, unsigned count);
-  /// The number of slots when `configured` is 0: the number of cores.
+  /// The number of slots when `configured` is 0: the number of cores, found once per process.
   static unsigned default_count(unsigned configured);
 
   /// Lets go of the slot.
