@@ -144,8 +144,9 @@ public:
   /// Like recall(), without checking the stamps (the caller does: PendingKey) or copying: runs
   /// `use` on the intact record in place (one this process remembered and has not written yet
   /// comes first, a copy of it), and says whether it did. A record that names parts is given
-  /// whole (a copy, its parts read the same way), and not at all when one is missing or damaged.
-  /// `use` must not call the Cache.
+  /// whole, in place with the bytes this process knows of its parts (KnownParts; those it does
+  /// not know yet are read the same way, then the record again), and not at all when a part is
+  /// missing or damaged. `use` must not call the Cache.
   bool peek(const std::string& backend, const Digest& name,
             const std::function<void(const RecordView&)>& use);
   /// Remembered records held unwritten are written in the background once they reach this

@@ -94,7 +94,10 @@ Key KeyBuilder::finish_fields() {
   std::size_t bytes = 0;
   for (const KeyField& f : m_fields) {
     ++at[static_cast<std::uint8_t>(f.section) + 1];
-    bytes += 1 + 4 + f.name.size() + 4 + std::min<std::size_t>(f.value.size(), 128);
+    const std::size_t value = f.value.size() <= detail::k_inline_value_limit
+                                  ? f.value.size()
+                                  : detail::k_digest_value_size;
+    bytes += 1 + 4 + f.name.size() + 4 + value;
   }
   for (std::size_t i = 1; i < at.size(); ++i)
     at[i] += at[i - 1];

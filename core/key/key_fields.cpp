@@ -11,8 +11,6 @@ namespace jitcache::detail {
 
 namespace {
 
-constexpr std::size_t k_inline_value_limit = 128;
-
 // The stored form of long values, remembered per process: a process's keys repeat the same
 // headers (each kernel of a CuPy program reads 3 MB of toolkit headers), and hashing them again
 // for the stored form was a third of building such a key. A value is found by its XXH3-128 and

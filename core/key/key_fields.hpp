@@ -2,6 +2,7 @@
 
 #include <jitcache/key.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,11 @@ namespace jitcache::detail {
 /// two encodings are equal exactly when the fields are. Part of the entry format: changing it
 /// needs a k_format_version bump.
 std::string encode_key_fields(const std::vector<KeyField>& fields);
+
+/// The longest value stored (and hashed) as it is; a longer one is stored by its digest.
+constexpr std::size_t k_inline_value_limit = 128;
+/// The size of "sha256:" and the digest's hex: a longer value's stored form.
+constexpr std::size_t k_digest_value_size = 7 + 64;
 
 /// A field's value as encode_key_fields() stores it and a key (schema 2) hashes it: up to 128
 /// bytes as it is, a longer one as "sha256:<hex>" of it. A long value seen before in the process

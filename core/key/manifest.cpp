@@ -163,7 +163,7 @@ namespace {
 // `jitcache export` makes its portable manifest. The stamps and the paths are parts, themselves
 // among the records only where `core` (when given) has not remembered them yet, and before the
 // records that name them.
-CacheCore::Made manifest_records(CacheCore* core, const Digest& name, std::string guards,
+CacheCore::Made manifest_records(CacheCore* core, const Digest& name, const std::string& guards,
                                  std::string key, const Dependencies& deps) {
   std::optional<std::string> paths;
   std::optional<PartNames> names =
@@ -176,7 +176,7 @@ CacheCore::Made manifest_records(CacheCore* core, const Digest& name, std::strin
   }
   CacheCore::Made made;
   if (!core || core->claim_part(names->guards))
-    made.push_back({names->guards, Record{{}, std::move(guards)}});
+    made.push_back({names->guards, Record{{}, guards}});
   if (!core || core->claim_part(names->paths)) {
     if (!paths)
       paths = encode_paths(deps);
@@ -214,7 +214,7 @@ struct PendingKey::Check {
     auto stamps = guards_of(*proven, clock);
     if (!stamps)
       return {};
-    return manifest_records(nullptr, name, std::move(*stamps), key, *proven);
+    return manifest_records(nullptr, name, *stamps, key, *proven);
   }
   bool worth_a_thread() const {
     return portable ? portable->size() >= k_background_portable_bytes

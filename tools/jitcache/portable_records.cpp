@@ -13,12 +13,13 @@ Expected<PortableRecords> portable_records(detail::LmdbStore& store, const std::
   // parts and the files, read outside the store's transaction.
   std::map<Digest, detail::Record> remembered;
   auto scanned = store.for_each_record([&](const Digest& name, std::string_view bytes) {
-    auto record = detail::decode_record(bytes);
+    auto record = detail::view_record(bytes);
     if (!record || record->payload_part)
       return;
     auto key = detail::decode_key(record->payload);
     if (key && key->backend == backend && keys.count(key->digest))
-      remembered.emplace(name, std::move(*record));
+      remembered.emplace(name, detail::Record{std::string(record->guards),
+                                              std::string(record->payload), record->guards_part});
   });
   if (!scanned)
     return std::move(scanned).error();
