@@ -26,10 +26,10 @@ ProvenStamps& ProvenStamps::process() {
 bool ProvenStamps::hold(std::string_view encoded) {
   std::optional<FileWatch::Ticket> ticket;
   {
-    std::lock_guard<std::mutex> lock(m_mutex);
+    std::lock_guard<ForkSafeMutex> lock(m_mutex);
     auto it = m_sets.find(encoded); // found by the bytes given: no copy of some 50 KB per proof
     if (it != m_sets.end() && it->second->ticket) {
-      std::lock_guard<std::mutex> watching(m_watch->mutex);
+      std::lock_guard<ForkSafeMutex> watching(m_watch->mutex);
       if (m_watch->files.unchanged_since(*it->second->ticket))
         return true;
     }
@@ -49,7 +49,7 @@ bool ProvenStamps::hold(std::string_view encoded) {
     // Watched first, proven after: a change made between the two is either seen by the stat
     // calls or raises an event that the ticket does not cover.
     if (!set.unwatchable && set.proofs >= m_watch_from) {
-      std::lock_guard<std::mutex> watching(m_watch->mutex);
+      std::lock_guard<ForkSafeMutex> watching(m_watch->mutex);
       ticket = m_watch->files.watch(encoded);
       set.unwatchable = !ticket;
     }
@@ -57,7 +57,7 @@ bool ProvenStamps::hold(std::string_view encoded) {
     ++m_stat_checks;
   }
   const bool held = unchanged(encoded);
-  std::lock_guard<std::mutex> lock(m_mutex);
+  std::lock_guard<ForkSafeMutex> lock(m_mutex);
   if (auto it = m_sets.find(encoded); it != m_sets.end()) {
     if (held)
       it->second->ticket = ticket;
@@ -70,7 +70,7 @@ bool ProvenStamps::hold(std::string_view encoded) {
 }
 
 std::uint64_t ProvenStamps::stat_checks() const {
-  std::lock_guard<std::mutex> lock(m_mutex);
+  std::lock_guard<ForkSafeMutex> lock(m_mutex);
   return m_stat_checks;
 }
 

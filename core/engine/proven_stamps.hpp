@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/engine/file_watch.hpp"
+#include "core/support/fork_safe_mutex.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +32,7 @@ public:
   /// its mutex. An event that concerns one's files makes the others stat theirs once more.
   struct Watch {
     explicit Watch(FilesystemProbe probe) : files(probe) {}
-    std::mutex mutex;
+    ForkSafeMutex mutex;
     FileWatch files;
   };
 
@@ -66,7 +67,7 @@ private:
     bool unwatchable = false;                ///< FileWatch declined: stat each time
   };
   const unsigned m_watch_from;
-  mutable std::mutex m_mutex; ///< taken before m_watch's
+  mutable ForkSafeMutex m_mutex; ///< taken before m_watch's
   const std::shared_ptr<Watch> m_watch;
   std::unordered_map<std::string_view, std::unique_ptr<Proven>> m_sets;
   std::size_t m_bytes = 0;

@@ -4,6 +4,7 @@
 #include "core/key/includes.hpp"
 #include "core/key/key_fields.hpp"
 #include "core/support/byte_io.hpp"
+#include "core/support/fork_safe_mutex.hpp"
 
 #include <map>
 #include <memory>
@@ -140,7 +141,7 @@ public:
   std::shared_ptr<const FileFields> find(const Digest& id) {
     std::shared_ptr<const FileFields> known;
     {
-      std::lock_guard<std::mutex> lock(m_mutex);
+      std::lock_guard<ForkSafeMutex> lock(m_mutex);
       if (auto it = m_scans.find(id); it != m_scans.end())
         known = it->second;
     }
@@ -168,7 +169,7 @@ public:
     vouched->guards = encode_stamps(stamps);
     fields.deps.vouched = std::move(vouched);
     auto known = std::make_shared<const Known>(Known{std::move(fields), bytes});
-    std::lock_guard<std::mutex> lock(m_mutex);
+    std::lock_guard<ForkSafeMutex> lock(m_mutex);
     if (m_scans.size() >= k_known_scans || m_bytes + bytes > k_known_bytes) {
       m_scans.clear();
       m_bytes = 0;
@@ -185,7 +186,7 @@ private:
   struct Known : FileFields {
     std::size_t bytes; ///< of the headers' contents
   };
-  std::mutex m_mutex;
+  ForkSafeMutex m_mutex;
   std::unordered_map<Digest, std::shared_ptr<const Known>> m_scans;
   std::size_t m_bytes = 0;
 };

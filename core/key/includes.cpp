@@ -1,6 +1,7 @@
 #include "core/key/includes.hpp"
 
 #include "core/support/byte_io.hpp"
+#include "core/support/fork_safe_mutex.hpp"
 
 #include <sys/stat.h>
 
@@ -90,7 +91,7 @@ public:
       return nullptr; // read_stamped() would find nothing either (no wait on a FIFO)
     stamp = stamp_from(path, st);
     if (!too_recent(stamp, &real_time_ns)) {
-      std::lock_guard<std::mutex> lock(m_mutex);
+      std::lock_guard<ForkSafeMutex> lock(m_mutex);
       if (auto it = m_headers.find(path); it != m_headers.end() && it->second->stamp == stamp)
         return it->second;
     }
@@ -102,7 +103,7 @@ public:
     header->content = std::move(*content);
     header->directives = directives(header->content);
     if (!too_recent(stamp, &real_time_ns)) {
-      std::lock_guard<std::mutex> lock(m_mutex);
+      std::lock_guard<ForkSafeMutex> lock(m_mutex);
       if (m_bytes + header->content.size() > k_known_bytes) {
         m_headers.clear();
         m_bytes = 0;
@@ -121,12 +122,12 @@ public:
     search.push_back('\0');
     search += name;
     {
-      std::lock_guard<std::mutex> lock(m_mutex);
+      std::lock_guard<ForkSafeMutex> lock(m_mutex);
       if (auto it = m_candidates.find(search); it != m_candidates.end())
         return it->second;
     }
     std::string normal = (dir / name).lexically_normal().string();
-    std::lock_guard<std::mutex> lock(m_mutex);
+    std::lock_guard<ForkSafeMutex> lock(m_mutex);
     if (m_candidates.size() >= k_known_candidates)
       m_candidates.clear();
     m_candidates.emplace(std::move(search), normal);
@@ -136,7 +137,7 @@ public:
 private:
   static constexpr std::size_t k_known_bytes = std::size_t(64) << 20;
   static constexpr std::size_t k_known_candidates = 100000;
-  std::mutex m_mutex;
+  ForkSafeMutex m_mutex;
   std::unordered_map<std::string, std::string> m_candidates;
   std::unordered_map<std::string, std::shared_ptr<const KnownHeader>> m_headers;
   std::size_t m_bytes = 0;

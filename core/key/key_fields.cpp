@@ -1,6 +1,7 @@
 #include "core/key/key_fields.hpp"
 
 #include "core/support/byte_io.hpp"
+#include "core/support/fork_safe_mutex.hpp"
 
 #include <xxhash.h>
 
@@ -28,12 +29,12 @@ public:
     const XXH128_hash_t hash = XXH3_128bits(value.data(), value.size());
     const Id id{hash.low64, hash.high64};
     {
-      std::lock_guard<std::mutex> lock(m_mutex);
+      std::lock_guard<ForkSafeMutex> lock(m_mutex);
       if (auto it = m_known.find(id); it != m_known.end() && it->second.value == value)
         return it->second.stored;
     }
     std::string stored = "sha256:" + Digest::of(value).hex();
-    std::lock_guard<std::mutex> lock(m_mutex);
+    std::lock_guard<ForkSafeMutex> lock(m_mutex);
     if (m_bytes + value.size() > k_remembered_bytes) {
       m_known.clear();
       m_bytes = 0;
@@ -58,7 +59,7 @@ private:
     std::string value;
     std::string stored;
   };
-  std::mutex m_mutex;
+  ForkSafeMutex m_mutex;
   std::unordered_map<Id, Known, IdHash> m_known;
   std::size_t m_bytes = 0;
 };

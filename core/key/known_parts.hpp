@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/key/dependencies.hpp"
+#include "core/support/fork_safe_mutex.hpp"
 
 #include <jitcache/digest.hpp>
 
@@ -46,7 +47,7 @@ public:
   static constexpr std::size_t k_known = 64;
 
 private:
-  std::mutex m_mutex;
+  ForkSafeMutex m_mutex;
   std::unordered_map<const Dependencies::Vouched*,
                      std::pair<std::shared_ptr<const Dependencies::Vouched>, PartNames>>
       m_names;
