@@ -97,8 +97,11 @@ for run in "${runs[@]}"; do
       # delivery, so a fault never reaches the guard's handler on the faulting thread (the
       # guard's tests, and the package reads that fault on purpose, run in the normal and the
       # ASan trees).
+      # ForkSafeMutex.ChildrenForked...: sixty children forked while three threads build keys;
+      # under ThreadSanitizer, whose own state a child of a threaded process may find locked
+      # (why its die_after_fork is on by default), a child hung in 1 of 21 runs here.
       ci/ctest.sh build-tsan "${ctest_args[@]}" -L '^test_(core|stress)$' \
-        -E 'KilledAtAnyMoment|FaultGuard\.|TruncatedUnderItsMapping|ReplacedWhileMapped'
+        -E 'KilledAtAnyMoment|FaultGuard\.|TruncatedUnderItsMapping|ReplacedWhileMapped|ForkSafeMutex\.ChildrenForked'
       ;;
   esac
 done
