@@ -111,7 +111,8 @@ TEST(ForkSafeMutex, NestedInTheOrderTheyWereMadeNeverDeadlockAFork) {
 bool use_the_process_memories(const fs::path& include, int i) {
   KeyBuilder builder("cuda");
   const auto deps = detail::add_source_fields(
-      builder, detail::SourceInputs{"#include <a.h>\n#include <b.h>\n", "-I" + include.string()});
+      builder,
+      detail::SourceInputs{"#include <a.h>\n#include <b.h>\n", "-I" + include.string(), {}, {}});
   const std::string big(5000, static_cast<char>('a' + i % 26));
   const std::string stored = detail::stored_value(big + std::to_string(i % 7));
   auto& parts = detail::KnownParts::process();
