@@ -23,6 +23,11 @@ ProvenStamps& ProvenStamps::process() {
   return *proven;
 }
 
+namespace {
+[[maybe_unused]] const bool g_made_before_main =
+    (ProvenStamps::process(), true); // see ForkSafeMutex
+} // namespace
+
 bool ProvenStamps::hold(std::string_view encoded) {
   std::optional<FileWatch::Ticket> ticket;
   {

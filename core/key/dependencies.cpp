@@ -191,6 +191,9 @@ private:
   std::size_t m_bytes = 0;
 };
 
+[[maybe_unused]] const bool g_made_before_main =
+    (KnownScans::instance(), true); // see ForkSafeMutex
+
 } // namespace
 
 void add_option_list(KeyBuilder& builder, const std::vector<std::string>& options,

@@ -243,6 +243,9 @@ private:
   IncludeScan m_out;
 };
 
+[[maybe_unused]] const bool g_made_before_main =
+    (KnownHeaders::instance(), true); // see ForkSafeMutex
+
 } // namespace
 
 std::string include_directives(std::string_view text) {

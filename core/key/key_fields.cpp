@@ -64,6 +64,9 @@ private:
   std::size_t m_bytes = 0;
 };
 
+[[maybe_unused]] const bool g_made_before_main =
+    (StoredDigests::instance(), true); // see ForkSafeMutex
+
 } // namespace
 
 std::string stored_value(std::string_view value) {

@@ -7,6 +7,10 @@ KnownParts& KnownParts::process() {
   return *known;
 }
 
+namespace {
+[[maybe_unused]] const bool g_made_before_main = (KnownParts::process(), true); // see ForkSafeMutex
+} // namespace
+
 std::optional<PartNames> KnownParts::names(const Dependencies::Vouched* scan) {
   const std::lock_guard<ForkSafeMutex> lock(m_mutex);
   auto it = m_names.find(scan);

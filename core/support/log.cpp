@@ -1,5 +1,7 @@
 #include "core/support/log.hpp"
 
+#include "core/support/fork_safe_mutex.hpp"
+
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -9,7 +11,26 @@ namespace jitcache::log {
 
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::warn)};
-std::mutex g_mutex;
+
+// Never destroyed: a thread may log during exit. A forked child may log while a thread of its
+// parent did: ForkSafeMutex. No line is written from within another ForkSafeMutex's section.
+detail::ForkSafeMutex& line_mutex() {
+  static auto* const mutex = new detail::ForkSafeMutex;
+  return *mutex;
+}
+
+// The lines said once, and their lock.
+struct SaidOnce {
+  detail::ForkSafeMutex mutex;
+  std::set<std::string> keys;
+};
+SaidOnce& said_once() {
+  static auto* const said = new SaidOnce;
+  return *said;
+}
+
+[[maybe_unused]] const bool g_made_before_main =
+    (line_mutex(), said_once(), true); // see ForkSafeMutex
 
 const char* label(LogLevel level) {
   switch (level) {
@@ -33,17 +54,16 @@ void set_level(LogLevel level) {
 void write(LogLevel level, std::string_view message) {
   if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed))
     return;
-  std::lock_guard<std::mutex> lock(g_mutex);
+  const std::lock_guard<detail::ForkSafeMutex> lock(line_mutex());
   std::fprintf(stderr, "jitcache: %s: %.*s\n", label(level), static_cast<int>(message.size()),
                message.data());
 }
 
 void write_once(LogLevel level, const std::string& once_key, std::string_view message) {
-  static std::mutex mutex;
-  static std::set<std::string> seen;
+  SaidOnce& said = said_once();
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!seen.insert(once_key).second)
+    const std::lock_guard<detail::ForkSafeMutex> lock(said.mutex);
+    if (!said.keys.insert(once_key).second)
       return;
   }
   write(level, message);

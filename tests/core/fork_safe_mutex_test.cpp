@@ -8,12 +8,14 @@
 #include "core/key/key_fields.hpp"
 #include "core/key/known_parts.hpp"
 #include "core/support/fork_safe_mutex.hpp"
+#include "core/support/log.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/key.hpp>
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -148,6 +150,38 @@ TEST(ForkSafeMutex, ChildrenForkedWhileThreadsUseEveryProcessMemoryBuildTheirKey
   EXPECT_EQ(hung, 0) << "children that waited forever for a lock of a thread they do not have";
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(failed.load(), 0);
+}
+
+TEST(ForkSafeMutex, ChildrenForkedWhileAThreadLogsWriteTheirLine) {
+  // The log's lock too: a child whose first warning waited for a thread it does not have hangs.
+  const int saved = ::dup(STDERR_FILENO);
+  const int null = ::open("/dev/null", O_WRONLY);
+  ASSERT_GE(null, 0);
+  ::dup2(null, STDERR_FILENO);
+  std::atomic<bool> stop{false};
+  std::thread logger([&] {
+    while (!stop) {
+      log::write(LogLevel::warn, "a line from a thread of the parent");
+      log::write_once(LogLevel::warn, "fork-test", "once");
+    }
+  });
+  int hung = 0, wrong = 0;
+  for (int i = 0; i < 40 && !hung; ++i) {
+    const int status = in_child([&] {
+      log::write(LogLevel::warn, "a line from the child");
+      log::write_once(LogLevel::warn, "fork-test-child", "once from the child");
+      return true;
+    });
+    hung += status == 128 + SIGALRM;
+    wrong += status != 0 && status != 128 + SIGALRM;
+  }
+  stop = true;
+  logger.join();
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(null);
+  EXPECT_EQ(hung, 0) << "children that waited forever for the log's lock";
+  EXPECT_EQ(wrong, 0);
 }
 
 } // namespace
