@@ -84,8 +84,12 @@ for run in "${runs[@]}"; do
       # with varied bytes run here (random ranges and middle pages, bit flips, a truncation, a
       # garbage lock file); the five that write uniform bytes (a zeroed page, zeroed meta pages,
       # a third of 0xFF, an emptied file) reach the same reading code and run in the normal tree.
+      # ForkSafeMutex.ChildrenForked...: children forked while threads of the parent allocate
+      # and log, which tests jitcache's locks; a sanitizer's own allocator lock is not released
+      # in such a child (a child hung in ASan's SizeClassAllocator64 in 3 of 3 runs), so they run
+      # in the normal tree, where glibc's malloc is fork-safe.
       ci/ctest.sh build-asan "${ctest_args[@]}" -LE '^(downstream|opencl_layer|mpi)$' \
-        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment|DamageTest\.[A-Za-z]*/(middlethird0xFF|emptyfile|metapage[01]zeroed|zeroedpage)( |$)'
+        -E 'SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment|ForkSafeMutex\.ChildrenForked|DamageTest\.[A-Za-z]*/(middlethird0xFF|emptyfile|metapage[01]zeroed|zeroedpage)( |$)'
       ;;
     tsan)
       # The stress test (PoCL) is required here: without OpenCL nothing would run many processes.
@@ -97,9 +101,8 @@ for run in "${runs[@]}"; do
       # delivery, so a fault never reaches the guard's handler on the faulting thread (the
       # guard's tests, and the package reads that fault on purpose, run in the normal and the
       # ASan trees).
-      # ForkSafeMutex.ChildrenForked...: sixty children forked while three threads build keys;
-      # under ThreadSanitizer, whose own state a child of a threaded process may find locked
-      # (why its die_after_fork is on by default), a child hung in 1 of 21 runs here.
+      # ForkSafeMutex.ChildrenForked...: see the ASan run above (its die_after_fork is on by
+      # default for the same reason); they passed 18 of 18 runs here, which does not make them safe.
       ci/ctest.sh build-tsan "${ctest_args[@]}" -L '^test_(core|stress)$' \
         -E 'KilledAtAnyMoment|FaultGuard\.|TruncatedUnderItsMapping|ReplacedWhileMapped|ForkSafeMutex\.ChildrenForked'
       ;;
