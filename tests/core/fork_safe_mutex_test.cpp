@@ -9,6 +9,7 @@
 #include "core/key/known_parts.hpp"
 #include "core/support/fork_safe_mutex.hpp"
 #include "core/support/log.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/key.hpp>
@@ -17,7 +18,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,17 +36,14 @@ namespace {
 namespace fs = std::filesystem;
 using detail::ForkSafeMutex;
 
-// The child's status: 0 when `body` returned true within `seconds`, 128 + SIGALRM when it hung.
+// The status of a child (test::ChildProcess) running `body`: 0 when it returned true within
+// `seconds`, 128 + SIGALRM when it hung.
 template <class Body> int in_child(Body body, unsigned seconds = 30) {
-  const pid_t child = ::fork();
-  if (child == 0) {
+  test::ChildProcess child([&] {
     ::alarm(seconds);
-    ::_exit(body() ? 0 : 1);
-  }
-  int status = 0;
-  if (child < 0 || ::waitpid(child, &status, 0) != child)
-    return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return body() ? 0 : 1;
+  });
+  return child.wait();
 }
 
 TEST(ForkSafeMutex, AForkWaitsForTheThreadHoldingItAndTheChildTakesIt) {
