@@ -4,10 +4,10 @@
 #   asan  build-asan, AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer with them):
 #         every ctest test except: the downstream ones (label downstream: they package jitcache
 #         and build other projects against it, which checks packaging, not memory; the normal
-#         run has them); the full-tmpfs, other-user and random-kill tests; seven of the ten
-#         kinds of user-tier damage; the tests of many processes' order over valid data (see
-#         below); and the Python module's tests (the module is not built here: an instrumented
-#         extension needs the ASan runtime preloaded into an uninstrumented Python)
+#         run has them); the full-tmpfs, other-user, planted-link and random-kill tests; seven
+#         of the ten kinds of user-tier damage; the tests of many processes' order over valid
+#         data (see below); and the Python module's tests (the module is not built here: an
+#         instrumented extension needs the ASan runtime preloaded into an uninstrumented Python)
 #   tsan  build-tsan, ThreadSanitizer: test_core and test_stress (but its killing test), where
 #         many threads and processes share one cache (single flight, leases, the background
 #         store, forks, the stress test)
@@ -76,9 +76,10 @@ for run in "${runs[@]}"; do
       # crashes by itself ("Tracer caught signal 11"), and a build step is not retried as a test
       # is; the tests that run the same tools check their leaks.
       ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" cmake --build build-asan -j "$jobs"
-      # Left to the normal run: the tests that fill a small tmpfs, run as other users, or kill
-      # processes at random test what lies between processes and the filesystem, run the same
-      # code as the damage and stress tests kept here, and take a tenth of this run's time.
+      # Left to the normal run: the tests that fill a small tmpfs, run as other users, plant
+      # links in the cache (PlantedLinks: 190 s here) or kill processes at random test what lies
+      # between processes and the filesystem, run the same code as the damage and stress tests
+      # kept here, and took a third of this run's time.
       # The OpenCL layer's tests load it into programs that are not instrumented (PyOpenCL's
       # Python, a plain C program): they run in the normal tree (label opencl_layer). The MPI
       # tests (label mpi) too: Open MPI's own allocations at exit are LeakSanitizer reports of
@@ -100,7 +101,7 @@ for run in "${runs[@]}"; do
       # packages, option strings), which all stay.
       coordination='StoreModeTest\.(RunsWhile|ThirtyThousand|CliBuild|AStoredKeys|EightProcesses|WaitStores|Killing|Detach|WaitForStores|ARelativeCacheDir|TheWaitStoringItself)|WarmTest\.ManyProcesses|ListTest\.Counts|ConfigCommandTest\.(Concurrent|ASizeLimitSetOnce)|PortablePackageTest\.ManyProcesses|TuningOpenclTest\.|ExactKeysTest\.'
       ci/ctest.sh build-asan "${ctest_args[@]}" -LE '^(downstream|opencl_layer|mpi)$' \
-        -E "SmallTmpfs\.|ForeignCache\.|KilledAtAnyMoment|ForkSafeMutex\.ChildrenForked|DamageTest\.[A-Za-z]*/(middlethird[r0][a-zA-Z0-9]*|emptyfile|metapage[01]zeroed|zeroedpage|truncation)( |\$)|$coordination"
+        -E "SmallTmpfs\.|ForeignCache\.|PlantedLinks\.|KilledAtAnyMoment|ForkSafeMutex\.ChildrenForked|DamageTest\.[A-Za-z]*/(middlethird[r0][a-zA-Z0-9]*|emptyfile|metapage[01]zeroed|zeroedpage|truncation)( |\$)|$coordination"
       ;;
     tsan)
       # The stress test (PoCL) is required here: without OpenCL nothing would run many processes.
