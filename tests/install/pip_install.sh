@@ -36,9 +36,11 @@ fi
 "$python" -m venv --system-site-packages "$work/venv"
 pip=("$work/venv/bin/python" -m pip install --no-build-isolation --no-index)
 # What the test checks is the way from pyproject.toml to an imported module, not the compiler's
-# work: the build is made cheap (no optimisation, the OpenCL backend only; a user's pip build is
-# optimised and has every backend found), and uses the build's compiler launcher (ccache).
-launch_args=(-DCMAKE_BUILD_TYPE=None -DJITCACHE_WITH_CUDA=OFF -DJITCACHE_WITH_HIP=OFF)
+# work: the build is made cheap (no optimisation, files compiled in batches, the OpenCL backend
+# only; a user's pip build is optimised and has every backend found), and uses the build's
+# compiler launcher (ccache).
+launch_args=(-DCMAKE_BUILD_TYPE=None -DCMAKE_UNITY_BUILD=ON -DJITCACHE_WITH_CUDA=OFF
+             -DJITCACHE_WITH_HIP=OFF)
 [[ -z $launcher ]] || launch_args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher"
                                     "-DCMAKE_C_COMPILER_LAUNCHER=$launcher")
 

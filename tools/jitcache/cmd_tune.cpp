@@ -22,13 +22,6 @@ nlohmann::json pairs(const std::vector<std::pair<std::string, std::string>>& lis
   return out;
 }
 
-std::string text(const std::map<std::string, std::string>& map) {
-  std::string out;
-  for (const auto& [name, value] : map)
-    out += (out.empty() ? "" : ",") + name + "=" + value;
-  return out;
-}
-
 // The whole record (export, show), or the line `list` prints.
 nlohmann::json to_json(const Digest& key, const Record& r, bool whole) {
   nlohmann::json line = {{"key", key.hex()},
@@ -57,8 +50,8 @@ std::string describe(const Digest& key, const Record& r) {
   std::snprintf(times, sizeof times, "%.3f ms (default %.3f ms, %.2fx)", r.best_ms, r.default_ms,
                 r.best_ms > 0 ? r.default_ms / r.best_ms : 0.0);
   return key.hex().substr(0, 16) + "  " + r.family + " v" + std::to_string(r.family_version) +
-         "  " + text(r.problem) + "  " + r.device.backend + ":" + r.device.name + "  " +
-         text(r.parameters) + "  " + times + "  " + tuning::to_string(r.method);
+         "  " + pairs_text(r.problem) + "  " + r.device.backend + ":" + r.device.name + "  " +
+         pairs_text(r.parameters) + "  " + times + "  " + tuning::to_string(r.method);
 }
 
 // Calls `fn` for each record whose key starts with `prefix` (hex), damaged ones as nullopt

@@ -39,13 +39,6 @@ struct Done {
   double seconds = 0;
 };
 
-std::string text(const std::map<std::string, std::string>& map) {
-  std::string out;
-  for (const auto& [name, value] : map)
-    out += (out.empty() ? "" : ",") + name + "=" + value;
-  return out.empty() ? "{}" : out;
-}
-
 // The tuning problems of `file`, each once (by family, version, problem and backend), in file
 // order; a line that is neither a problem nor a kernel request is a warning naming FILE:LINE.
 Expected<std::vector<Item>> read_problems(const std::string& file) {
@@ -165,7 +158,7 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
     const auto work = [&] {
       for (std::size_t i; (i = next++) < items->size();) {
         const Item& item = (*items)[i];
-        const std::string what = item.problem.family + " " + text(item.problem.problem);
+        const std::string what = item.problem.family + " " + pairs_text(item.problem.problem, "{}");
         progress.begin(what);
         results[i] = tune_one(options, item, environment);
         const Done& done = results[i];
@@ -177,13 +170,16 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
             {"choice", done.choice},
             {"seconds", done.seconds},
             {"error", done.failed ? nlohmann::json(done.error) : nlohmann::json()}};
-        progress.report(done.failed, line,
-                        item.problem.family + " " + text(item.problem.problem) + ": " +
-                            (done.failed ? "failed (" + done.error + ")"
-                                         : text(done.choice.at("parameters")
-                                                    .get<std::map<std::string, std::string>>()) +
-                                               " (" + done.choice.value("origin", "?") + ")"),
-                        what);
+        progress.report(
+            done.failed, line,
+            item.problem.family + " " + pairs_text(item.problem.problem, "{}") + ": " +
+                (done.failed
+                     ? "failed (" + done.error + ")"
+                     : pairs_text(
+                           done.choice.at("parameters").get<std::map<std::string, std::string>>(),
+                           "{}") +
+                           " (" + done.choice.value("origin", "?") + ")"),
+            what);
       }
     };
     std::vector<std::thread> workers;
@@ -207,17 +203,17 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
     const Done& done = results[i];
     if (done.failed) {
       failures.push_back(options.record + ":" + std::to_string(item.number) + ": " +
-                         item.problem.family + " " + text(item.problem.problem) + ": " +
+                         item.problem.family + " " + pairs_text(item.problem.problem, "{}") + ": " +
                          done.error);
       continue;
     }
     if (out.json())
       continue; // the progress lines said it
     const std::string parameters =
-        text(done.choice.at("parameters").get<std::map<std::string, std::string>>());
+        pairs_text(done.choice.at("parameters").get<std::map<std::string, std::string>>(), "{}");
     char line[512];
     std::snprintf(line, sizeof line, "%-16s %-24s %-20s %-9s %9s %10s %9.1f",
-                  item.problem.family.c_str(), text(item.problem.problem).c_str(),
+                  item.problem.family.c_str(), pairs_text(item.problem.problem, "{}").c_str(),
                   parameters.c_str(), done.choice.value("origin", "?").c_str(),
                   ms_text(done.choice.value("best_ms", nlohmann::json())).c_str(),
                   ms_text(done.choice.value("default_ms", nlohmann::json())).c_str(), done.seconds);

@@ -61,4 +61,11 @@ Expected<std::string> read_source(const std::string& path, const std::string& ma
   return detail::read_regular_file(path, *limit ? *limit : UINT64_MAX);
 }
 
+std::string pairs_text(const std::map<std::string, std::string>& map, const char* if_empty) {
+  std::string out;
+  for (const auto& [name, value] : map)
+    out += (out.empty() ? "" : ",") + name + "=" + value;
+  return out.empty() ? if_empty : out;
+}
+
 } // namespace jitcache::cli

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 
 namespace jitcache::cli {
@@ -36,6 +37,10 @@ int usage_error(const std::string& message);
 /// For an error about a value of the command line (a backend's name, a size): usage_error() when
 /// its code is invalid_argument, else fail().
 int fail_option(const Error& error);
+
+/// "name=value,name=value" of `map` in its order (a tuning problem, its parameters), or `if_empty`
+/// when it has none.
+std::string pairs_text(const std::map<std::string, std::string>& map, const char* if_empty = "");
 
 /// Reads a source file given on the command line: a regular file of at most `max_size`
 /// (`--max-source-size`, e.g. "64M"; "0": no limit). Errors: invalid_argument (`max_size` is not a
