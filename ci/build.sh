@@ -13,10 +13,10 @@ if [[ -n "${CI:-}" ]]; then
   # took 622 s on 2 cores, against 860 s with -g.
   options+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
             "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
-  # The library, the tools and the front-ends compiled in batches of 8 files (the tests still
-  # one by one: tests/CMakeLists.txt): they are many small files whose time goes to parsing the
-  # same headers; measured, 277 s became 124 s of the build (a local build keeps single files,
-  # which an edit rebuilds faster).
+  # Every target compiled in batches of 8 files (CMake's unity build): most files are small and
+  # their time went to parsing the same headers; the library, tools and front-ends took 124 s
+  # against 277 s one file at a time. A local build keeps single files, which an edit rebuilds
+  # faster.
   options+=(-DCMAKE_UNITY_BUILD=ON)
   # The Debian packages are made from a build for /usr (downstream.deb); CI builds for it once
   # rather than building everything again in the test. Nothing is installed there.

@@ -62,8 +62,8 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:su
 # instrumented build at -O2 -g takes three times the CPU of the normal build, at -O1 -g1 half
 # again. ASan's tree is built at -O0: a quarter less than -O1 (test_cli and what it needs, 351 s
 # against 482 s), and its CLI and damaged-cache tests ran no slower (141 s against 139 s).
-# ThreadSanitizer's stays at -O1, as its documentation asks for speed. The library and tools are
-# compiled in batches (CMAKE_UNITY_BUILD; see ci/build.sh), the tests one by one.
+# ThreadSanitizer's stays at -O1, as its documentation asks for speed. Files are compiled in
+# batches (CMAKE_UNITY_BUILD; see ci/build.sh).
 options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON -DJITCACHE_BUILD_BENCH=OFF
          -DJITCACHE_PYTHON=OFF)
 if [[ -n "${CI:-}" ]]; then

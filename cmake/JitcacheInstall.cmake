@@ -69,7 +69,9 @@ if(JITCACHE_STATIC)
   if(JITCACHE_HAVE_OPENCL)
     string(APPEND _requires " OpenCL")
   endif()
-  set(JITCACHE_PC_STATIC "Requires.private: ${_requires}\nLibs.private: -ldl -lpthread -lstdc++")
+  # -lm: jitcache's own <cmath> calls (a tuning record's times, llround), and what libstdc++
+  # needs, which a C program's link (cc, not c++) does not add by itself.
+  set(JITCACHE_PC_STATIC "Requires.private: ${_requires}\nLibs.private: -ldl -lpthread -lstdc++ -lm")
 endif()
 file(RELATIVE_PATH JITCACHE_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" JITCACHE_PC_TO_PREFIX "${JITCACHE_PC_TO_PREFIX}")

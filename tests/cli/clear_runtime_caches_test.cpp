@@ -1,5 +1,6 @@
 // `jitcache clear --runtime-caches`: lists the runtimes' and bindings' caches where their own
 // variables (or HOME and XDG_CACHE_HOME) put them, and removes those and nothing else.
+#include "tests/support/files.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -12,31 +13,27 @@
 
 namespace jitcache {
 namespace {
+using test::write_file;
 
 namespace fs = std::filesystem;
 using test::run_cli;
-
-void write(const fs::path& file, const std::string& content) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file) << content;
-}
 
 class ClearRuntimeCachesTest : public ::testing::Test {
 protected:
   void SetUp() override {
     // PoCL, the CUDA driver and CuPy by their own variables; PyOpenCL, pytools and comgr
     // (its variable empty, so unset) under XDG_CACHE_HOME.
-    write(home() / "pocl" / "ab" / "program.bc", std::string(1000, 'p'));
-    write(home() / "nv" / "ComputeCache" / "index", std::string(200, 'n'));
-    write(home() / "cupy" / "kernel.cubin", std::string(300, 'c'));
-    write(xdg() / "pyopencl" / "pyopencl-compiler-cache-v2-py3" / "k" / "binary",
-          std::string(400, 'o'));
-    write(xdg() / "pytools" / "pdict-v4-x" / "entry", std::string(50, 't'));
+    write_file(home() / "pocl" / "ab" / "program.bc", std::string(1000, 'p'));
+    write_file(home() / "nv" / "ComputeCache" / "index", std::string(200, 'n'));
+    write_file(home() / "cupy" / "kernel.cubin", std::string(300, 'c'));
+    write_file(xdg() / "pyopencl" / "pyopencl-compiler-cache-v2-py3" / "k" / "binary",
+               std::string(400, 'o'));
+    write_file(xdg() / "pytools" / "pdict-v4-x" / "entry", std::string(50, 't'));
     // Things that must survive: jitcache's own cache, a neighbour in XDG_CACHE_HOME, and a
     // victim outside reached through links planted inside two of the caches.
-    write(home() / "jitcache" / "v1" / "keep", "jitcache");
-    write(xdg() / "neighbour" / "keep", "neighbour");
-    write(outside.path() / "victim" / "precious", "precious");
+    write_file(home() / "jitcache" / "v1" / "keep", "jitcache");
+    write_file(xdg() / "neighbour" / "keep", "neighbour");
+    write_file(outside.path() / "victim" / "precious", "precious");
     fs::create_directory_symlink(outside.path() / "victim", home() / "pocl" / "ab" / "link");
     fs::create_symlink(outside.path() / "victim" / "precious", xdg() / "pytools" / "file_link");
   }

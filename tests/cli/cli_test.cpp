@@ -1,6 +1,7 @@
 // The command-line contract of DESIGN.md: subcommands, flags, JSON fields, errors, exit codes.
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/terminal.hpp"
 
@@ -17,15 +18,14 @@
 
 namespace jitcache {
 namespace {
+using test::k_kernels;
+using test::k_options;
 
 using test::json_lines;
 using test::line_count;
 using test::run_cli;
 
 namespace fs = std::filesystem;
-
-const std::string k_kernels = JITCACHE_KERNELS;
-const std::string k_options = "-I " + k_kernels;
 
 class CliTest : public ::testing::Test {
 protected:

@@ -2,6 +2,7 @@
 // set, unset; the values other processes then use with no variable set; refused values and
 // keys; concurrent and failing writes; and 0 as "no limit" wherever a size limit is taken.
 #include "tests/support/child_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -20,21 +21,12 @@
 
 namespace jitcache {
 namespace {
+using test::first_line;
+using test::read_file;
 
 using test::json_lines;
 using test::run_cli;
 namespace fs = std::filesystem;
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 class ConfigCommandTest : public ::testing::Test {
 protected:
@@ -61,7 +53,7 @@ TEST_F(ConfigCommandTest, SetGetListAndUnsetWithWhereEachValueComesFrom) {
   auto r = run_cli({"config", "max_size", "5G"}, env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "max_size = 5G in " + file().string() + "\n");
-  EXPECT_EQ(read(file()), "max_size = 5G\n");
+  EXPECT_EQ(read_file(file()), "max_size = 5G\n");
   struct stat st {};
   ASSERT_EQ(::stat(file().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -101,7 +93,7 @@ TEST_F(ConfigCommandTest, SetGetListAndUnsetWithWhereEachValueComesFrom) {
 
   r = run_cli({"config", "--unset", "max_size"}, env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read(file()), "log = debug\n");
+  EXPECT_EQ(read_file(file()), "log = debug\n");
   EXPECT_EQ(run_cli({"config", "max_size"}, env()).out, "\n");
   EXPECT_TRUE(left_over().empty());
 }
@@ -173,7 +165,7 @@ TEST_F(ConfigCommandTest, ASourceSizeLimitOfZeroIsNoLimit) {
 
 TEST_F(ConfigCommandTest, ABadValueOrKeyIsAUsageErrorAndNothingIsWritten) {
   ASSERT_EQ(run_cli({"config", "log", "info"}, env()).exit_code, 0);
-  const std::string before = read(file());
+  const std::string before = read_file(file());
   const std::pair<std::vector<std::string>, std::string> bad[] = {
       {{"config", "max_size", "5Q"},
        "jitcache: error: config: max_size 5Q: not a size such as 10G or 512M (0: no limit); "
@@ -192,7 +184,7 @@ TEST_F(ConfigCommandTest, ABadValueOrKeyIsAUsageErrorAndNothingIsWritten) {
     EXPECT_EQ(first_line(r.err).rfind(message, 0), 0u) << r.err;
     EXPECT_NE(r.err.find("Usage: jitcache config"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "");
-    EXPECT_EQ(read(file()), before);
+    EXPECT_EQ(read_file(file()), before);
   }
 }
 
@@ -227,7 +219,7 @@ TEST_F(ConfigCommandTest, TheRemoteKeyIsRefusedAndNeverReachesTheFile) {
   EXPECT_EQ(r.exit_code, 2) << "the test's working directory holds no key";
   test::ProcessResult set = run_cli({"config", "remote_key_file", key.string()}, env());
   ASSERT_EQ(set.exit_code, 0) << set.err;
-  EXPECT_EQ(read(file()), "remote_key_file = " + key.string() + "\n");
+  EXPECT_EQ(read_file(file()), "remote_key_file = " + key.string() + "\n");
   ::chmod(key.c_str(), 0644);
   r = run_cli({"config", "remote_key_file", key.string()}, env());
   EXPECT_EQ(r.exit_code, 2);
@@ -255,7 +247,7 @@ TEST_F(ConfigCommandTest, ConcurrentAndSuccessiveSettersLoseNoUpdate) {
       thread.join();
     for (const auto& r : results)
       ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string text = read(file());
+    const std::string text = read_file(file());
     for (const auto& [key, value] : settings)
       EXPECT_NE(text.find(key + " = " + value + "\n"), std::string::npos)
           << "round " << round << ": " << key << " lost:\n"
@@ -267,7 +259,7 @@ TEST_F(ConfigCommandTest, ConcurrentAndSuccessiveSettersLoseNoUpdate) {
     const std::string v = key == "max_compiles" ? std::to_string(1 + i) : value;
     ASSERT_EQ(run_cli({"config", key, v}, env()).exit_code, 0);
   }
-  const std::string text = read(file());
+  const std::string text = read_file(file());
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 8) << text;
   EXPECT_NE(text.find("max_compiles = 28\n"), std::string::npos) << text;
   EXPECT_TRUE(left_over().empty());
@@ -295,7 +287,7 @@ TEST_F(ConfigCommandTest, AReadOnlyFolderIsOneLineAndTheOldFileIsKept) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_EQ(r.err.rfind("jitcache: error: cannot write " + file().string() + ": ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
-  EXPECT_EQ(read(file()), "max_size = 1M\n");
+  EXPECT_EQ(read_file(file()), "max_size = 1M\n");
   EXPECT_TRUE(left_over().empty());
 }
 
@@ -324,7 +316,7 @@ TEST_F(ConfigCommandTest, AFullDiskIsOneLineAndTheOldFileIsKept) {
         r.err.rfind("jitcache: error: cannot write " + file().string() + ": ", 0) != 0 ||
         r.err.find("No space left on device") == std::string::npos)
       return 2;
-    if (read(file()) != "max_size = 1M\n")
+    if (read_file(file()) != "max_size = 1M\n")
       return 3;
     fs::remove(folder / "filler");
     return left_over().empty() ? 0 : 4;
@@ -384,7 +376,7 @@ TEST_F(ConfigCommandTest, ADamagedFileWarnsNamingTheLineAndItsGoodLinesApply) {
   EXPECT_EQ(from_file, 2);
   // Setting the damaged key replaces its line; the damage is gone with it.
   ASSERT_EQ(run_cli({"config", "log", "debug"}, env()).exit_code, 0);
-  EXPECT_EQ(read(file()), "max_size = 1M\nlog = debug\nreadonly = 1\n");
+  EXPECT_EQ(read_file(file()), "max_size = 1M\nlog = debug\nreadonly = 1\n");
 }
 
 // JITCACHE_CONFIG_FILE names another file; set empty, none is used and none can be written.
@@ -393,7 +385,7 @@ TEST_F(ConfigCommandTest, TheFileCanBeNamedOrTurnedOff) {
   ASSERT_EQ(
       run_cli({"config", "log", "info"}, env({{"JITCACHE_CONFIG_FILE", other.string()}})).exit_code,
       0);
-  EXPECT_EQ(read(other), "log = info\n");
+  EXPECT_EQ(read_file(other), "log = info\n");
   EXPECT_FALSE(fs::exists(file()));
   auto r = run_cli({"config", "log", "info"}, env({{"JITCACHE_CONFIG_FILE", ""}}));
   EXPECT_EQ(r.exit_code, 1);

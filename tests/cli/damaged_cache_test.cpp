@@ -2,6 +2,7 @@
 // reproduction (the middle third of data.mdb overwritten with 0xFF bytes after building the
 // sample kernels), then builds, clear and prune.
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -13,11 +14,11 @@
 
 namespace jitcache {
 namespace {
+using test::k_kernels;
 
 namespace fs = std::filesystem;
 using test::run_cli;
 
-const std::string k_kernels = JITCACHE_KERNELS;
 const std::vector<std::string> k_sources = {"matmul.cl", "nbody.cl", "reduce.cl", "stencil.cl",
                                             "vector_ops.cl"};
 

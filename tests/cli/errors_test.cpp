@@ -3,6 +3,7 @@
 // library's exception text reaches the user.
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -12,17 +13,13 @@
 
 namespace jitcache {
 namespace {
+using test::first_line;
+using test::k_kernels;
+using test::k_options;
 
 using test::json_lines;
 using test::line_count;
 using test::run_cli;
-
-const std::string k_kernels = JITCACHE_KERNELS;
-const std::string k_options = "-I " + k_kernels;
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 // Text that only a library's exception or a parser's diagnostics would print.
 void expect_no_exception_text(const std::string& text) {

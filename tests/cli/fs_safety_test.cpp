@@ -3,8 +3,10 @@
 // outside the cache changes, nothing is created where it must not be, no command dies of a
 // signal, and every build returns its kernel.
 #include "tests/support/child_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -22,27 +24,23 @@
 
 namespace jitcache {
 namespace {
+using test::k_kernels;
+using test::read_file;
 
 namespace fs = std::filesystem;
 using test::json_lines;
 using test::ProcessResult;
 
-const std::string k_kernels = JITCACHE_KERNELS;
 // Two of the sample kernels: every test builds them many times.
-const std::vector<std::string> k_sources = {"matmul.cl", "reduce.cl"};
+const std::vector<std::string> k_safety_sources = {"matmul.cl", "reduce.cl"};
 constexpr int k_skip = 77; // a child's exit status meaning "not permitted here"
 
 std::vector<std::string> build_args(const std::string& options = {}) {
   std::vector<std::string> args{
       "build", "--backend", "opencl", "--options", "-I " + k_kernels + options, "--json"};
-  for (const auto& source : k_sources)
+  for (const auto& source : k_safety_sources)
     args.push_back(k_kernels + "/" + source);
   return args;
-}
-
-std::string bytes_of(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // Every path under `root` with its type, owner, group and mode; and, with `bytes`, the content
@@ -57,7 +55,7 @@ std::map<std::string, std::string> snapshot(const fs::path& root, bool bytes) {
     std::string what = std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + ":" +
                        std::to_string(st.st_gid);
     if (bytes && S_ISREG(st.st_mode))
-      what += " " + bytes_of(it->path());
+      what += " " + read_file(it->path());
     result[fs::relative(it->path(), root).string()] = what;
   }
   return result;
@@ -81,7 +79,7 @@ std::string build_problem(const std::string& what, const ProcessResult& r,
   if (r.exit_code != 0)
     return what + ": exit status " + std::to_string(r.exit_code) + "\n" + r.err;
   const auto lines = json_lines(r.out);
-  if (lines.size() != k_sources.size())
+  if (lines.size() != k_safety_sources.size())
     return what + ": " + std::to_string(lines.size()) + " kernels returned\n" + r.out;
   for (const auto& line : lines) {
     if (line["key"].get<std::string>().size() != 64 ||

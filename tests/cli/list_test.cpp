@@ -3,6 +3,7 @@
 // across processes, one after another and all at once.
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -13,11 +14,10 @@
 
 namespace jitcache {
 namespace {
+using test::k_kernels;
 
 using test::json_lines;
 using test::run_cli;
-
-const std::string k_kernels = JITCACHE_KERNELS;
 
 class ListTest : public ::testing::Test {
 protected:

@@ -3,6 +3,7 @@
 #include "core/tiers/packages/package_format.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -14,12 +15,11 @@
 
 namespace jitcache {
 namespace {
+using test::k_kernels;
 
 namespace fs = std::filesystem;
 using test::json_lines;
 using test::run_cli;
-
-const std::string k_kernels = JITCACHE_KERNELS;
 
 // One request of the end-to-end run: a backend, its target and the files built for it.
 struct Request {

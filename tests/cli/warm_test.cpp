@@ -3,6 +3,7 @@
 // present, into an empty cache, and the application's own build is then a hit.
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/terminal.hpp"
 
@@ -24,12 +25,11 @@ extern char** environ;
 
 namespace jitcache {
 namespace {
+using test::k_kernels;
 
 namespace fs = std::filesystem;
 using test::json_lines;
 using test::run_cli;
-
-const std::string k_kernels = JITCACHE_KERNELS;
 
 void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
   std::ofstream out(file, std::ios::trunc);

@@ -2,6 +2,7 @@
 // it, never through a symbolic link, never a file with a second link or a FIFO.
 #include "core/tiers/user/cache_dir.hpp"
 
+#include "tests/support/files.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -17,13 +18,9 @@ namespace jitcache {
 
 using detail::CacheDir;
 namespace {
+using test::read_file;
 
 namespace fs = std::filesystem;
-
-std::string bytes_of(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class CacheDirTest : public ::testing::Test {
 protected:
@@ -64,7 +61,7 @@ TEST_F(CacheDirTest, NeverOpensThroughALinkNorAFileWithASecondLinkNorAFifo) {
     ASSERT_FALSE(fd) << c.name;
     EXPECT_NE(fd.error().message.find(c.message), std::string::npos) << fd.error().message;
   }
-  EXPECT_EQ(bytes_of(outside.path() / "victim"), "precious");
+  EXPECT_EQ(read_file(outside.path() / "victim"), "precious");
   EXPECT_FALSE(fs::exists(outside.path() / "absent"));
 }
 
@@ -73,7 +70,7 @@ TEST_F(CacheDirTest, RemovesAndRenamesLinksNotWhatTheyPointTo) {
   ASSERT_TRUE(cache().rename("link", "moved"));
   EXPECT_TRUE(fs::is_symlink(dir.path() / "moved"));
   ASSERT_TRUE(cache().remove("moved"));
-  EXPECT_EQ(bytes_of(outside.path() / "victim"), "precious");
+  EXPECT_EQ(read_file(outside.path() / "victim"), "precious");
   EXPECT_FALSE(cache().remove("moved"));
 }
 

@@ -7,6 +7,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/fake_clock.hpp"
 #include "tests/support/faulty_user_tier.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -24,13 +25,10 @@ namespace jitcache {
 
 using detail::LmdbStore;
 namespace {
+using test::key_for;
 
 using namespace std::chrono_literals;
 using test::ChildProcess;
-
-Key key_for(const std::string& source) {
-  return KeyBuilder("opencl").device("device_name", "test").source(source).finish();
-}
 
 class CacheLeasesTest : public ::testing::Test {
 protected:

@@ -6,6 +6,7 @@
 #include "core/support/clock.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -20,10 +21,7 @@ namespace jitcache {
 
 using detail::LmdbStore;
 namespace {
-
-Key key_for(const std::string& source, const std::string& backend = "opencl") {
-  return KeyBuilder(backend).device("device_name", "test").source(source).finish();
-}
+using test::key_for;
 
 std::function<Expected<Entry>()> compiler(std::atomic<int>& calls, const std::string& binary,
                                           int sleep_ms = 0) {

@@ -4,6 +4,7 @@
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/fake_clock.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ namespace jitcache {
 using detail::CacheDir;
 using detail::CompileLease;
 namespace {
+using test::read_file;
 
 using namespace std::chrono_literals;
 using test::ChildProcess;
@@ -228,11 +230,6 @@ TEST_F(CompileLeaseTest, AHandOverMarkerIsSeenUntilReapedADayLater) {
   EXPECT_FALSE(CompileLease::handed_over(leases(), k_key));
 }
 
-std::string bytes_of(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST_F(CompileLeaseTest, ALinkAtALeaseFileIsNeverFollowed) {
   test::TempDir elsewhere;
   const auto victim = elsewhere.path() / "victim";
@@ -247,7 +244,7 @@ TEST_F(CompileLeaseTest, ALinkAtALeaseFileIsNeverFollowed) {
     EXPECT_NE(lease.error().message.find(key.hex()), std::string::npos) << lease.error().message;
   }
   EXPECT_EQ(CompileLease::reap(leases()), 0u);
-  EXPECT_EQ(bytes_of(victim), "precious");
+  EXPECT_EQ(read_file(victim), "precious");
   EXPECT_TRUE(std::filesystem::is_symlink(lease_path() / k_key.hex()));
 }
 

@@ -3,6 +3,7 @@
 #include "core/tiers/user/eviction.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 
+#include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/cache.hpp>
@@ -21,35 +22,32 @@ using detail::EvictionCandidate;
 using detail::file_bound;
 using detail::LmdbStore;
 namespace {
-
-Digest key(int i) {
-  return Digest::of("entry " + std::to_string(i));
-}
-
-Entry entry_of(int i, std::size_t bytes) {
-  return Entry{"opencl", std::string(bytes, static_cast<char>('a' + i % 26)), {}, 0};
-}
+using test::numbered_entry;
+using test::numbered_key;
 
 TEST(ChooseVictims, LeastRecentlyUsedFirstUntilUnderTheTarget) {
-  std::vector<EvictionCandidate> all = {
-      {key(0), 100, 30}, {key(1), 100, 10}, {key(2), 100, 20}, {key(3), 100, 40}};
+  std::vector<EvictionCandidate> all = {{numbered_key(0), 100, 30},
+                                        {numbered_key(1), 100, 10},
+                                        {numbered_key(2), 100, 20},
+                                        {numbered_key(3), 100, 40}};
   auto victims = choose_victims(all, 400, 200, std::nullopt);
   ASSERT_EQ(victims.size(), 2u);
-  EXPECT_EQ(victims[0].key, key(1));
-  EXPECT_EQ(victims[1].key, key(2));
+  EXPECT_EQ(victims[0].key, numbered_key(1));
+  EXPECT_EQ(victims[1].key, numbered_key(2));
 }
 
 TEST(ChooseVictims, NeverTheKeptEntryAndUnknownUsesGoFirst) {
-  std::vector<EvictionCandidate> all = {{key(0), 100, 0}, {key(1), 100, 5}, {key(2), 300, 1}};
-  auto victims = choose_victims(all, 500, 300, key(0));
+  std::vector<EvictionCandidate> all = {
+      {numbered_key(0), 100, 0}, {numbered_key(1), 100, 5}, {numbered_key(2), 300, 1}};
+  auto victims = choose_victims(all, 500, 300, numbered_key(0));
   ASSERT_EQ(victims.size(), 1u);
-  EXPECT_EQ(victims[0].key, key(2)) << "key 0 is oldest but kept; key 2 is next";
+  EXPECT_EQ(victims[0].key, numbered_key(2)) << "key 0 is oldest but kept; key 2 is next";
   EXPECT_TRUE(choose_victims(all, 500, 500, std::nullopt).empty());
 }
 
 TEST(ChooseVictims, NothingButTheKeptOneLeftWhenTheTargetIsUnreachable) {
-  std::vector<EvictionCandidate> all = {{key(0), 100, 1}, {key(1), 100, 2}};
-  EXPECT_EQ(choose_victims(all, 200, 0, key(1)).size(), 1u);
+  std::vector<EvictionCandidate> all = {{numbered_key(0), 100, 1}, {numbered_key(1), 100, 2}};
+  EXPECT_EQ(choose_victims(all, 200, 0, numbered_key(1)).size(), 1u);
 }
 
 class EvictionTest : public ::testing::Test {
@@ -67,18 +65,19 @@ TEST_F(EvictionTest, StaysUnderTheLimitAndTheMostRecentlyUsedSurvive) {
   auto store = open(k_limit);
   // 10 KiB entries: 20 fit. Keep using entries 0..4 while 60 more are stored.
   for (int i = 0; i < 60; ++i) {
-    ASSERT_TRUE(store->put(key(i), entry_of(i, 10 << 10)));
+    ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i, 10 << 10)));
     for (int hot = 0; hot < 5 && hot < i; ++hot)
-      ASSERT_TRUE(store->get(key(hot)).value()) << "hot entry " << hot << " evicted at " << i;
+      ASSERT_TRUE(store->get(numbered_key(hot)).value())
+          << "hot entry " << hot << " evicted at " << i;
     auto usage = store->usage().value();
     EXPECT_LE(usage.value_bytes, k_limit) << "after put " << i;
   }
   for (int hot = 0; hot < 5; ++hot)
-    EXPECT_TRUE(store->get(key(hot)).value()) << hot;
+    EXPECT_TRUE(store->get(numbered_key(hot)).value()) << hot;
   for (int i = 59; i > 55; --i)
-    EXPECT_TRUE(store->get(key(i)).value()) << "the newest entries stay";
+    EXPECT_TRUE(store->get(numbered_key(i)).value()) << "the newest entries stay";
   for (int i = 5; i < 30; ++i)
-    EXPECT_FALSE(store->get(key(i)).value()) << "old, unused entry " << i << " survived";
+    EXPECT_FALSE(store->get(numbered_key(i)).value()) << "old, unused entry " << i << " survived";
   auto counters = store->counters().value();
   EXPECT_GT(counters.get("all", Counter::evicted), 30u);
   EXPECT_EQ(counters.get("all", Counter::evicted_bytes), counters.get("all", Counter::evicted) *
@@ -90,25 +89,25 @@ TEST_F(EvictionTest, UsesReachTheDiskWithTheNextWriteNotWithEachHit) {
   {
     auto store = open(std::nullopt);
     for (int i = 0; i < 3; ++i)
-      ASSERT_TRUE(store->put(key(i), entry_of(i, 1000)));
+      ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i, 1000)));
   }
   const auto data_size = [&] { return std::filesystem::last_write_time(dir.path() / "data.mdb"); };
   auto store = open(std::nullopt);
   const auto before = data_size();
   for (int n = 0; n < 100; ++n)
-    ASSERT_TRUE(store->get(key(0)).value());
+    ASSERT_TRUE(store->get(numbered_key(0)).value());
   EXPECT_EQ(data_size(), before) << "a hit wrote to the data file";
   // Entry 0 was used last: a prune down to one entry (1000 bytes, its header and its nodes in
   // the data file) keeps it.
   auto pruned = store->prune(1800);
   ASSERT_TRUE(pruned);
   EXPECT_EQ(pruned->entries, 2u);
-  EXPECT_TRUE(store->get(key(0)).value());
+  EXPECT_TRUE(store->get(numbered_key(0)).value());
 }
 
 TEST_F(EvictionTest, AnEntryLargerThanTheLimitIsRefused) {
   auto store = open(4096);
-  auto put = store->put(key(0), entry_of(0, 8192));
+  auto put = store->put(numbered_key(0), numbered_entry(0, 8192));
   ASSERT_FALSE(put);
   EXPECT_EQ(put.error().code, ErrorCode::store_full);
   EXPECT_NE(put.error().message.find("size limit"), std::string::npos);
@@ -116,13 +115,14 @@ TEST_F(EvictionTest, AnEntryLargerThanTheLimitIsRefused) {
 
 TEST_F(EvictionTest, ReplacingAndRemovingKeepTheStoredSizeRight) {
   auto store = open(50 << 10);
-  ASSERT_TRUE(store->put(key(0), entry_of(0, 20 << 10)));
-  ASSERT_TRUE(store->put(key(0), entry_of(0, 20 << 10))); // replaced, not counted twice
-  ASSERT_TRUE(store->put(key(1), entry_of(1, 20 << 10)));
-  EXPECT_TRUE(store->get(key(0)).value()) << "a replaced entry is not double counted";
-  ASSERT_TRUE(store->remove(key(0)).value());
-  ASSERT_TRUE(store->put(key(2), entry_of(2, 20 << 10)));
-  EXPECT_TRUE(store->get(key(1)).value()) << "a removed entry's size was given back";
+  ASSERT_TRUE(store->put(numbered_key(0), numbered_entry(0, 20 << 10)));
+  ASSERT_TRUE(
+      store->put(numbered_key(0), numbered_entry(0, 20 << 10))); // replaced, not counted twice
+  ASSERT_TRUE(store->put(numbered_key(1), numbered_entry(1, 20 << 10)));
+  EXPECT_TRUE(store->get(numbered_key(0)).value()) << "a replaced entry is not double counted";
+  ASSERT_TRUE(store->remove(numbered_key(0)).value());
+  ASSERT_TRUE(store->put(numbered_key(2), numbered_entry(2, 20 << 10)));
+  EXPECT_TRUE(store->get(numbered_key(1)).value()) << "a removed entry's size was given back";
   EXPECT_EQ(store->usage().value().entries, 2u);
 }
 
@@ -183,16 +183,16 @@ TEST_F(EvictionTest, AFileOverItsBoundIsCompactedByAProcessThatOpensItAlone) {
   {
     auto store = open(std::nullopt);
     for (int i = 0; i < 60; ++i)
-      ASSERT_TRUE(store->put(key(i), entry_of(i, 20 << 10)));
+      ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i, 20 << 10)));
     for (int i = 5; i < 60; ++i)
-      ASSERT_TRUE(store->remove(key(i)).value());
+      ASSERT_TRUE(store->remove(numbered_key(i)).value());
   }
   constexpr std::uint64_t k_limit = 200 << 10;
   ASSERT_GT(std::filesystem::file_size(dir.path() / "data.mdb"), file_bound(k_limit));
   auto store = open(k_limit);
   EXPECT_LE(std::filesystem::file_size(dir.path() / "data.mdb"), file_bound(k_limit));
   for (int i = 0; i < 5; ++i)
-    EXPECT_TRUE(store->get(key(i)).value()) << "compaction keeps every entry: " << i;
+    EXPECT_TRUE(store->get(numbered_key(i)).value()) << "compaction keeps every entry: " << i;
 }
 
 // A limit lowered under a tier that holds more than it (`jitcache config max_size` lowered, a
@@ -203,14 +203,14 @@ TEST_F(EvictionTest, ALimitLoweredUnderAFullerTierEvictsOnTheNextWriteAndOnPrune
   const auto fill = [&](int from) {
     auto store = open(std::nullopt);
     for (int i = from; i < from + 60; ++i)
-      ASSERT_TRUE(store->put(key(i), entry_of(i, 20 << 10)));
+      ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i, 20 << 10)));
   };
   constexpr std::uint64_t k_limit = 200 << 10;
   fill(0);
   {
     auto store = open(k_limit);
-    ASSERT_TRUE(store->put(key(1000), entry_of(1000, 20 << 10)));
-    EXPECT_TRUE(store->get(key(1000)).value());
+    ASSERT_TRUE(store->put(numbered_key(1000), numbered_entry(1000, 20 << 10)));
+    EXPECT_TRUE(store->get(numbered_key(1000)).value());
     EXPECT_LE(store->usage().value().value_bytes, k_limit);
   }
   fill(2000);
@@ -223,7 +223,7 @@ TEST_F(EvictionTest, ALimitLoweredUnderAFullerTierEvictsOnTheNextWriteAndOnPrune
   }
   auto store = open(k_limit);
   EXPECT_LE(std::filesystem::file_size(dir.path() / "data.mdb"), file_bound(k_limit));
-  EXPECT_TRUE(store->put(key(3000), entry_of(3000, 20 << 10)));
+  EXPECT_TRUE(store->put(numbered_key(3000), numbered_entry(3000, 20 << 10)));
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 // event), or by stat calls where the files cannot be watched.
 #include "core/engine/handle_cache.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/inotify_instances.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -21,6 +22,7 @@ namespace jitcache {
 
 using detail::Filesystem;
 namespace {
+using test::write_file;
 
 namespace fs = std::filesystem;
 using detail::HandleCache;
@@ -33,11 +35,6 @@ RequestHash request_of(std::string_view options, std::string_view source) {
   return hasher.digest();
 }
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-
 Filesystem pretend_nfs(const fs::path&) {
   return Filesystem{0x6969, "nfs", true};
 }
@@ -45,7 +42,7 @@ Filesystem pretend_nfs(const fs::path&) {
 // A header found in link/ (a symlink to real/) after first/, where a header would shadow it:
 // the files a key of `#include <a.h>` with -I first -I link is built from.
 void make_tree(const fs::path& root) {
-  write(root / "real/a.h", "int a;\n");
+  write_file(root / "real/a.h", "int a;\n");
   fs::create_directories(root / "first");
   fs::create_directory_symlink(root / "real", root / "link");
 }
@@ -79,26 +76,27 @@ void expect_each_change_drops_the_shortcut(
   make_tree(root);
   const auto request = request_of("options", "source");
   const std::vector<std::pair<const char*, std::function<void()>>> changes{
-      {"a header edited", [&] { write(root / "real/a.h", "int abc;\n"); }},
-      {"a header created earlier in the include path", [&] { write(root / "first/a.h", "x\n"); }},
+      {"a header edited", [&] { write_file(root / "real/a.h", "int abc;\n"); }},
+      {"a header created earlier in the include path",
+       [&] { write_file(root / "first/a.h", "x\n"); }},
       {"the shadowing header removed", [&] { fs::remove(root / "first/a.h"); }},
       {"a header removed", [&] { fs::remove(root / "real/a.h"); }},
-      {"a header put back", [&] { write(root / "real/a.h", "int a;\n"); }},
+      {"a header put back", [&] { write_file(root / "real/a.h", "int a;\n"); }},
       {"a header replaced by a rename",
        [&] {
-         write(root / "a.h.new", "int renamed;\n");
+         write_file(root / "a.h.new", "int renamed;\n");
          fs::rename(root / "a.h.new", root / "real/a.h");
        }},
       {"the symlinked directory retargeted",
        [&] {
-         write(root / "other/a.h", "int other;\n");
+         write_file(root / "other/a.h", "int other;\n");
          fs::remove(root / "link");
          fs::create_directory_symlink(root / "other", root / "link");
        }},
       {"a directory on the path renamed",
        [&] {
          fs::rename(root / "other", root / "other.old");
-         write(root / "other/a.h", "int moved;\n");
+         write_file(root / "other/a.h", "int moved;\n");
        }},
   };
   for (const auto& [what, change] : changes) {
@@ -119,17 +117,17 @@ TEST_F(HandleCacheTest, AWatchedShortcutIsServedWithoutStatCallsUntilAFileChange
   for (int i = 0; i < 100; ++i)
     ASSERT_TRUE(handles.find(request)) << i;
   EXPECT_EQ(handles.stat_checks(), 1u) << "proven once, when its watches were set";
-  write(dir.path() / "real/unrelated.h", "int u;\n"); // in a watched directory, not stamped
+  write_file(dir.path() / "real/unrelated.h", "int u;\n"); // in a watched directory, not stamped
   EXPECT_TRUE(handles.find(request));
   EXPECT_EQ(handles.stat_checks(), 1u) << "an event on another name is no reason to stat";
-  write(dir.path() / "real/a.h", "int changed;\n");
+  write_file(dir.path() / "real/a.h", "int changed;\n");
   EXPECT_FALSE(handles.find(request));
   EXPECT_EQ(handles.stat_checks(), 2u);
 }
 
 TEST_F(HandleCacheTest, AnEventOnOneShortcutsFilesReprovesTheOthersByStatNotByRebuilding) {
   HandleCache handles;
-  write(dir.path() / "b/b.h", "int b;\n");
+  write_file(dir.path() / "b/b.h", "int b;\n");
   const auto other = request_of("options", "other source");
   handles.alias(request, loaded(), guards());
   handles.alias(other, loaded(),
@@ -137,7 +135,7 @@ TEST_F(HandleCacheTest, AnEventOnOneShortcutsFilesReprovesTheOthersByStatNotByRe
   ASSERT_TRUE(handles.find(request));
   ASSERT_TRUE(handles.find(other));
   ASSERT_EQ(handles.stat_checks(), 2u);
-  write(dir.path() / "b/b.h", "int bb;\n");
+  write_file(dir.path() / "b/b.h", "int bb;\n");
   EXPECT_FALSE(handles.find(other));
   EXPECT_TRUE(handles.find(request)) << "its own files are unchanged";
   EXPECT_EQ(handles.stat_checks(), 4u);
@@ -161,8 +159,8 @@ TEST_F(HandleCacheTest, WhereFilesCannotBeWatchedEveryFindStatsThem) {
 }
 
 TEST_F(HandleCacheTest, ARelativePathIsResolvedFromTheCurrentDirectory) {
-  write(dir.path() / "one/inc/h.h", "int one;\n");
-  write(dir.path() / "two/inc/h.h", "int two;\n");
+  write_file(dir.path() / "one/inc/h.h", "int one;\n");
+  write_file(dir.path() / "two/inc/h.h", "int two;\n");
   const fs::path before = fs::current_path();
   fs::current_path(dir.path() / "one");
   HandleCache handles;
@@ -194,7 +192,7 @@ TEST_F(HandleCacheTest, EveryCacheAndTheProcessWatchThroughOneInotifyInstance) {
   EXPECT_EQ(test::inotify_instances(), watching);
   EXPECT_EQ(first.stat_checks(), 1u) << "each Cache counts its own proofs";
   EXPECT_EQ(second.stat_checks(), 1u);
-  write(dir.path() / "real/a.h", "int changed;\n");
+  write_file(dir.path() / "real/a.h", "int changed;\n");
   EXPECT_FALSE(first.find(request));
   EXPECT_FALSE(second.find(request));
   EXPECT_FALSE(detail::ProvenStamps::process().hold(stamps));
@@ -208,7 +206,7 @@ TEST_F(HandleCacheTest, AForkedChildStatsAndLeavesTheParentsEventsToTheParent) {
     const std::uint64_t before = handles.stat_checks();
     if (!handles.find(request) || handles.stat_checks() != before + 1)
       return 1; // the child must not use the parent's watches
-    write(dir.path() / "real/a.h", "int child;\n");
+    write_file(dir.path() / "real/a.h", "int child;\n");
     return handles.find(request) ? 2 : 0;
   });
   ASSERT_EQ(child.wait(), 0) << child.err();

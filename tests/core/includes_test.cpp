@@ -1,6 +1,7 @@
 #include "core/key/dependencies.hpp"
 #include "core/key/includes.hpp"
 #include "tests/support/fake_clock.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/open_count.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -29,17 +30,13 @@ using detail::scan_includes;
 using detail::SourceInputs;
 using detail::split_options;
 namespace {
-
-void write(const std::filesystem::path& p, const std::string& text) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
+using test::write_file;
 
 TEST(IncludesTest, FollowsIncludePathsRecursivelyOnce) {
   test::TempDir dir;
-  write(dir.path() / "inc/a.h", "#include \"b.h\"\nint a;\n");
-  write(dir.path() / "inc/b.h", "#pragma once\nint b;\n#include \"a.h\"\n");
-  write(dir.path() / "other/c.h", "int c;\n");
+  write_file(dir.path() / "inc/a.h", "#include \"b.h\"\nint a;\n");
+  write_file(dir.path() / "inc/b.h", "#pragma once\nint b;\n#include \"a.h\"\n");
+  write_file(dir.path() / "other/c.h", "int c;\n");
   const std::string source =
       "#include <a.h>\n  #  include \"c.h\"\n#include <stdint.h>\n#include \"mem.h\"\n";
   auto headers =
@@ -60,8 +57,8 @@ TEST(IncludesTest, FollowsIncludePathsRecursivelyOnce) {
 TEST(IncludesTest, AHeaderReadBeforeIsNotOpenedAgainWhileItsStampHolds) {
   test::TempDir dir;
   const auto inc = dir.path() / "inc";
-  write(inc / "a.h", "#include \"b.h\"\nint a;\n");
-  write(inc / "b.h", "int b;\n");
+  write_file(inc / "a.h", "#include \"b.h\"\nint a;\n");
+  write_file(inc / "b.h", "int b;\n");
   test::FakeClock clock;
   clock.advance(std::chrono::seconds(3)); // the files are old enough to vouch for their content
   ASSERT_EQ(scan_includes("#include <a.h>\n", {inc}).headers.size(), 2u);
@@ -75,8 +72,8 @@ TEST(IncludesTest, AHeaderReadBeforeIsNotOpenedAgainWhileItsStampHolds) {
   EXPECT_TRUE(again.headers[1].stamp.exists);
 
   // A header changed since: read again, and what it includes now is followed.
-  write(inc / "b.h", "#include \"c.h\"\nint b;\n");
-  write(inc / "c.h", "int c;\n");
+  write_file(inc / "b.h", "#include \"c.h\"\nint b;\n");
+  write_file(inc / "c.h", "int c;\n");
   clock.advance(std::chrono::seconds(3));
   opens.take(); // the writes'
   auto changed = scan_includes("#include <a.h>\n", {inc});
@@ -91,16 +88,16 @@ TEST(IncludesTest, AHeaderReadBeforeIsNotOpenedAgainWhileItsStampHolds) {
 TEST(IncludesTest, AHeaderWrittenTooRecentlyToVouchIsReadEachTime) {
   test::TempDir dir;
   const auto inc = dir.path() / "inc";
-  write(inc / "a.h", "int a;\n");
+  write_file(inc / "a.h", "int a;\n");
   test::FakeClock clock; // stands still: every file written now stays too recent
   ASSERT_EQ(scan_includes("#include <a.h>\n", {inc}).headers.at(0).content, "int a;\n");
-  write(inc / "a.h", "int b;\n"); // same size, maybe the same stamp
+  write_file(inc / "a.h", "int b;\n"); // same size, maybe the same stamp
   EXPECT_EQ(scan_includes("#include <a.h>\n", {inc}).headers.at(0).content, "int b;\n");
 }
 
 TEST(IncludesTest, ARemovedCurrentDirectoryIsLeftOutNotThrown) {
   test::TempDir dir;
-  write(dir.path() / "inc/a.h", "int a;\n");
+  write_file(dir.path() / "inc/a.h", "int a;\n");
   const auto gone = dir.path() / "gone";
   std::filesystem::create_directories(gone);
   const auto before = std::filesystem::current_path();
@@ -122,9 +119,9 @@ TEST(IncludesTest, AQuotedIncludeFromAHeaderFoundThroughDotIsSearchedThereFirst)
   // `-I.`: a.h is found as "a.h", whose folder is "", and its #include "b.h" must find ./b.h
   // (its own folder first) even after <b.h> found sys/b.h: the two searches differ.
   test::TempDir dir;
-  write(dir.path() / "sys/b.h", "int sys_b;\n");
-  write(dir.path() / "b.h", "int local_b;\n");
-  write(dir.path() / "a.h", "#include \"b.h\"\n");
+  write_file(dir.path() / "sys/b.h", "int sys_b;\n");
+  write_file(dir.path() / "b.h", "int local_b;\n");
+  write_file(dir.path() / "a.h", "#include \"b.h\"\n");
   const auto before = std::filesystem::current_path();
   ASSERT_EQ(::chdir(dir.path().c_str()), 0);
   const auto headers =
@@ -151,8 +148,8 @@ TEST(IncludesTest, AHeaderThatIsAFifoIsNotWaitedOn) {
 
 TEST(IncludesTest, FirstIncludeDirWins) {
   test::TempDir dir;
-  write(dir.path() / "one/x.h", "one");
-  write(dir.path() / "two/x.h", "two");
+  write_file(dir.path() / "one/x.h", "one");
+  write_file(dir.path() / "two/x.h", "two");
   auto a = scan_includes("#include <x.h>", {dir.path() / "one", dir.path() / "two"}).headers;
   auto b = scan_includes("#include <x.h>", {dir.path() / "two", dir.path() / "one"}).headers;
   ASSERT_EQ(a.size(), 1u);
@@ -173,7 +170,7 @@ TEST(IncludesTest, ComputedIncludesAreReported) {
 // time, never opened; small files there are read. Touching it changes the key.
 TEST(IncludesTest, AComputedIncludeNeverReadsALargeDataFileWhereTheProgramRuns) {
   test::TempDir dir;
-  write(dir.path() / "small.h", "int small;\n");
+  write_file(dir.path() / "small.h", "int small;\n");
   const auto large = dir.path() / "data.bin";
   { std::ofstream(large) << ""; }
   std::filesystem::resize_file(large, std::uint64_t(1) << 30);
@@ -331,7 +328,7 @@ TEST(IncludesTest, AScanOfAHeaderWrittenTooRecentlyToVouchIsMadeEachTime) {
   test::TempDir dir;
   const InFolder cwd(dir.path() / "cwd");
   const auto inc = dir.path() / "inc";
-  write(inc / "a.h", "int a;\n");
+  write_file(inc / "a.h", "int a;\n");
   test::FakeClock clock; // stands still: every file written now stays too recent
   const std::string options = "-I " + inc.string();
   ASSERT_EQ(std::get<1>(header_fields("#include <a.h>\n", options).at(0)), "int a;\n");
@@ -339,8 +336,8 @@ TEST(IncludesTest, AScanOfAHeaderWrittenTooRecentlyToVouchIsMadeEachTime) {
   ASSERT_TRUE(opens.watching());
   EXPECT_EQ(std::get<1>(header_fields("// again\n#include <a.h>\n", options).at(0)), "int a;\n");
   EXPECT_EQ(opens.take(), (std::map<std::string, int>{{"a.h", 1}})) << "read again";
-  write(inc / "a.h", "int b;\n"); // same size, maybe the same stamp
-  opens.take();                   // the write's
+  write_file(inc / "a.h", "int b;\n"); // same size, maybe the same stamp
+  opens.take();                        // the write's
   EXPECT_EQ(std::get<1>(header_fields("// once more\n#include <a.h>\n", options).at(0)),
             "int b;\n");
 }
@@ -351,8 +348,8 @@ TEST(IncludesTest, ThreadsTakingARememberedScanAtOnceAllGetTheFilesAsTheyAre) {
   test::TempDir dir;
   const InFolder cwd(dir.path() / "cwd");
   const auto inc = dir.path() / "inc";
-  write(inc / "a.h", "#include \"b.h\"\nint a;\n");
-  write(inc / "b.h", "int b;\n");
+  write_file(inc / "a.h", "#include \"b.h\"\nint a;\n");
+  write_file(inc / "b.h", "int b;\n");
   test::FakeClock clock;
   clock.advance(std::chrono::seconds(3));
   const std::string options = "-I " + inc.string();
@@ -369,7 +366,7 @@ TEST(IncludesTest, ThreadsTakingARememberedScanAtOnceAllGetTheFilesAsTheyAre) {
     for (std::thread& thread : threads)
       thread.join();
     EXPECT_EQ(wrong.load(), 0) << "round " << round;
-    write(inc / "b.h", "int b" + std::to_string(round) + ";\n");
+    write_file(inc / "b.h", "int b" + std::to_string(round) + ";\n");
     const struct timespec times[2] = {{1000000 + round, 0}, {1000000 + round, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, (inc / "b.h").c_str(), times, 0), 0); // a time of its own
     clock.advance(std::chrono::seconds(3));
@@ -382,14 +379,14 @@ TEST(IncludesTest, ARememberedScanOfAComputedIncludeSeesAFileAddedSince) {
   test::TempDir dir;
   const InFolder cwd(dir.path() / "cwd");
   const auto inc = dir.path() / "inc";
-  write(inc / "config_a.h", "int a;\n");
+  write_file(inc / "config_a.h", "int a;\n");
   test::FakeClock clock;
   clock.advance(std::chrono::seconds(3));
   const std::string source = "#include CONFIG\n";
   const std::string options = "-I " + inc.string();
   const HeaderFields first = header_fields(source, options);
   EXPECT_EQ(header_fields("// again\n" + source, options), first);
-  write(inc / "config_b.h", "int b;\n");
+  write_file(inc / "config_b.h", "int b;\n");
   clock.advance(std::chrono::seconds(3));
   const HeaderFields now = header_fields(source, options);
   ASSERT_EQ(now.size(), first.size() + 1);
@@ -407,8 +404,8 @@ TEST(IncludesTest, AKeyHoldsLongHeadersByTheirStoredFormUnlessContentsAreAskedFo
   test::TempDir dir;
   const InFolder cwd(dir.path() / "cwd");
   const std::string big = "// " + std::string(4096, 'x') + "\nint big;\n";
-  write(dir.path() / "inc" / "big.h", big);
-  write(dir.path() / "inc" / "small.h", "int small;\n");
+  write_file(dir.path() / "inc" / "big.h", big);
+  write_file(dir.path() / "inc" / "small.h", "int small;\n");
   const std::string source = "#include \"big.h\"\n#include \"small.h\"\n";
   const std::string options = "-I " + (dir.path() / "inc").string();
   const auto headers = [&](bool contents) {
@@ -433,7 +430,7 @@ TEST(IncludesTest, AKeyHoldsLongHeadersByTheirStoredFormUnlessContentsAreAskedFo
 
 TEST(IncludesTest, QuotedIncludesFoundNowhereAreNamed) {
   test::TempDir dir;
-  write(dir.path() / "inc/a.h", "#include \"gone.h\"\n#include \"a.h\"\n");
+  write_file(dir.path() / "inc/a.h", "#include \"gone.h\"\n#include \"a.h\"\n");
   auto scan = scan_includes("#include \"a.h\"\n#include \"gone.h\"\n#include \"mem.h\"\n"
                             "#include <stdint.h>\n#include \"also_gone.h\"\n",
                             {dir.path() / "inc"}, {{"mem.h", "int m;"}});

@@ -3,6 +3,7 @@
 #include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -16,41 +17,29 @@ namespace jitcache {
 
 using detail::LmdbStore;
 namespace {
+using test::has_aside_file;
+using test::numbered_entry;
+using test::numbered_key;
 
 namespace fs = std::filesystem;
-constexpr std::size_t k_page = 4096;
-
-Digest key(int i) {
-  return Digest::of("entry " + std::to_string(i));
-}
-
-Entry entry_of(int i) {
-  return Entry{"opencl", std::string(5000, char('a' + i % 26)), {}, 0};
-}
-
-bool has_aside_file(const fs::path& dir) {
-  for (const auto& item : fs::directory_iterator(dir))
-    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
-      return true;
-  return false;
-}
+constexpr std::size_t k_lmdb_page = 4096;
 
 class LmdbHealthTest : public ::testing::Test {
 protected:
   void SetUp() override {
     auto store = LmdbStore::open(dir(), false).value();
     for (int i = 0; i < 40; ++i)
-      ASSERT_TRUE(store->put(key(i), entry_of(i)));
+      ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i, 5000)));
   }
   const fs::path& dir() const { return m_tmp.path(); }
   // The newest meta page (LMDB 0.9, 64-bit: its transaction id at byte 144).
   std::size_t newest_meta(std::fstream& file) {
     std::uint64_t txn[2];
     for (std::size_t m = 0; m < 2; ++m) {
-      file.seekg(std::streamoff(m * k_page + 144));
+      file.seekg(std::streamoff(m * k_lmdb_page + 144));
       file.read(reinterpret_cast<char*>(&txn[m]), 8);
     }
-    return txn[0] < txn[1] ? k_page : 0;
+    return txn[0] < txn[1] ? k_lmdb_page : 0;
   }
   // Zeroes the root page of the main database (its number at byte 128 of the meta page).
   void damage_main_root() {
@@ -58,8 +47,8 @@ protected:
     std::uint64_t root = 0;
     file.seekg(std::streamoff(newest_meta(file) + 128));
     file.read(reinterpret_cast<char*>(&root), 8);
-    file.seekp(std::streamoff(root * k_page));
-    file.write(std::string(k_page, '\0').data(), k_page);
+    file.seekp(std::streamoff(root * k_lmdb_page));
+    file.write(std::string(k_lmdb_page, '\0').data(), k_lmdb_page);
   }
   // Damage that only the page check sees (LMDB never reads it): the main database's entry
   // count (byte 120 of the meta page).
@@ -76,7 +65,7 @@ TEST_F(LmdbHealthTest, ACleanEndLeavesItsMarkerAFirstWriteTakesItAway) {
   {
     auto store = LmdbStore::open(dir(), false).value();
     EXPECT_TRUE(fs::exists(dir() / "closed")) << "open: reading cannot leave it half written";
-    ASSERT_TRUE(store->put(key(60), entry_of(60)));
+    ASSERT_TRUE(store->put(numbered_key(60), numbered_entry(60, 5000)));
     EXPECT_FALSE(fs::exists(dir() / "closed")) << "a write: an end now would be unclean";
     auto reader = LmdbStore::open(dir(), true).value();
   }
@@ -87,7 +76,7 @@ TEST_F(LmdbHealthTest, AfterAnUncleanEndDamageIsMovedAsideAtOpen) {
   { // killed after a write: no clean end
     test::ChildProcess writer([&] {
       auto store = LmdbStore::open(dir(), false);
-      const bool wrote = store && (*store)->put(key(50), entry_of(50));
+      const bool wrote = store && (*store)->put(numbered_key(50), numbered_entry(50, 5000));
       test::ChildProcess::tell_parent(wrote ? "wrote" : "failed");
       ::pause();
       return 0;
@@ -102,8 +91,8 @@ TEST_F(LmdbHealthTest, AfterAnUncleanEndDamageIsMovedAsideAtOpen) {
   ASSERT_TRUE(store) << store.error().message;
   EXPECT_TRUE(has_aside_file(dir()));
   EXPECT_NE(err.find("is damaged (page "), std::string::npos) << err;
-  EXPECT_FALSE((*store)->get(key(0)).value());
-  EXPECT_TRUE((*store)->put(key(0), entry_of(0)));
+  EXPECT_FALSE((*store)->get(numbered_key(0)).value());
+  EXPECT_TRUE((*store)->put(numbered_key(0), numbered_entry(0, 5000)));
 }
 
 TEST_F(LmdbHealthTest, DamageAfterACleanEndIsNeverWrittenIntoAndMovedAsideNextOpen) {
@@ -112,8 +101,8 @@ TEST_F(LmdbHealthTest, DamageAfterACleanEndIsNeverWrittenIntoAndMovedAsideNextOp
     auto store = LmdbStore::open(dir(), false).value();
     EXPECT_FALSE(has_aside_file(dir())) << "a clean end: not checked at open";
     testing::internal::CaptureStderr();
-    auto put = (*store).put(key(100), entry_of(100));
-    auto again = (*store).put(key(101), entry_of(101));
+    auto put = (*store).put(numbered_key(100), numbered_entry(100, 5000));
+    auto again = (*store).put(numbered_key(101), numbered_entry(101, 5000));
     const std::string err = testing::internal::GetCapturedStderr();
     ASSERT_FALSE(put);
     EXPECT_EQ(put.error().code, ErrorCode::corrupt);
@@ -124,7 +113,7 @@ TEST_F(LmdbHealthTest, DamageAfterACleanEndIsNeverWrittenIntoAndMovedAsideNextOp
   EXPECT_FALSE(fs::exists(dir() / "closed"));
   auto store = LmdbStore::open(dir(), false).value();
   EXPECT_TRUE(has_aside_file(dir()));
-  EXPECT_TRUE(store->put(key(100), entry_of(100)));
+  EXPECT_TRUE(store->put(numbered_key(100), numbered_entry(100, 5000)));
 }
 
 } // namespace

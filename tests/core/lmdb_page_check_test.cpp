@@ -4,6 +4,8 @@
 #include "core/tiers/user/lmdb_page_check.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 
+#include "tests/support/files.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -18,14 +20,13 @@ using detail::check_lmdb_pages;
 using detail::LmdbStore;
 using detail::PageCheck;
 namespace {
+using test::numbered_key;
+using test::read_file;
+using test::write_file;
 
 namespace fs = std::filesystem;
 
 constexpr std::size_t k_page = 4096;
-
-Digest key(int i) {
-  return Digest::of("entry " + std::to_string(i));
-}
 
 // A user tier of `count` entries, small (inline) and big (overflow pages), churned: entries
 // replaced and removed, records and counters written, so that the free list is not empty.
@@ -37,10 +38,10 @@ void fill(const fs::path& dir, int count, unsigned seed) {
   ASSERT_TRUE(store) << store.error().message;
   for (int i = 0; i < count; ++i) {
     const std::size_t bytes = rng() % 3 == 0 ? 100 + rng() % 1500 : 3000 + rng() % 40000;
-    ASSERT_TRUE(
-        (*store)->put(key(i), Entry{"opencl", std::string(bytes, char('a' + i % 26)), {}, 0}));
+    ASSERT_TRUE((*store)->put(numbered_key(i),
+                              Entry{"opencl", std::string(bytes, char('a' + i % 26)), {}, 0}));
     if (rng() % 4 == 0) {
-      ASSERT_TRUE((*store)->remove(key(int(rng() % (i + 1)))));
+      ASSERT_TRUE((*store)->remove(numbered_key(int(rng() % (i + 1)))));
     }
     if (rng() % 8 == 0) {
       ASSERT_TRUE(
@@ -52,15 +53,6 @@ void fill(const fs::path& dir, int count, unsigned seed) {
       ASSERT_TRUE((*store)->add_counters(delta));
     }
   }
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 class PageCheckTest : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include "core/tiers/user/lmdb_store.hpp"
 #include "core/tiers/user/user_store.hpp"
 #include "tests/support/faulty_user_tier.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -39,13 +40,9 @@ using detail::LmdbStore;
 using detail::open_user_store;
 using detail::SourceInputs;
 namespace {
+using test::write_file;
 
 namespace fs = std::filesystem;
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
 
 class ManifestTest : public ::testing::Test {
 protected:
@@ -111,8 +108,8 @@ TEST(MayReadFiles, EverySpellingOfAnIncludeCounts) {
 
 TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
   const std::string source = "#include <a.h>\n#include \"missing.h\"\nkernel void k() {}\n";
-  write(dir.path() / "second/a.h", "#include \"b.h\"\nint a;\n");
-  write(dir.path() / "second/b.h", "int b;\n");
+  write_file(dir.path() / "second/a.h", "#include \"b.h\"\nint a;\n");
+  write_file(dir.path() / "second/b.h", "int b;\n");
   let_stamps_settle();
 
   const auto built = key(source);
@@ -127,7 +124,7 @@ TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
   {
     SCOPED_TRACE("a header edited (same size)");
     clock.stop();
-    write(dir.path() / "second/b.h", "int c;\n");
+    write_file(dir.path() / "second/b.h", "int c;\n");
     const auto edited = key(source);
     EXPECT_FALSE(edited.recalled);
     EXPECT_NE(edited.key.digest, built.key.digest);
@@ -147,22 +144,22 @@ TEST_F(ManifestTest, ARememberedKeyIsRecalledUntilAFileItWasBuiltFromChanges) {
     EXPECT_NE(after.key.digest, before);
   };
   changes_the_key("a header created earlier in the include path shadows one",
-                  [&] { write(dir.path() / "first/a.h", "int shadow;\n"); });
+                  [&] { write_file(dir.path() / "first/a.h", "int shadow;\n"); });
   changes_the_key("an include that resolved nowhere appears",
-                  [&] { write(dir.path() / "second/missing.h", "int now_here;\n"); });
+                  [&] { write_file(dir.path() / "second/missing.h", "int now_here;\n"); });
   changes_the_key("a header removed", [&] { fs::remove(dir.path() / "first/a.h"); });
   fs::create_directories(dir.path() / "elsewhere");
   fs::create_symlink(dir.path() / "elsewhere/a.h", dir.path() / "first/a.h");
   changes_the_key("a link to nothing earlier in the include path finds its target",
-                  [&] { write(dir.path() / "elsewhere/a.h", "int linked;\n"); });
+                  [&] { write_file(dir.path() / "elsewhere/a.h", "int linked;\n"); });
   EXPECT_FALSE(key(source + " ").recalled) << "another source is another request";
 }
 
 TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread) {
   std::string source;
   for (int i = 0; i < 120; ++i) {
-    write(dir.path() / "second" / ("h" + std::to_string(i) + ".h"),
-          "int h" + std::to_string(i) + ";\n");
+    write_file(dir.path() / "second" / ("h" + std::to_string(i) + ".h"),
+               "int h" + std::to_string(i) + ";\n");
     source += "#include <h" + std::to_string(i) + ".h>\n";
   }
   let_stamps_settle();
@@ -195,7 +192,7 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
     detail::PendingKey unsettled(detail::core_of(cache), "opencl", name, build(source), true);
     EXPECT_TRUE(unsettled.guess()) << "destroyed without settle(): waits for its check";
   }
-  write(dir.path() / "second/h77.h", "int x77;\n"); // same size
+  write_file(dir.path() / "second/h77.h", "int x77;\n"); // same size
   const auto edited = settle();
   EXPECT_EQ(guessed, built.key.digest) << "the guess is the remembered key, still";
   EXPECT_FALSE(edited.recalled) << "but the check found the edit";
@@ -211,8 +208,8 @@ TEST_F(ManifestTest, APendingKeyOffersTheRememberedKeyAndProvesItOnAnotherThread
 TEST_F(ManifestTest, APackagesManifestProvenOnAThreadIsThisMachinesAfterTheAnswer) {
   std::string source;
   for (int i = 0; i < 200; ++i) { // a manifest big enough to be proven on a thread
-    write(dir.path() / "second" / ("header_with_a_long_name_" + std::to_string(i) + ".h"),
-          "int h" + std::to_string(i) + ";\n");
+    write_file(dir.path() / "second" / ("header_with_a_long_name_" + std::to_string(i) + ".h"),
+               "int h" + std::to_string(i) + ";\n");
     source += "#include <header_with_a_long_name_" + std::to_string(i) + ".h>\n";
   }
   let_stamps_settle();
@@ -351,7 +348,7 @@ TEST_F(ManifestTest, APackagesManifestProvenOnAThreadIsThisMachinesAfterTheAnswe
 // Remembering writes nothing while the process works (a synced write beside a request delays
 // it): the records are written when the Cache is flushed, all of them in one write.
 TEST_F(ManifestTest, RecordsAreWrittenAtFlushAllInOneWrite) {
-  write(dir.path() / "second/a.h", "int a;\n");
+  write_file(dir.path() / "second/a.h", "int a;\n");
   let_stamps_settle();
   const std::vector<std::string> sources{"#include <a.h>\n", "#include <a.h>\nint x;\n",
                                          "#include <a.h>\nint y;\n"};
@@ -412,7 +409,7 @@ TEST_F(ManifestTest, RecordsHeldPastTheBoundAreWrittenBeforeTheFlush) {
 }
 
 TEST_F(ManifestTest, NothingIsRememberedWithoutAWritableUserTier) {
-  write(dir.path() / "second/a.h", "int a;\n");
+  write_file(dir.path() / "second/a.h", "int a;\n");
   let_stamps_settle();
   const std::string source = "#include <a.h>\n";
   EXPECT_FALSE(key(source, config({{"JITCACHE_READONLY", "1"}})).recalled);
@@ -426,7 +423,7 @@ TEST_F(ManifestTest, NothingIsRememberedWithoutAWritableUserTier) {
 }
 
 TEST_F(ManifestTest, ADamagedRecordIsBuiltAgainAndReplaced) {
-  write(dir.path() / "second/a.h", "int a;\n");
+  write_file(dir.path() / "second/a.h", "int a;\n");
   let_stamps_settle();
   const std::string source = "#include <a.h>\n";
   const Key first = key(source).key;
@@ -460,8 +457,8 @@ std::map<Digest, std::optional<detail::Record>> records_in(const fs::path& cache
 TEST_F(ManifestTest, TheKernelsOfOneScanStoreTheirGuardsAndPathsOnce) {
   std::string includes;
   for (int i = 0; i < 60; ++i) {
-    write(dir.path() / "second" / ("h" + std::to_string(i) + ".h"),
-          "int h" + std::to_string(i) + ";\n");
+    write_file(dir.path() / "second" / ("h" + std::to_string(i) + ".h"),
+               "int h" + std::to_string(i) + ";\n");
     includes += "#include <h" + std::to_string(i) + ".h>\n";
   }
   let_stamps_settle();
@@ -561,7 +558,7 @@ TEST_F(ManifestTest, TheKernelsOfOneScanStoreTheirGuardsAndPathsOnce) {
 TEST_F(ManifestTest, AManifestWhosePartIsDamagedIsBuiltAgainAndReplaced) {
   std::string source;
   for (int i = 0; i < 20; ++i) {
-    write(dir.path() / "second" / ("h" + std::to_string(i) + ".h"), "int h;\n");
+    write_file(dir.path() / "second" / ("h" + std::to_string(i) + ".h"), "int h;\n");
     source += "#include <h" + std::to_string(i) + ".h>\n";
   }
   let_stamps_settle();
@@ -647,7 +644,7 @@ TEST(RecordCodec, RoundTripsChecksStampsAndRejectsEveryTruncation) {
   // Stamps of this test's own directory only (other tests change /tmp and the current
   // directory); a relative path is resolved from the current directory, so it goes there.
   test::TempDir dir;
-  write(dir.path() / "sub/a.h", "int a;\n");
+  write_file(dir.path() / "sub/a.h", "int a;\n");
   const fs::path before = fs::current_path();
   fs::current_path(dir.path());
   struct Return {

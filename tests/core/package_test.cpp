@@ -6,6 +6,7 @@
 #include "core/tiers/packages/package_format.hpp"
 #include "core/tiers/packages/package_store.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/config.hpp>
@@ -30,6 +31,7 @@
 
 namespace jitcache::detail {
 namespace {
+using test::read_file;
 
 namespace fs = std::filesystem;
 
@@ -58,11 +60,6 @@ std::vector<PackageEntry> entries_for(const std::string& arch, int count,
 
 PackageTarget target(const std::string& arch) {
   return target_of("cuda", key_for(arch, 0).fields);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 void write_file(const fs::path& path, const std::string& bytes) {

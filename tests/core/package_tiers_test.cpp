@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Key key_for(const std::string& source) {
+Key cuda_key_for(const std::string& source) {
   return KeyBuilder("cuda")
       .device("compute_capability", "90")
       .device("target_arch", "sm_90")
@@ -37,14 +37,14 @@ protected:
                       const std::string& binary, std::vector<PackageRecord> records = {}) {
     std::vector<PackageEntry> entries;
     for (const std::string& source : sources) {
-      const Key key = key_for(source);
+      const Key key = cuda_key_for(source);
       Entry entry("cuda", binary, "", 5'000'000);
       entry.key_fields = key.stored_fields;
       entries.push_back({key.digest, encode_entry(key.digest, entry)});
     }
     const fs::path file = m_dir.path() / name;
-    EXPECT_TRUE(
-        write_package(file, target_of("cuda", key_for("").fields), entries, std::move(records)));
+    EXPECT_TRUE(write_package(file, target_of("cuda", cuda_key_for("").fields), entries,
+                              std::move(records)));
     std::ifstream in(file, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
@@ -78,17 +78,17 @@ TEST_F(PackageTiersTest, EmbeddedThenSystemThenUserWithNothingWritten) {
   {
     Cache cache(config(), tiers(PackageStore::open_embedded({{"app.jcpkg", linked}})));
     BuildInfo info;
-    auto a = cache.get_or_compile(key_for("a"), compile, &info);
+    auto a = cache.get_or_compile(cuda_key_for("a"), compile, &info);
     ASSERT_TRUE(a);
     EXPECT_EQ(info.tier, "embedded");
     EXPECT_EQ(a->entry.payload, "EMBEDDED");
-    auto b = cache.get_or_compile(key_for("b"), compile, &info);
+    auto b = cache.get_or_compile(cuda_key_for("b"), compile, &info);
     ASSERT_TRUE(b);
     EXPECT_EQ(info.tier, "system");
     EXPECT_EQ(b->entry.payload, "SYSTEM");
-    static_cast<void>(cache.get_or_compile(key_for("a"), compile, &info));
+    static_cast<void>(cache.get_or_compile(cuda_key_for("a"), compile, &info));
     EXPECT_EQ(info.tier, "memory");
-    static_cast<void>(cache.get_or_compile(key_for("c"), compile, &info));
+    static_cast<void>(cache.get_or_compile(cuda_key_for("c"), compile, &info));
     EXPECT_EQ(info.tier, "compile");
     const Stats s = cache.session_stats();
     EXPECT_EQ(s.hits("cuda", "embedded"), 1u);
@@ -131,7 +131,7 @@ TEST_F(PackageTiersTest, DamagedPackageEntryIsCountedCorruptAndCompiledAround) {
   testing::internal::CaptureStderr();
   BuildInfo info;
   auto a = cache.get_or_compile(
-      key_for("a"),
+      cuda_key_for("a"),
       [&]() -> Expected<Entry> {
         ++compiles;
         return Entry{"cuda", "COMPILED"};
@@ -162,11 +162,11 @@ TEST_F(PackageTiersTest, PackageHitsMakeNoUserTierUntilSomethingIsWritten) {
   {
     Cache cache(fresh);
     BuildInfo info;
-    ASSERT_TRUE(cache.get_or_compile(key_for("a"), compile, &info));
+    ASSERT_TRUE(cache.get_or_compile(cuda_key_for("a"), compile, &info));
     EXPECT_EQ(info.tier, "system");
-    EXPECT_FALSE(cache.lookup(key_for("b"))); // a read finds nothing and makes nothing
+    EXPECT_FALSE(cache.lookup(cuda_key_for("b"))); // a read finds nothing and makes nothing
     EXPECT_FALSE(fs::exists(m_dir.path() / "new")) << "a package hit made the user tier";
-    auto b = cache.get_or_compile(key_for("b"), compile, &info);
+    auto b = cache.get_or_compile(cuda_key_for("b"), compile, &info);
     ASSERT_TRUE(b);
     EXPECT_EQ(info.tier, "compile");
     cache.flush();
@@ -174,7 +174,7 @@ TEST_F(PackageTiersTest, PackageHitsMakeNoUserTierUntilSomethingIsWritten) {
   }
   Cache next(fresh); // the next process finds what the first stored, and its counters
   BuildInfo info;
-  ASSERT_TRUE(next.get_or_compile(key_for("b"), compile, &info));
+  ASSERT_TRUE(next.get_or_compile(cuda_key_for("b"), compile, &info));
   EXPECT_EQ(info.tier, "user");
   EXPECT_EQ(compiles, 1);
   auto kept = open_user_store(fresh, true);
@@ -196,7 +196,7 @@ TEST_F(PackageTiersTest, AUserTierThatCannotBeMadeLaterIsSkippedWithOneWarning) 
   for (const char* source : {"x", "y"}) {
     BuildInfo info;
     auto built = cache.get_or_compile(
-        key_for(source),
+        cuda_key_for(source),
         [] {
           return Expected<Entry>(Entry{"cuda", "COMPILED"});
         },
@@ -221,7 +221,7 @@ TEST_F(PackageTiersTest, APackageTruncatedUnderItsMappingIsADamagedMissNotACrash
   test::ChildProcess child([&] {
     auto store = PackageStore::open_system({file}, false);
     const auto holds = [&](const char* source) {
-      auto got = store->get(key_for(source).digest);
+      auto got = store->get(cuda_key_for(source).digest);
       return got && got->has_value();
     };
     if (store->packages().empty() || !holds("a") || !store->record("cuda", name))

@@ -3,6 +3,7 @@
 // to any of them must do, wherever it is made, and what a set proven once must not pay.
 #include "core/engine/proven_stamps.hpp"
 #include "core/key/file_stamp.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/inotify_instances.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -19,15 +20,11 @@
 
 namespace jitcache {
 namespace {
+using test::write_file;
 
 namespace fs = std::filesystem;
 using detail::Filesystem;
 using detail::ProvenStamps;
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
 
 // A toolkit-like tree: 12 folders of 25 headers under a folder reached through a symlink (as
 // /usr/local/cuda is), and the stamps a key of all of them has: every header through the link,
@@ -36,8 +33,8 @@ struct Tree {
   explicit Tree(const fs::path& root) : root(root) {
     for (int d = 0; d < 12; ++d)
       for (int h = 0; h < 25; ++h)
-        write(root / "real" / ("d" + std::to_string(d)) / ("h" + std::to_string(h) + ".h"),
-              "int v" + std::to_string(h) + ";\n");
+        write_file(root / "real" / ("d" + std::to_string(d)) / ("h" + std::to_string(h) + ".h"),
+                   "int v" + std::to_string(h) + ";\n");
     fs::create_directories(root / "first");
     fs::create_directory_symlink(root / "real", root / "link");
   }
@@ -69,7 +66,7 @@ TEST_F(ProvenStampsTest, ASetIsWatchedFromItsSecondProofAndThenProvenWithoutStat
   for (int i = 0; i < 100; ++i)
     ASSERT_TRUE(proven.hold(stamps)) << i;
   EXPECT_EQ(proven.stat_checks(), 2u) << "stat'ed at the first proof and when watched";
-  write(dir.path() / "real/d3/unrelated.h", "int u;\n"); // in a watched folder, not stamped
+  write_file(dir.path() / "real/d3/unrelated.h", "int u;\n"); // in a watched folder, not stamped
   EXPECT_TRUE(proven.hold(stamps));
   EXPECT_EQ(proven.stat_checks(), 2u) << "an event on another name is no reason to stat";
 }
@@ -80,16 +77,16 @@ TEST(ProvenStamps, EveryChangeToAWatchedSetFailsItsNextProof) {
   using Change = std::function<void(const Tree&)>;
   const std::vector<std::pair<std::string, Change>> changes = {
       {"a header rewritten, same size",
-       [](const Tree& t) { write(t.header(11, 24), "int w24;\n"); }},
+       [](const Tree& t) { write_file(t.header(11, 24), "int w24;\n"); }},
       {"a header rewritten through its real path",
-       [](const Tree& t) { write(t.root / "real/d0/h0.h", "int w0;\n"); }},
+       [](const Tree& t) { write_file(t.root / "real/d0/h0.h", "int w0;\n"); }},
       {"a header removed", [](const Tree& t) { fs::remove(t.header(5, 5)); }},
       {"a shadowing header created",
-       [](const Tree& t) { write(t.root / "first/h1.h", "int s;\n"); }},
+       [](const Tree& t) { write_file(t.root / "first/h1.h", "int s;\n"); }},
       {"the symlink pointed elsewhere",
        [](const Tree& t) {
          fs::copy(t.root / "real", t.root / "copy", fs::copy_options::recursive);
-         write(t.root / "copy/d1/h1.h", "int other;\n");
+         write_file(t.root / "copy/d1/h1.h", "int other;\n");
          fs::remove(t.root / "link");
          fs::create_directory_symlink(t.root / "copy", t.root / "link");
        }},
@@ -123,7 +120,7 @@ TEST_F(ProvenStampsTest, WhereFilesCannotBeWatchedEveryProofStats) {
   for (int i = 0; i < 5; ++i)
     ASSERT_TRUE(proven.hold(stamps)) << i;
   EXPECT_EQ(proven.stat_checks(), 5u);
-  write(tree.header(0, 0), "int x0;\n");
+  write_file(tree.header(0, 0), "int x0;\n");
   EXPECT_FALSE(proven.hold(stamps));
 }
 
@@ -139,7 +136,7 @@ TEST_F(ProvenStampsTest, ForgottenSetsAreProvenAgainByStat) {
   const std::uint64_t before = proven.stat_checks();
   EXPECT_TRUE(proven.hold(stamps));
   EXPECT_EQ(proven.stat_checks(), before + 1) << "forgotten: stat'ed";
-  write(tree.header(3, 3), "int y3;\n");
+  write_file(tree.header(3, 3), "int y3;\n");
   EXPECT_FALSE(proven.hold(stamps));
 }
 
@@ -162,7 +159,7 @@ TEST_F(ProvenStampsTest, ThreadsProvingOneSetAtOnceSeeAChangeMadeBetweenRounds) 
   };
   EXPECT_EQ(round(true), 0);
   EXPECT_LE(proven.stat_checks(), 16u) << "not a stat per proof";
-  write(tree.header(6, 6), "int z6;\n");
+  write_file(tree.header(6, 6), "int z6;\n");
   EXPECT_EQ(round(false), 0);
 }
 

@@ -15,6 +15,7 @@
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/remote/remote_seal.hpp"
 #include "core/tiers/remote/remote_store.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/scripted_redis.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -41,6 +42,7 @@ using detail::parse_redis_url;
 using detail::RemoteStore;
 using detail::seal;
 namespace {
+using test::key_for;
 
 using S = test::ScriptedRedis;
 
@@ -81,10 +83,6 @@ unsigned trials_per_kind() {
 std::uint64_t base_seed() {
   const char* set = std::getenv("JITCACHE_HOSTILE_SEED");
   return set ? std::strtoull(set, nullptr, 10) : 20270;
-}
-
-Key key_for(const std::string& source) {
-  return KeyBuilder("opencl").device("device_name", "hostile").source(source).finish();
 }
 
 // A server that keeps values as Redis does, for the commands jitcache sends, and lets a hostile

@@ -11,6 +11,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/fake_clock.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/scripted_redis.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -42,12 +43,9 @@ using detail::RemoteLease;
 using detail::RemoteStore;
 using detail::seal;
 namespace {
+using test::key_for;
 
 constexpr char k_secret[] = "fleet secret";
-
-Key key_for(const std::string& source) {
-  return KeyBuilder("opencl").device("device_name", "test").source(source).finish();
-}
 
 // What someone who can write to the server but does not hold the fleet's key plants: an entry
 // for `key` (the same request, another binary) sealed unsigned.

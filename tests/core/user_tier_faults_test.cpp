@@ -7,6 +7,7 @@
 #include "core/tiers/user/user_store.hpp"
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/cache.hpp>
@@ -30,6 +31,9 @@ using detail::network_filesystem_name;
 using detail::open_user_store;
 using detail::probe_filesystem;
 namespace {
+using test::has_aside_file;
+using test::numbered_entry;
+using test::numbered_key;
 
 namespace fs = std::filesystem;
 using test::ChildProcess;
@@ -37,26 +41,11 @@ using test::private_mounts;
 
 constexpr int k_skip = 77; // a child's exit status meaning "not permitted here"
 
-Digest key(int i) {
-  return Digest::of("entry " + std::to_string(i));
-}
-
-Entry entry_of(int i, std::size_t bytes) {
-  return Entry{"opencl", std::string(bytes, static_cast<char>('a' + i % 26)), {}, 0};
-}
-
 std::size_t count_lines(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
   for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
     ++n;
   return n;
-}
-
-bool has_aside_file(const fs::path& dir) {
-  for (const auto& item : fs::directory_iterator(dir))
-    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
-      return true;
-  return false;
 }
 
 class UserTierFaults : public ::testing::Test {
@@ -69,7 +58,7 @@ protected:
   void fill(int from, int to, std::size_t bytes) {
     auto store = open();
     for (int i = from; i < to; ++i)
-      ASSERT_TRUE(store->put(key(i), entry_of(i, bytes)));
+      ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i, bytes)));
   }
   test::TempDir dir;
 };
@@ -77,44 +66,44 @@ protected:
 TEST_F(UserTierFaults, TheMapGrowsFromASmallInitialSize) {
   auto store = open(256 << 10);
   for (int i = 0; i < 40; ++i)
-    ASSERT_TRUE(store->put(key(i), entry_of(i, 100 << 10))) << i;
+    ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i, 100 << 10))) << i;
   for (int i = 0; i < 40; ++i)
-    EXPECT_EQ(store->get(key(i)).value()->payload.size(), 100u << 10);
+    EXPECT_EQ(store->get(numbered_key(i)).value()->payload.size(), 100u << 10);
 }
 
 TEST_F(UserTierFaults, AMapGrownByAnotherProcessIsAdopted) {
   auto store = open(512 << 10);
-  ASSERT_TRUE(store->put(key(0), entry_of(0, 1000)));
+  ASSERT_TRUE(store->put(numbered_key(0), numbered_entry(0, 1000)));
   // The child reopens (fork) with the same small map and grows it well past ours.
   ChildProcess child([&] {
     for (int i = 1; i < 30; ++i)
-      if (!store->put(key(i), entry_of(i, 100 << 10)))
+      if (!store->put(numbered_key(i), numbered_entry(i, 100 << 10)))
         return 1;
     return 0;
   });
   ASSERT_EQ(child.wait(), 0) << child.err();
   for (int i = 0; i < 30; ++i)
-    ASSERT_TRUE(store->get(key(i)).value()) << i;
-  ASSERT_TRUE(store->put(key(30), entry_of(30, 100 << 10)));
+    ASSERT_TRUE(store->get(numbered_key(i)).value()) << i;
+  ASSERT_TRUE(store->put(numbered_key(30), numbered_entry(30, 100 << 10)));
 }
 
 TEST_F(UserTierFaults, AChildAfterForkUsesItsOwnEnvironment) {
   auto store = open();
-  ASSERT_TRUE(store->put(key(0), entry_of(0, 5000)));
+  ASSERT_TRUE(store->put(numbered_key(0), numbered_entry(0, 5000)));
   ChildProcess child([&] {
     // Both a read and a write through the parent's store object, then the child's copies are
     // destroyed: none of it may touch the parent's environment.
-    auto got = store->get(key(0));
+    auto got = store->get(numbered_key(0));
     if (!got || !*got)
       return 1;
-    if (!store->put(key(1), entry_of(1, 5000)))
+    if (!store->put(numbered_key(1), numbered_entry(1, 5000)))
       return 2;
     store.reset();
     return 0;
   });
   ASSERT_EQ(child.wait(), 0) << child.err();
-  EXPECT_TRUE(store->get(key(1)).value());
-  ASSERT_TRUE(store->put(key(2), entry_of(2, 5000)));
+  EXPECT_TRUE(store->get(numbered_key(1)).value());
+  ASSERT_TRUE(store->put(numbered_key(2), numbered_entry(2, 5000)));
   std::uint64_t valid = 0;
   ASSERT_TRUE(store->for_each([&](const Store::Item& item) { valid += item.valid; }));
   EXPECT_EQ(valid, 3u);
@@ -159,8 +148,8 @@ TEST_F(UserTierFaults, ATruncatedDataFileIsMovedAsideAndAFreshOneUsed) {
   EXPECT_EQ(count_lines(err, "\n"), 1u) << err;
   EXPECT_TRUE(has_aside_file(dir.path()));
   EXPECT_EQ((*store)->usage().value().entries, 0u);
-  ASSERT_TRUE((*store)->put(key(0), entry_of(0, 1000)));
-  EXPECT_TRUE((*store)->get(key(0)).value());
+  ASSERT_TRUE((*store)->put(numbered_key(0), numbered_entry(0, 1000)));
+  EXPECT_TRUE((*store)->get(numbered_key(0)).value());
 }
 
 TEST_F(UserTierFaults, AGarbageDataFileIsMovedAsideAndAFreshOneUsed) {
@@ -180,7 +169,7 @@ TEST_F(UserTierFaults, AGarbageDataFileIsMovedAsideAndAFreshOneUsed) {
   EXPECT_NE(err.find("moved it to"), std::string::npos) << err;
   EXPECT_TRUE(has_aside_file(dir.path()));
   EXPECT_EQ(fs::file_size(dir.path() / "lock.mdb"), 65536u) << "kept, and initialised afresh";
-  ASSERT_TRUE((*store)->put(key(0), entry_of(0, 1000)));
+  ASSERT_TRUE((*store)->put(numbered_key(0), numbered_entry(0, 1000)));
 }
 
 TEST_F(UserTierFaults, ADamagedFileInUseElsewhereIsMovedAsideOnlyOnceItIsFree) {
@@ -209,8 +198,8 @@ TEST_F(UserTierFaults, ADirectoryWritableByOthersIsOnlyRead) {
   EXPECT_NE(err.find("writable by group or others (mode 0777); using it read-only"),
             std::string::npos)
       << err;
-  EXPECT_TRUE(store->get(key(0)).value()) << "what is there is still read";
-  EXPECT_EQ(store->put(key(1), entry_of(1, 10)).error().code, ErrorCode::read_only);
+  EXPECT_TRUE(store->get(numbered_key(0)).value()) << "what is there is still read";
+  EXPECT_EQ(store->put(numbered_key(1), numbered_entry(1, 10)).error().code, ErrorCode::read_only);
 }
 
 TEST_F(UserTierFaults, ADirectoryOwnedByAnotherUserIsOnlyRead) {
@@ -283,7 +272,7 @@ TEST_F(UserTierFaults, CompactionShrinksTheFileAndKeepsEveryEntry) {
   {
     auto store = open();
     for (int i = 5; i < 40; ++i)
-      ASSERT_TRUE(store->remove(key(i)).value());
+      ASSERT_TRUE(store->remove(numbered_key(i)).value());
     auto refused = LmdbStore::compact(dir.path());
     ASSERT_TRUE(refused);
     EXPECT_FALSE(refused->done) << "this process has it open";
@@ -299,8 +288,8 @@ TEST_F(UserTierFaults, CompactionShrinksTheFileAndKeepsEveryEntry) {
   EXPECT_FALSE(fs::exists(dir.path() / "data.mdb.compact"));
   auto store = open();
   for (int i = 0; i < 5; ++i)
-    EXPECT_EQ(store->get(key(i)).value()->payload, entry_of(i, 50 << 10).payload);
-  ASSERT_TRUE(store->put(key(99), entry_of(99, 50 << 10)));
+    EXPECT_EQ(store->get(numbered_key(i)).value()->payload, numbered_entry(i, 50 << 10).payload);
+  ASSERT_TRUE(store->put(numbered_key(99), numbered_entry(99, 50 << 10)));
   EXPECT_EQ(store->usage().value().entries, 6u);
 }
 
@@ -318,7 +307,7 @@ TEST_F(UserTierFaults, AReaderWithoutALockFileCreatesNothing) {
   const auto before = names_in(dir.path());
   {
     auto store = LmdbStore::open(dir.path(), true).value();
-    EXPECT_EQ(store->get(key(1)).value()->payload, entry_of(1, 1000).payload);
+    EXPECT_EQ(store->get(numbered_key(1)).value()->payload, numbered_entry(1, 1000).payload);
     EXPECT_EQ(store->usage().value().entries, 3u);
   }
   EXPECT_EQ(names_in(dir.path()), before);
@@ -342,9 +331,9 @@ TEST_F(UserTierFaults, FreedPagesAreReused) {
   std::uintmax_t after_first = 0;
   for (int round = 0; round < 10; ++round) {
     for (int i = 0; i < 20; ++i)
-      ASSERT_TRUE(store->put(key(i), entry_of(i + round, 100 << 10)));
+      ASSERT_TRUE(store->put(numbered_key(i), numbered_entry(i + round, 100 << 10)));
     for (int i = 0; i < 20; ++i)
-      ASSERT_TRUE(store->remove(key(i)).value());
+      ASSERT_TRUE(store->remove(numbered_key(i)).value());
     if (round == 0)
       after_first = fs::file_size(dir.path() / "data.mdb");
   }

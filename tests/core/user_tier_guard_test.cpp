@@ -6,6 +6,7 @@
 #include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -25,30 +26,18 @@ using detail::k_runaway;
 using detail::LmdbStore;
 using detail::open_env;
 namespace {
+using test::has_aside_file;
+using test::numbered_entry;
+using test::numbered_key;
 
 namespace fs = std::filesystem;
 using test::ChildProcess;
-
-Digest key(int i) {
-  return Digest::of("entry " + std::to_string(i));
-}
-
-Entry entry_of(int i) {
-  return Entry{"opencl", std::string(1000, static_cast<char>('a' + i % 26)), {}, 0};
-}
 
 // Stands for LMDB touching a damaged page: a read that faults.
 void touch_forbidden_page() {
   static char* page =
       static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   (void)*static_cast<volatile char*>(page);
-}
-
-bool has_aside_file(const fs::path& dir) {
-  for (const auto& item : fs::directory_iterator(dir))
-    if (item.path().filename().string().rfind("data.mdb.corrupt-", 0) == 0)
-      return true;
-  return false;
 }
 
 class UserTierGuard : public ::testing::Test {
@@ -59,19 +48,20 @@ protected:
 
 TEST_F(UserTierGuard, AFaultInATransactionPoisonsTheEnvironmentAndTheNextOpenStartsFresh) {
   auto store = open();
-  ASSERT_TRUE(store->put(key(1), entry_of(1)));
-  ASSERT_TRUE(store->put_records({{key(2), "record"}}));
+  ASSERT_TRUE(store->put(numbered_key(1), numbered_entry(1, 1000)));
+  ASSERT_TRUE(store->put_records({{numbered_key(2), "record"}}));
   testing::internal::CaptureStderr();
   // A record is used in place, inside the read transaction: a fault there is the store's.
-  auto seen = store->visit_record(key(2), [](std::string_view) { touch_forbidden_page(); });
+  auto seen =
+      store->visit_record(numbered_key(2), [](std::string_view) { touch_forbidden_page(); });
   ASSERT_FALSE(seen);
   EXPECT_EQ(seen.error().code, ErrorCode::corrupt);
   // Fails fast from now on, without LMDB.
-  auto got = store->get(key(1));
+  auto got = store->get(numbered_key(1));
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error().code, ErrorCode::corrupt);
   EXPECT_NE(got.error().message.find("does not use it any more"), std::string::npos);
-  EXPECT_FALSE(store->put(key(3), entry_of(3)));
+  EXPECT_FALSE(store->put(numbered_key(3), numbered_entry(3, 1000)));
   const std::string err = testing::internal::GetCapturedStderr();
   std::size_t warnings = 0;
   for (auto at = err.find("is damaged (SIGSEGV at 0x"); at != std::string::npos;
@@ -84,10 +74,10 @@ TEST_F(UserTierGuard, AFaultInATransactionPoisonsTheEnvironmentAndTheNextOpenSta
   auto fresh = open();
   EXPECT_TRUE(has_aside_file(dir.path()));
   EXPECT_FALSE(fs::exists(dir.path() / "damaged"));
-  ASSERT_TRUE(fresh->put(key(4), entry_of(4)));
-  EXPECT_TRUE(fresh->get(key(4)).value().has_value());
-  EXPECT_FALSE(fresh->get(key(1)).value().has_value());
-  EXPECT_FALSE(store->get(key(4))); // the old handle stays poisoned
+  ASSERT_TRUE(fresh->put(numbered_key(4), numbered_entry(4, 1000)));
+  EXPECT_TRUE(fresh->get(numbered_key(4)).value().has_value());
+  EXPECT_FALSE(fresh->get(numbered_key(1)).value().has_value());
+  EXPECT_FALSE(store->get(numbered_key(4))); // the old handle stays poisoned
 }
 
 TEST_F(UserTierGuard, AnAssertionInAWriteIsContainedAndNamed) {
@@ -106,7 +96,7 @@ TEST_F(UserTierGuard, AnAssertionInAWriteIsContainedAndNamed) {
 }
 
 TEST_F(UserTierGuard, AProcessPoisonedMidWriteDoesNotBlockAnotherProcesssWrites) {
-  ASSERT_TRUE(open()->put(key(1), entry_of(1)));
+  ASSERT_TRUE(open()->put(numbered_key(1), numbered_entry(1, 1000)));
   // The gate: A blocks reading it until the parent writes a byte, once B is about to write.
   int gate[2];
   ASSERT_EQ(::pipe(gate), 0);
@@ -135,7 +125,7 @@ TEST_F(UserTierGuard, AProcessPoisonedMidWriteDoesNotBlockAnotherProcesssWrites)
     auto store = LmdbStore::open(dir.path(), false);
     if (!store)
       return 2;
-    return (*store)->put(key(2), entry_of(2)) ? 0 : 3;
+    return (*store)->put(numbered_key(2), numbered_entry(2, 1000)) ? 0 : 3;
   });
   ASSERT_EQ(b.next_message(), std::optional<std::string>("starting"));
   ASSERT_EQ(::write(gate[1], "g", 1), 1);
@@ -148,7 +138,7 @@ TEST_F(UserTierGuard, AProcessPoisonedMidWriteDoesNotBlockAnotherProcesssWrites)
   // The next process moves the file A found damaged aside and starts fresh.
   auto fresh = open();
   EXPECT_TRUE(has_aside_file(dir.path()));
-  EXPECT_TRUE(fresh->put(key(3), entry_of(3)));
+  EXPECT_TRUE(fresh->put(numbered_key(3), numbered_entry(3, 1000)));
 }
 
 TEST_F(UserTierGuard, AWriteThatKeepsGrowingTheMapIsStoppedAsDamage) {

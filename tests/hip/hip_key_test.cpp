@@ -7,6 +7,7 @@
 #include "core/engine/pipeline.hpp"
 #include "core/engine/request.hpp"
 #include "tests/hip/hip_test_support.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -21,6 +22,7 @@
 
 namespace jitcache::hip {
 namespace {
+using test::write_file;
 
 namespace fs = std::filesystem;
 
@@ -34,11 +36,6 @@ Config in(const fs::path& dir, std::map<std::string, std::string> extra = {}) {
 test::FakeStampClock stamp_clock;
 void let_stamps_settle() {
   stamp_clock.settle();
-}
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
 }
 
 // The pipeline's identity step in a Cache of its own (as a new process: the record comes from
@@ -79,7 +76,7 @@ TEST(HipRemembered, AChangeInALibraryPathDirectoryOpensTheLibrariesAgain) {
   EXPECT_FALSE(remembered_with(config, **real));
   EXPECT_TRUE(remembered_with(config, **real));
   stamp_clock.stop();
-  write(libraries / "libamdhip64.so.5", "not a library: dlopen would now find it first");
+  write_file(libraries / "libamdhip64.so.5", "not a library: dlopen would now find it first");
   EXPECT_FALSE(remembered_with(config, **real)) << "the directory's listing changed";
   EXPECT_FALSE(remembered_with(config, **real)) << "too recent to vouch: not remembered again";
 }
@@ -183,8 +180,8 @@ protected:
 };
 
 TEST_F(HipManifest, AKeyIsRecalledUntilAHeaderItWasBuiltFromChanges) {
-  write(dir.path() / "second/a.h", "#include \"b.h\"\n#define A B\n");
-  write(dir.path() / "second/b.h", "#define B 1\n");
+  write_file(dir.path() / "second/a.h", "#include \"b.h\"\n#define A B\n");
+  write_file(dir.path() / "second/b.h", "#define B 1\n");
   let_stamps_settle();
 
   const auto first = key();
@@ -209,11 +206,11 @@ TEST_F(HipManifest, AKeyIsRecalledUntilAHeaderItWasBuiltFromChanges) {
     EXPECT_EQ(after.key.digest, built());
   };
   changes_the_key("a header edited (same size)",
-                  [&] { write(dir.path() / "second/b.h", "#define B 2\n"); });
+                  [&] { write_file(dir.path() / "second/b.h", "#define B 2\n"); });
   changes_the_key("a header created earlier in the include path shadows one",
-                  [&] { write(dir.path() / "first/a.h", "#define A 3\n"); });
+                  [&] { write_file(dir.path() / "first/a.h", "#define A 3\n"); });
   changes_the_key("an include that resolved nowhere appears",
-                  [&] { write(dir.path() / "second/missing.h", "int now_here;\n"); });
+                  [&] { write_file(dir.path() / "second/missing.h", "int now_here;\n"); });
   changes_the_key("a header removed", [&] { fs::remove(dir.path() / "first/a.h"); });
   program.headers.push_back({"extra.h", "int extra;"});
   EXPECT_FALSE(key().recalled) << "another in-memory header is another request";

@@ -2,6 +2,7 @@
 #include <jitcache/opencl.hpp>
 
 #include "backends/opencl/opencl_key.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -13,13 +14,9 @@
 
 namespace jitcache {
 namespace {
+using test::write_file;
 
 namespace fs = std::filesystem;
-
-void write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
 
 class ExactKeysTest : public ::testing::Test {
 protected:
@@ -28,8 +25,8 @@ protected:
     ASSERT_EQ(clGetPlatformIDs(1, &platform, nullptr), CL_SUCCESS);
     ASSERT_EQ(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr), CL_SUCCESS);
     context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, nullptr);
-    write(src.path() / "inc" / "a.h", "#define A 1\n");
-    write(src.path() / "inc" / "b.h", "#define B 2\n");
+    write_file(src.path() / "inc" / "a.h", "#define A 1\n");
+    write_file(src.path() / "inc" / "b.h", "#define B 2\n");
     sources = {
         {"uses_a1", "#include \"a.h\"\n__kernel void k1(__global int* x) { x[0] = A; }\n"},
         {"uses_a2", "#include <a.h>\n__kernel void k2(__global int* x) { x[0] = A + 1; }\n"},
@@ -69,11 +66,11 @@ TEST_F(ExactKeysTest, AHeaderChangeMissesExactlyItsIncludersAndARevertHitsAgain)
   EXPECT_EQ(build_all(options()), (std::map<std::string, Outcome>{{"uses_a1", Outcome::miss},
                                                                   {"uses_a2", Outcome::miss},
                                                                   {"uses_b", Outcome::miss}}));
-  write(src.path() / "inc" / "a.h", "#define A 5\n");
+  write_file(src.path() / "inc" / "a.h", "#define A 5\n");
   EXPECT_EQ(build_all(options()),
             (std::map<std::string, Outcome>{
                 {"uses_a1", Outcome::miss}, {"uses_a2", Outcome::miss}, {"uses_b", Outcome::hit}}));
-  write(src.path() / "inc" / "a.h", "#define A 1\n");
+  write_file(src.path() / "inc" / "a.h", "#define A 1\n");
   EXPECT_EQ(build_all(options()),
             (std::map<std::string, Outcome>{
                 {"uses_a1", Outcome::hit}, {"uses_a2", Outcome::hit}, {"uses_b", Outcome::hit}}));
@@ -84,7 +81,7 @@ TEST_F(ExactKeysTest, AHeaderEditedDuringTheProcessIsSeenByTheSameCache) {
   const std::string& text = sources["uses_a1"];
   auto first = opencl::build_program(c, context, device, text, options());
   ASSERT_TRUE(first);
-  write(src.path() / "inc" / "a.h", "#define A 7\n");
+  write_file(src.path() / "inc" / "a.h", "#define A 7\n");
   auto second = opencl::build_program(c, context, device, text, options());
   ASSERT_TRUE(second);
   EXPECT_EQ(second->info.outcome, Outcome::miss);
@@ -94,10 +91,10 @@ TEST_F(ExactKeysTest, AHeaderEditedDuringTheProcessIsSeenByTheSameCache) {
 }
 
 TEST_F(ExactKeysTest, AHeaderShadowedEarlierInTheIncludePathIsAMiss) {
-  write(src.path() / "early" / "placeholder", "");
+  write_file(src.path() / "early" / "placeholder", "");
   const std::string opts = "-I " + (src.path() / "early").string() + " " + options();
   build_all(opts);
-  write(src.path() / "early" / "a.h", "#define A 9\n");
+  write_file(src.path() / "early" / "a.h", "#define A 9\n");
   auto outcomes = build_all(opts);
   EXPECT_EQ(outcomes["uses_a1"], Outcome::miss);
   EXPECT_EQ(outcomes["uses_b"], Outcome::hit);
@@ -105,7 +102,7 @@ TEST_F(ExactKeysTest, AHeaderShadowedEarlierInTheIncludePathIsAMiss) {
 
 TEST_F(ExactKeysTest, ACommentOnlyChangeIsAMiss) {
   build_all(options());
-  write(src.path() / "inc" / "b.h", "// a comment\n#define B 2\n");
+  write_file(src.path() / "inc" / "b.h", "// a comment\n#define B 2\n");
   EXPECT_EQ(build_all(options())["uses_b"], Outcome::miss);
 }
 
@@ -128,12 +125,12 @@ TEST_F(ExactKeysTest, DefinesGiveSeparateEntriesAndIncludeDirsCountByContent) {
 }
 
 TEST_F(ExactKeysTest, ADefineNamingAFileCountsByItsContent) {
-  write(src.path() / "cfg" / "config.h", "#define C 1\n");
+  write_file(src.path() / "cfg" / "config.h", "#define C 1\n");
   const std::string text = "#include CONFIG\n__kernel void k(__global int* x) { x[0] = C; }\n";
   const std::string opts = "-I " + (src.path() / "cfg").string() + " -DCONFIG=\"" +
                            (src.path() / "cfg" / "config.h").string() + "\"";
   auto before = opencl::make_key(config(), device, text, opts);
-  write(src.path() / "cfg" / "config.h", "#define C 2\n");
+  write_file(src.path() / "cfg" / "config.h", "#define C 2\n");
   auto after = opencl::make_key(config(), device, text, opts);
   ASSERT_TRUE(before && after);
   EXPECT_NE(before->digest, after->digest);
@@ -165,7 +162,7 @@ TEST_F(ExactKeysTest, ToolchainAndDeviceIdentityChangesAreMisses) {
 
 TEST_F(ExactKeysTest, ExplainNamesTheFieldThatDiffers) {
   const fs::path file = src.path() / "k.cl";
-  write(file, sources["uses_a1"]);
+  write_file(file, sources["uses_a1"]);
   const std::map<std::string, std::string> env{{"JITCACHE_DIR", cache.path().string()},
                                                {"JITCACHE_OPENCL_STORE", "wait"}};
   const auto explain = [&](const std::string& opts) {
@@ -195,7 +192,7 @@ TEST_F(ExactKeysTest, ExplainNamesTheFieldThatDiffers) {
   EXPECT_TRUE(header_with_path);
 
   EXPECT_EQ(changed(explain(options() + " -DN=2")), std::set<std::string>{"options:options"});
-  write(src.path() / "inc" / "a.h", "#define A 3\n");
+  write_file(src.path() / "inc" / "a.h", "#define A 3\n");
   auto header = explain(options() + " -DN=1");
   EXPECT_EQ(header["stored"], false);
   EXPECT_EQ(changed(header), std::set<std::string>{"header:a.h"});

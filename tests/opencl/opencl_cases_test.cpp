@@ -4,6 +4,7 @@
 
 #include "backends/opencl/opencl_key.hpp"
 #include "tests/support/backend_cases.hpp"
+#include "tests/support/sample_kernels.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +13,7 @@
 
 namespace jitcache {
 namespace {
-
-const std::string k_options = std::string("-I ") + JITCACHE_KERNELS;
+using test::k_options;
 
 std::string sample_source() {
   std::ifstream in(std::string(JITCACHE_KERNELS) + "/vector_ops.cl");

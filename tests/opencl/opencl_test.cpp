@@ -5,6 +5,7 @@
 #include "core/key/key_fields.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/stamp_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -23,6 +24,7 @@ namespace jitcache {
 using detail::encode_key_fields;
 using detail::LmdbStore;
 namespace {
+using test::k_options;
 
 std::string read_kernel(const std::string& name) {
   std::ifstream in(std::string(JITCACHE_KERNELS) + "/" + name);
@@ -30,8 +32,6 @@ std::string read_kernel(const std::string& name) {
   buf << in.rdbuf();
   return buf.str();
 }
-
-const std::string k_options = std::string("-I ") + JITCACHE_KERNELS;
 
 // A PoCL context on every device of the first platform.
 class PoclContext {

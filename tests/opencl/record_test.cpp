@@ -3,7 +3,7 @@
 #include <jitcache/opencl.hpp>
 
 #include "core/record/request_record.hpp"
-#include "core/support/regular_file.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -12,13 +12,9 @@
 
 namespace jitcache {
 namespace {
+using test::read_file;
 
 namespace fs = std::filesystem;
-
-// A sample kernel's or header's text.
-std::string read_file(const fs::path& path) {
-  return detail::read_regular_file(path.string(), 1 << 20).value();
-}
 
 TEST(OpenclRecord, EachDistinctRequestIsRecordedOnceUnderItsKey) {
   cl_platform_id platform = nullptr;

@@ -5,8 +5,10 @@
 
 #include "core/record/request_record.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/terminal.hpp"
 
@@ -37,17 +39,11 @@ extern char** environ;
 
 namespace jitcache {
 namespace {
+using test::k_options;
+using test::read_file;
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-const std::string k_options = std::string("-I ") + JITCACHE_KERNELS;
 const char* const k_kernels[] = {"vector_ops.cl", "reduce.cl", "stencil.cl"};
 
 // The request files waiting in `pending` for a `jitcache store` process (not the store worker's

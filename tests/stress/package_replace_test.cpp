@@ -6,8 +6,10 @@
 // and never a wrong binary. The number of runs is fixed; what the copying loop happens to hit
 // changes from run to run, the assertions do not.
 #include "tests/support/child_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/jitcache.h>
@@ -26,24 +28,19 @@
 
 namespace jitcache {
 namespace {
+using test::k_kernels;
+using test::read_file;
 
 namespace fs = std::filesystem;
 using test::json_lines;
 using test::run_cli;
 using test::run_process;
 
-const std::string k_kernels = JITCACHE_KERNELS;
-
 // Runs under sanitizers take 3-5 times as long: JITCACHE_REPLACE_RUNS scales them down.
 int runs(int normal) {
   if (const char* scale = std::getenv("JITCACHE_REPLACE_RUNS"))
     return std::max(1, normal * std::atoi(scale) / 100);
   return normal;
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // `cp v1 live; cp v2 live` for ever, with the real cp (it truncates the file and writes it again

@@ -2,6 +2,8 @@
 // Files whose content changes while their size and modification time stay, and files old enough
 // for their stamps to vouch (core/key/file_stamp.hpp, too_recent): what the manifest tests make.
 
+#include "tests/support/files.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -15,12 +17,6 @@
 #include <thread>
 
 namespace jitcache::test {
-
-/// Writes `text` to `p` (its folders made first), replacing it.
-inline void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
-}
 
 /// stat(2) of `p` (a failure is a test failure).
 inline struct stat stat_of(const std::filesystem::path& p) {

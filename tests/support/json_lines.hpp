@@ -29,6 +29,11 @@ inline std::size_t line_count(const std::string& text) {
   return n;
 }
 
+/// The first line of `text`, without its newline (all of it when it has none).
+inline std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
 /// The lines of the text file at `path`, without their newlines (none when it cannot be read).
 inline std::vector<std::string> file_lines(const std::filesystem::path& path) {
   std::ifstream in(path);

@@ -1,0 +1,24 @@
+#pragma once
+// Whole files, read and written by the tests.
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace jitcache::test {
+
+/// The bytes of the file at `p`; empty when it cannot be opened.
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Writes `text` to `p` (its folders made first), replacing it.
+inline void write_file(const std::filesystem::path& p, const std::string& text) {
+  if (p.has_parent_path())
+    std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+} // namespace jitcache::test
