@@ -3,15 +3,18 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <sstream>
 #include <string>
 
 namespace jitcache::test {
 
-/// The bytes of the file at `p`; empty when it cannot be opened.
+/// The bytes of the file at `p`: empty when it cannot be opened, and what was read before a read
+/// error (a /proc file of a process that has just ended fails with ESRCH), never an exception.
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::ostringstream text;
+  text << in.rdbuf(); // catches the file buffer's exception on a read error
+  return text.str();
 }
 
 /// Writes `text` to `p` (its folders made first), replacing it.
