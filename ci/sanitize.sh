@@ -77,7 +77,7 @@ for run in "${runs[@]}"; do
     asan)
       cmake -S . -B build-asan "${options[@]}" -DJITCACHE_SANITIZE=address,undefined \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g1" \
-        -DCMAKE_UNITY_BUILD=OFF -DJITCACHE_UNITY_TESTS=ON
+        -DCMAKE_UNITY_BUILD=OFF -DJITCACHE_UNITY_TESTS=ON -DJITCACHE_WITH_MPI=OFF
       # The build runs instrumented tools (the jitcache CLI making the test packages, the tuning
       # package's maker) with the leak check off: LeakSanitizer's exit-time tracer sometimes
       # crashes by itself ("Tracer caught signal 11"), and a build step is not retried as a test
@@ -89,8 +89,9 @@ for run in "${runs[@]}"; do
       # and stress tests kept here.
       # The OpenCL layer's tests load it into programs that are not instrumented (PyOpenCL's
       # Python, a plain C program): they run in the normal tree (label opencl_layer). The MPI
-      # tests (label mpi) too: Open MPI's own allocations at exit are LeakSanitizer reports of
-      # its, not jitcache's (the cohort's core runs in test_core here).
+      # tests (label mpi) too, and libjitcache_mpi is not built here (JITCACHE_WITH_MPI=OFF):
+      # Open MPI's own allocations at exit are LeakSanitizer reports of its, not jitcache's
+      # (the cohort's core runs in test_core here).
       # Of the user tier's ten kinds of damage (tests/stress, 50 to 110 s each here), three run
       # here (random ranges, bit flips, a garbage lock file); the other seven run in the normal
       # tree. jitcache's own reading of damaged pages (core/tiers/user/lmdb_page_check) meets every
