@@ -4,6 +4,7 @@
 #include "core/engine/cache_core.hpp"
 #include "core/key/key_fields.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/sample_kernels.hpp"
 #include "tests/support/stamp_clock.hpp"
@@ -25,13 +26,7 @@ using detail::encode_key_fields;
 using detail::LmdbStore;
 namespace {
 using test::k_options;
-
-std::string read_kernel(const std::string& name) {
-  std::ifstream in(std::string(JITCACHE_KERNELS) + "/" + name);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+using test::read_file;
 
 // A PoCL context on every device of the first platform.
 class PoclContext {
@@ -119,7 +114,7 @@ protected:
   test::TempDir dir;
   PoclContext pocl;
   cl_device_id device = nullptr;
-  const std::string source = read_kernel("vector_ops.cl");
+  const std::string source = read_file(std::filesystem::path(test::k_kernels) / "vector_ops.cl");
 };
 
 TEST_F(OpenclTest, MissThenHitInANewProcessAndTheHitComputesCorrectly) {

@@ -39,6 +39,16 @@ struct Done {
   double seconds = 0;
 };
 
+// "family name=value,..." of an item's problem: its progress line and its failure.
+std::string problem_text(const Item& item) {
+  return item.problem.family + " " + pairs_text(item.problem.problem, "{}");
+}
+
+// "name=value,..." of the parameters a successful run chose.
+std::string chosen_text(const Done& done) {
+  return pairs_text(done.choice.at("parameters").get<std::map<std::string, std::string>>(), "{}");
+}
+
 // The tuning problems of `file`, each once (by family, version, problem and backend), in file
 // order; a line that is neither a problem nor a kernel request is a warning naming FILE:LINE.
 Expected<std::vector<Item>> read_problems(const std::string& file) {
@@ -158,7 +168,7 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
     const auto work = [&] {
       for (std::size_t i; (i = next++) < items->size();) {
         const Item& item = (*items)[i];
-        const std::string what = item.problem.family + " " + pairs_text(item.problem.problem, "{}");
+        const std::string what = problem_text(item);
         progress.begin(what);
         results[i] = tune_one(options, item, environment);
         const Done& done = results[i];
@@ -172,13 +182,9 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
             {"error", done.failed ? nlohmann::json(done.error) : nlohmann::json()}};
         progress.report(
             done.failed, line,
-            item.problem.family + " " + pairs_text(item.problem.problem, "{}") + ": " +
-                (done.failed
-                     ? "failed (" + done.error + ")"
-                     : pairs_text(
-                           done.choice.at("parameters").get<std::map<std::string, std::string>>(),
-                           "{}") +
-                           " (" + done.choice.value("origin", "?") + ")"),
+            what + ": " +
+                (done.failed ? "failed (" + done.error + ")"
+                             : chosen_text(done) + " (" + done.choice.value("origin", "?") + ")"),
             what);
       }
     };
@@ -203,14 +209,12 @@ int run_tune_record(const TuneRecordOptions& options, const Output& out) {
     const Done& done = results[i];
     if (done.failed) {
       failures.push_back(options.record + ":" + std::to_string(item.number) + ": " +
-                         item.problem.family + " " + pairs_text(item.problem.problem, "{}") + ": " +
-                         done.error);
+                         problem_text(item) + ": " + done.error);
       continue;
     }
     if (out.json())
       continue; // the progress lines said it
-    const std::string parameters =
-        pairs_text(done.choice.at("parameters").get<std::map<std::string, std::string>>(), "{}");
+    const std::string parameters = chosen_text(done);
     char line[512];
     std::snprintf(line, sizeof line, "%-16s %-24s %-20s %-9s %9s %10s %9.1f",
                   item.problem.family.c_str(), pairs_text(item.problem.problem, "{}").c_str(),
