@@ -23,7 +23,8 @@ constexpr std::uint16_t k_branch = 0x01, k_leaf = 0x02, k_overflow = 0x04, k_met
                         k_dirty = 0x10;
 // MDB_node: lo (2), hi (2), flags (2), key size (2), then the key and the data.
 constexpr std::uint32_t k_node_header = 8;
-constexpr std::uint16_t k_big_data = 0x01, k_sub_data = 0x02, k_dup_data = 0x04;
+// Node flags; any other (F_DUPDATA: no database here sorts duplicates) is damage.
+constexpr std::uint16_t k_big_data = 0x01, k_sub_data = 0x02;
 // MDB_meta, after the page header: magic (4), version (4), address (8), map size (8),
 // two MDB_db (48 each: pad = page size for the first, flags, depth, branch, leaf, overflow
 // pages, entries, root), last page (8), txnid (8).
