@@ -111,8 +111,9 @@ for run in "${runs[@]}"; do
       # tuning run, which header change misses): each process is slower to start than what it
       # does, they took about 430 s here, and the code they run is run here by the tests of
       # its own part (test_core) and by the hostile-input tests (request files, records,
-      # packages, option strings), which all stay.
-      coordination='StoreModeTest\.(RunsWhile|ThirtyThousand|CliBuild|AStoredKeys|EightProcesses|WaitStores|Killing|Detach|WaitForStores|ARelativeCacheDir|TheWaitStoringItself)|WarmTest\.ManyProcesses|ListTest\.Counts|ConfigCommandTest\.(Concurrent|ASizeLimitSetOnce)|PortablePackageTest\.ManyProcesses|TuningOpenclTest\.|ExactKeysTest\.'
+      # packages, option strings), which all stay. The stress test of 16 processes (65 to 87 s
+      # here) is one of them: it runs in the normal tree and under ThreadSanitizer.
+      coordination='StoreModeTest\.(RunsWhile|ThirtyThousand|CliBuild|AStoredKeys|EightProcesses|WaitStores|Killing|Detach|WaitForStores|ARelativeCacheDir|TheWaitStoringItself)|WarmTest\.ManyProcesses|ListTest\.Counts|ConfigCommandTest\.(Concurrent|ASizeLimitSetOnce)|PortablePackageTest\.ManyProcesses|TuningOpenclTest\.|ExactKeysTest\.|StressTest\.SixteenProcesses'
       ci/ctest.sh build-asan "${ctest_args[@]}" -LE '^(downstream|opencl_layer|mpi)$' \
         -E "SmallTmpfs\.|ForeignCache\.|PlantedLinks\.|KilledAtAnyMoment|ForkSafeMutex\.ChildrenForked|DamageTest\.[A-Za-z]*/(middlethirdrandom|middlethird0xFF|emptyfile|metapage[01]zeroed|zeroedpage|truncation)( |\$)|$coordination"
       ;;
