@@ -287,6 +287,9 @@ static void test_opencl(void) {
     snprintf(ro_dir, sizeof ro_dir, "%s/read-only", g_dir);
     jitcache_settings_init(&settings);
     settings.dir = ro_dir;
+    /* Stored when jitcache_close returns: a detached store would write after the directory is
+     * removed, and leave it behind. */
+    settings.opencl_store = JITCACHE_STORE_WAIT;
     for (round = 0; round < 2; ++round) {
       settings.read_only = round == 0;
       CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_OK);
