@@ -52,12 +52,18 @@ static void remove_temp_dir(void) {
     fprintf(stderr, "could not remove %s\n", g_dir);
 }
 
+/* Settings for a cache in `dir` whose OpenCL binaries are stored when jitcache_close returns: a
+ * detached store would write after the test has removed its directory, and leave it behind. */
+static void settings_in(jitcache_settings* settings, const char* dir) {
+  jitcache_settings_init(settings);
+  settings->dir = dir;
+  settings->opencl_store = JITCACHE_STORE_WAIT;
+}
+
 static jitcache_cache* open_cache(void) {
   jitcache_settings settings;
   jitcache_cache* cache = NULL;
-  jitcache_settings_init(&settings);
-  settings.dir = g_dir;
-  settings.opencl_store = JITCACHE_STORE_WAIT; /* stored when jitcache_close returns */
+  settings_in(&settings, g_dir);
   CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_OK);
   return cache;
 }
@@ -285,11 +291,7 @@ static void test_opencl(void) {
     jitcache_settings settings;
     int round;
     snprintf(ro_dir, sizeof ro_dir, "%s/read-only", g_dir);
-    jitcache_settings_init(&settings);
-    settings.dir = ro_dir;
-    /* Stored when jitcache_close returns: a detached store would write after the directory is
-     * removed, and leave it behind. */
-    settings.opencl_store = JITCACHE_STORE_WAIT;
+    settings_in(&settings, ro_dir);
     for (round = 0; round < 2; ++round) {
       settings.read_only = round == 0;
       CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_OK);
