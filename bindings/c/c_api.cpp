@@ -50,6 +50,16 @@ jitcache_error to_c(ErrorCode code) {
   return JITCACHE_ERR_INTERNAL;
 }
 
+// A C caller may store any int in an enum; in C++ loading a value outside its enumerators' range
+// is undefined (a check of it could be optimised away), so an enum from the caller is read as the
+// int its bytes hold.
+template <typename Enum> int int_of(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int result;
+  std::memcpy(&result, &value, sizeof result);
+  return result;
+}
+
 void copy_truncated(char* out, std::size_t size, const std::string& text) {
   std::size_t n = text.size() < size - 1 ? text.size() : size - 1;
   std::memcpy(out, text.data(), n);
@@ -200,7 +210,7 @@ using namespace jitcache::c_api;
 extern "C" {
 
 const char* jitcache_strerror(jitcache_error code) {
-  switch (code) {
+  switch (int_of(code)) {
   case JITCACHE_OK:
     return "ok";
   case JITCACHE_ERR_INVALID_ARGUMENT:
@@ -268,14 +278,14 @@ jitcache_error jitcache_open(const jitcache_settings* settings, jitcache_cache**
   return guarded([&] {
     if (!settings || !cache)
       return fail_argument(settings ? "cache is NULL" : "settings is NULL");
-    // A C caller may store any int in the enum; in C++ loading a value outside its enumerators'
-    // range is undefined (the check below could be optimised away), so the bytes are read as int.
-    static_assert(sizeof(jitcache_log_level) == sizeof(int));
-    int level;
-    std::memcpy(&level, &settings->log_level, sizeof level);
+    const int level = int_of(settings->log_level);
     if (level < JITCACHE_LOG_ERROR || level > JITCACHE_LOG_DEBUG)
       return fail_argument("settings log_level " + std::to_string(level) +
                            " is not a jitcache_log_level");
+    const int store = int_of(settings->opencl_store);
+    if (store != JITCACHE_STORE_DETACH && store != JITCACHE_STORE_WAIT)
+      return fail_argument("settings opencl_store " + std::to_string(store) +
+                           " is not a jitcache_store_mode");
     Config config = Config::from_variables(to_variables(*settings));
     if (!config.warnings.empty())
       return fail_argument("bad setting: " + config.warnings.front());

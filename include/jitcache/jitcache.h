@@ -133,8 +133,8 @@ JITCACHE_EXPORT jitcache_error jitcache_open_env(jitcache_cache** cache);
 /** Opens a cache configured by `settings` alone (the environment is not read for jitcache's
  *  settings) and stores it in `*cache`; ownership as jitcache_open_env. Errors:
  *  INVALID_ARGUMENT (`settings` or `cache` NULL; a bad value, e.g. an unknown backend in
- *  disabled_backends or a log level out of range: the message says which), NO_MEMORY,
- *  INTERNAL. */
+ *  disabled_backends or a log level or store mode out of range: the message says which),
+ *  NO_MEMORY, INTERNAL. */
 JITCACHE_EXPORT jitcache_error jitcache_open(const jitcache_settings* settings,
                                              jitcache_cache** cache);
 

@@ -117,6 +117,12 @@ static void test_common(void) {
   settings.disabled_backends = NULL;
   settings.log_level = (jitcache_log_level)7;
   CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(jitcache_last_error(), "log_level 7") != NULL);
+  CHECK(cache == NULL);
+  settings.log_level = JITCACHE_LOG_WARN;
+  settings.opencl_store = (jitcache_store_mode)-1;
+  CHECK_RC(jitcache_open(&settings, &cache), JITCACHE_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(jitcache_last_error(), "opencl_store -1") != NULL);
   CHECK(cache == NULL);
 
   CHECK_RC(jitcache_open_env(&cache), JITCACHE_OK);
