@@ -19,4 +19,14 @@ if(JITCACHE_SANITIZE)
   add_compile_options(-fsanitize=${JITCACHE_SANITIZE} -fno-omit-frame-pointer
                       -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${JITCACHE_SANITIZE})
+  # Clang links its AddressSanitizer runtime into executables only, statically: a shared library
+  # (linked -z defs) would find the runtime's symbols undefined. -shared-libasan links every
+  # target against the runtime's shared library, found through an RPATH (the tests start
+  # processes with a cleared environment, so LD_LIBRARY_PATH could not name it).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND JITCACHE_SANITIZE MATCHES "address")
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libclang_rt.asan-x86_64.so
+                    OUTPUT_VARIABLE _asan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+    get_filename_component(_asan_runtime_dir "${_asan_runtime}" DIRECTORY)
+    add_link_options(-shared-libasan "LINKER:-rpath,${_asan_runtime_dir}")
+  endif()
 endif()

@@ -85,7 +85,7 @@ int run_import(const Config& config, const std::string& file, const Output& out)
       // copied from a package; a valid record the user tier has (its own measurement, or an
       // earlier import) is kept: the user's database is above the packages.
       bool have = false;
-      auto visited = (*store)->visit_tuning(key, [&](std::string_view stored) {
+      auto visited = (*store)->visit_tuning(key, [&have, &key = key](std::string_view stored) {
         have = static_cast<bool>(tuning::decode_record(key, stored));
       });
       if (visited && have) {
