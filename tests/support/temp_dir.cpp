@@ -1,28 +1,78 @@
 #include "tests/support/temp_dir.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+#include <unistd.h>
 
 namespace jitcache::test {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_proc(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Whether process `pid` has ended: gone, or a zombie its parent has not reaped.
+bool ended(const std::string& pid) {
+  const std::string stat = read_proc(fs::path("/proc") / pid / "stat");
+  const auto state = stat.rfind(") ");
+  return state == std::string::npos || stat.compare(state + 2, 1, "Z") == 0;
+}
+
+// Kills every other process whose arguments or environment name `dir` (a detached
+// `jitcache store` a test handed its stores to, with the cache or PoCL's cache folder there), and
+// waits up to 10 s for them to end: one still running once `dir` is removed would make it again.
+// mkdtemp's names all have one length, so one TempDir's path is never part of another's.
+void stop_processes_in(const fs::path& dir) {
+  const std::string self = std::to_string(::getpid()), name = dir.string();
+  std::vector<std::string> killed;
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = item.path().filename().string();
+    if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (read_proc(item.path() / "cmdline").find(name) == std::string::npos &&
+        read_proc(item.path() / "environ").find(name) == std::string::npos)
+      continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), SIGKILL) == 0)
+      killed.push_back(pid);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const std::string& pid : killed)
+    while (!ended(pid) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+} // namespace
+
 TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "jitcache-test-XXXXXX").string();
+  std::string pattern = (fs::temp_directory_path() / "jitcache-test-XXXXXX").string();
   if (!::mkdtemp(pattern.data()))
     throw std::runtime_error("mkdtemp failed");
   m_path = pattern;
 }
 
 TempDir::~TempDir() {
+  stop_processes_in(m_path);
   std::error_code ec;
   // Tests make directories read-only on purpose; give write access back before removing.
-  for (auto it = std::filesystem::recursive_directory_iterator(m_path, ec);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-    std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
-  std::filesystem::permissions(m_path, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::add, ec);
-  std::filesystem::remove_all(m_path, ec);
+  for (auto it = fs::recursive_directory_iterator(m_path, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec))
+    fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::permissions(m_path, fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::remove_all(m_path, ec);
 }
 
 } // namespace jitcache::test

@@ -4,7 +4,9 @@
 
 namespace jitcache::test {
 
-/// A fresh directory under the system temp dir, removed (recursively) on destruction.
+/// A fresh directory under the system temp dir, removed (recursively) on destruction, after
+/// killing the processes that still name it in their arguments or environment (a detached
+/// `jitcache store` would write it again once removed).
 class TempDir {
 public:
   TempDir();
