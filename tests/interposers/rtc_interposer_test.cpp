@@ -89,10 +89,10 @@ std::map<std::string, std::string> env_with(std::map<std::string, std::string> e
   return env;
 }
 
-// `text` with each "/tmp/comgr-NAME/" made "/tmp/comgr-X/" (without std::regex, which GCC 12
-// warns of, maybe-uninitialized, in the sanitized build).
+// `text` with each "/comgr-NAME/" made "/comgr-X/": comgr's temporary folder, in TMPDIR or /tmp
+// (without std::regex, which GCC 12 warns of, maybe-uninitialized, in the sanitized build).
 std::string without_comgr_folders(std::string text) {
-  const std::string prefix = "/tmp/comgr-";
+  const std::string prefix = "/comgr-";
   for (std::size_t at = text.find(prefix); at != std::string::npos;
        at = text.find(prefix, at + 1)) {
     std::size_t end = at + prefix.size();

@@ -48,9 +48,12 @@ struct Counts {
 
 class OpenCLLayer : public ::testing::Test {
 protected:
-  // Everything a run keeps is under the test's own folder.
+  // Everything a run keeps is under the test's own folder, the files PyOpenCL saves a failed
+  // build's source in (TMPDIR) too.
   Env env(bool layer) const {
+    fs::create_directories(m_dir.path() / "tmp");
     Env e{{"JITCACHE_DIR", (m_dir.path() / "cache").string()},
+          {"TMPDIR", (m_dir.path() / "tmp").string()},
           {"POCL_CACHE_DIR", (m_dir.path() / "pocl").string()},
           {"XDG_CACHE_HOME", (m_dir.path() / "xdg").string()},
           {"PYOPENCL_CTX", "0"},
