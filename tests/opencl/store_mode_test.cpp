@@ -8,6 +8,7 @@
 #include "tests/support/files.hpp"
 #include "tests/support/json_lines.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/processes_naming.hpp"
 #include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/terminal.hpp"
@@ -60,16 +61,10 @@ std::vector<fs::path> request_files(const fs::path& pending) {
 // Pids of the `jitcache store` processes working in `pending`.
 std::vector<pid_t> store_processes(const fs::path& pending) {
   std::vector<pid_t> pids;
-  std::error_code ec;
-  for (const auto& item : fs::directory_iterator("/proc", ec)) {
-    const std::string name = item.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    const std::string cmdline = read_file(item.path() / "cmdline");
-    if (cmdline.find(std::string("store") + '\0') != std::string::npos &&
-        cmdline.find(pending.string()) != std::string::npos)
-      pids.push_back(static_cast<pid_t>(std::stoi(name)));
-  }
+  for (pid_t pid : test::processes_naming(pending.string(), false))
+    if (read_file(fs::path("/proc") / std::to_string(pid) / "cmdline")
+            .find(std::string("store") + '\0') != std::string::npos)
+      pids.push_back(pid);
   return pids;
 }
 

@@ -1,9 +1,10 @@
 #include "tests/support/temp_dir.hpp"
 
+#include "tests/support/files.hpp"
+#include "tests/support/processes_naming.hpp"
+
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -11,7 +12,6 @@
 #include <vector>
 
 #include <signal.h>
-#include <unistd.h>
 
 namespace jitcache::test {
 
@@ -19,14 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_proc(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // Whether process `pid` has ended: gone, or a zombie its parent has not reaped.
-bool ended(const std::string& pid) {
-  const std::string stat = read_proc(fs::path("/proc") / pid / "stat");
+bool ended(pid_t pid) {
+  const std::string stat = read_file(fs::path("/proc") / std::to_string(pid) / "stat");
   const auto state = stat.rfind(") ");
   return state == std::string::npos || stat.compare(state + 2, 1, "Z") == 0;
 }
@@ -36,21 +31,12 @@ bool ended(const std::string& pid) {
 // waits up to 10 s for them to end: one still running once `dir` is removed would make it again.
 // mkdtemp's names all have one length, so one TempDir's path is never part of another's.
 void stop_processes_in(const fs::path& dir) {
-  const std::string self = std::to_string(::getpid()), name = dir.string();
-  std::vector<std::string> killed;
-  std::error_code ec;
-  for (const auto& item : fs::directory_iterator("/proc", ec)) {
-    const std::string pid = item.path().filename().string();
-    if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    if (read_proc(item.path() / "cmdline").find(name) == std::string::npos &&
-        read_proc(item.path() / "environ").find(name) == std::string::npos)
-      continue;
-    if (::kill(static_cast<pid_t>(std::stol(pid)), SIGKILL) == 0)
+  std::vector<pid_t> killed;
+  for (pid_t pid : processes_naming(dir.string(), true))
+    if (::kill(pid, SIGKILL) == 0)
       killed.push_back(pid);
-  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (const std::string& pid : killed)
+  for (pid_t pid : killed)
     while (!ended(pid) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
