@@ -87,6 +87,12 @@ jobs=$(nproc)
 for run in "${runs[@]}"; do
   case "$run" in
     asan)
+      # CC and CXX count only when a tree is first configured: a tree GCC configured (before
+      # this tree moved to clang) would stay GCC's, so it is made again.
+      if [[ -f build-asan/CMakeCache.txt ]] &&
+        ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.*clang++' build-asan/CMakeCache.txt; then
+        rm -rf build-asan
+      fi
       CC=clang CXX=clang++ cmake -S . -B build-asan "${options[@]}" -DJITCACHE_SANITIZE=address,undefined \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g1" \
         -DCMAKE_UNITY_BUILD=OFF -DJITCACHE_UNITY_TESTS=ON -DJITCACHE_WITH_MPI=OFF \
