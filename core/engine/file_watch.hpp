@@ -19,6 +19,14 @@ namespace jitcache::detail {
 /// stamped directory for any entry), and every event that concerns one bumps a generation. A
 /// check is then one ioctl(FIONREAD) on the instance, however many files there are.
 ///
+/// A directory is watched for its names (an entry created, removed, renamed) and for its own
+/// removal, never for its attributes or its entries' contents: such a mask makes the kernel walk
+/// every cached entry of the directory when the watch is added (35 ms for a busy /tmp). So a
+/// directory on the path whose permissions change (a header made unreachable, not different)
+/// keeps the proof until the set is stat'ed again; a stamped file's content and attributes, and
+/// every rename or replacement on its path, still end it at once. The other direction cannot be
+/// missed: a path that could not be resolved for want of a permission is never watched.
+///
 /// Where inotify cannot see every change, watch() declines and the caller keeps stat-ing: a
 /// network or FUSE filesystem (other machines' writes raise no event), the watch or instance
 /// limit reached, a directory that cannot be read, and a forked child (which shares the parent's

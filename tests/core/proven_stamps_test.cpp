@@ -8,11 +8,15 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -108,6 +112,66 @@ TEST(ProvenStamps, EveryChangeToAWatchedSetFailsItsNextProof) {
     EXPECT_FALSE(proven.hold(stamps));
     EXPECT_FALSE(proven.hold(stamps)) << "and the next";
   }
+}
+
+// The inotify watches this process holds, from /proc/self/fdinfo: each watched inode (device as
+// the kernel writes it, inode number) and the events asked of it.
+std::map<std::pair<unsigned long, unsigned long>, std::uint32_t> inotify_watches() {
+  std::map<std::pair<unsigned long, unsigned long>, std::uint32_t> out;
+  for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(fd.path(), ec).string() != "anon_inode:inotify")
+      continue;
+    std::ifstream info("/proc/self/fdinfo/" + fd.path().filename().string());
+    for (std::string line; std::getline(info, line);) {
+      // inotify wd:3 ino:1a2b sdev:800001 mask:300 ignored_mask:0 ...
+      const auto ino = line.find(" ino:"), dev = line.find(" sdev:"), mask = line.find(" mask:");
+      if (line.rfind("inotify ", 0) != 0 || ino == std::string::npos ||
+          dev == std::string::npos || mask == std::string::npos)
+        continue;
+      out[{std::stoul(line.substr(dev + 6), nullptr, 16),
+           std::stoul(line.substr(ino + 5), nullptr, 16)}] |=
+          static_cast<std::uint32_t>(std::stoul(line.substr(mask + 6), nullptr, 16));
+    }
+  }
+  return out;
+}
+
+// A directory watched for what its entries' inodes do (their attributes, content, opens) makes
+// the kernel walk every cached entry of it, absent names included, when the watch is added: 35 ms
+// for a busy /tmp, in each process. Every folder on the stamped paths, from /, is watched for its
+// names only; the headers themselves for their content and attributes.
+TEST_F(ProvenStampsTest, NoFolderIsWatchedForWhatItsEntriesDo) {
+  ProvenStamps proven(detail::probe_filesystem, 1);
+  ASSERT_TRUE(proven.hold(stamps));
+  ASSERT_TRUE(proven.hold(stamps));
+  ASSERT_EQ(proven.stat_checks(), 2u) << "watched";
+  std::vector<fs::path> folders;
+  for (fs::path at = dir.path(); at != at.parent_path(); at = at.parent_path())
+    folders.push_back(at);
+  folders.emplace_back("/");
+  for (const auto& item : fs::recursive_directory_iterator(dir.path()))
+    if (item.is_directory() && !item.is_symlink())
+      folders.push_back(item.path());
+  const auto watches = inotify_watches();
+  constexpr std::uint32_t k_on_entries =
+      IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_OPEN;
+  int watched = 0;
+  for (const fs::path& folder : folders) {
+    struct stat st {};
+    ASSERT_EQ(::stat(folder.c_str(), &st), 0) << folder;
+    const auto kernel_dev = (static_cast<unsigned long>(major(st.st_dev)) << 20) | minor(st.st_dev);
+    const auto it = watches.find({kernel_dev, st.st_ino});
+    if (it == watches.end())
+      continue;
+    ++watched;
+    EXPECT_EQ(it->second & k_on_entries, 0u) << folder << " mask " << std::hex << it->second;
+  }
+  // /, the folders down to the tree, its link's target and the 12 header folders, and "first".
+  EXPECT_GE(watched, 15) << "the folders on the stamped paths are watched";
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(proven.hold(stamps));
+  EXPECT_EQ(proven.stat_checks(), 2u) << "and proven by their watches";
 }
 
 Filesystem pretend_nfs(const fs::path&) {
