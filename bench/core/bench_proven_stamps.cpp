@@ -109,8 +109,7 @@ int main(int argc, char** argv) {
       fs::remove_all(root);
       return 1;
     }
-    names_only.push_back(
-        add_watch_ms(busy, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO));
+    names_only.push_back(add_watch_ms(busy, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO));
     with_attrib.push_back(
         add_watch_ms(busy, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB));
   }

@@ -126,8 +126,8 @@ std::map<std::pair<unsigned long, unsigned long>, std::uint32_t> inotify_watches
     for (std::string line; std::getline(info, line);) {
       // inotify wd:3 ino:1a2b sdev:800001 mask:300 ignored_mask:0 ...
       const auto ino = line.find(" ino:"), dev = line.find(" sdev:"), mask = line.find(" mask:");
-      if (line.rfind("inotify ", 0) != 0 || ino == std::string::npos ||
-          dev == std::string::npos || mask == std::string::npos)
+      if (line.rfind("inotify ", 0) != 0 || ino == std::string::npos || dev == std::string::npos ||
+          mask == std::string::npos)
         continue;
       out[{std::stoul(line.substr(dev + 6), nullptr, 16),
            std::stoul(line.substr(ino + 5), nullptr, 16)}] |=
