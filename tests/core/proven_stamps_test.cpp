@@ -3,14 +3,17 @@
 // to any of them must do, wherever it is made, and what a set proven once must not pay.
 #include "core/engine/proven_stamps.hpp"
 #include "core/key/file_stamp.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/inotify_instances.hpp"
 #include "tests/support/temp_dir.hpp"
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -172,6 +175,42 @@ TEST_F(ProvenStampsTest, NoFolderIsWatchedForWhatItsEntriesDo) {
   for (int i = 0; i < 10; ++i)
     ASSERT_TRUE(proven.hold(stamps));
   EXPECT_EQ(proven.stat_checks(), 2u) << "and proven by their watches";
+}
+
+// A header behind a folder that may not be searched is unreachable, not absent: no event would
+// tell when the folder is opened (folders are watched for their names only), so its set is never
+// watched. Each proof stats, and the proof after the folder is opened fails. Run as uid 65534 when
+// root (who may search any folder).
+TEST(ProvenStamps, AHeaderBehindAFolderThatMayNotBeSearchedIsStatedAtEveryProof) {
+  test::TempDir dir;
+  write_file(dir.path() / "shut/h.h", "int s;\n");
+  write_file(dir.path() / "open/h.h", "int o;\n");
+  const fs::path shut = dir.path() / "shut";
+  const bool root = ::geteuid() == 0;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  if (root) {
+    ASSERT_EQ(::chown(shut.c_str(), 65534, 65534), 0);
+  }
+  ASSERT_EQ(::chmod(shut.c_str(), 0600), 0);
+  test::ChildProcess child([&] {
+    if (root && (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+                 ::setresuid(65534, 65534, 65534) != 0))
+      return 10;
+    const std::string stamps =
+        detail::encode_stamps({detail::stamp_of((shut / "h.h").string()),
+                               detail::stamp_of((dir.path() / "open/h.h").string())});
+    ProvenStamps proven(detail::probe_filesystem, 0);
+    for (int i = 0; i < 3; ++i)
+      if (!proven.hold(stamps))
+        return 11;
+    if (proven.stat_checks() != 3)
+      return 12;
+    if (::chmod(shut.c_str(), 0700) != 0)
+      return 13;
+    return proven.hold(stamps) ? 14 : 0;
+  });
+  EXPECT_EQ(child.wait(), 0) << "10: could not become uid 65534; 11: a proof failed; 12: the set "
+                                "was watched; 13: chmod failed; 14: the opened folder was missed";
 }
 
 Filesystem pretend_nfs(const fs::path&) {
