@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITCACHE_FUZZ=ON \
-  -DJITCACHE_FUZZ_SECONDS="$seconds" -DJITCACHE_FUZZ_JOBS="$(nproc)" -DJITCACHE_BUILD_TESTS=OFF -DJITCACHE_BUILD_BENCH=OFF \
-  -DJITCACHE_PYTHON=OFF -DJITCACHE_WITH_OPENCL=OFF -DJITCACHE_WITH_CUDA=OFF \
-  -DJITCACHE_WITH_HIP=OFF
+  -DJITCACHE_FUZZ_SECONDS="$seconds" -DJITCACHE_FUZZ_JOBS="$(nproc)" -DJITCACHE_BUILD_TESTS=OFF \
+  -DJITCACHE_BUILD_BENCH=OFF -DJITCACHE_PYTHON=OFF -DJITCACHE_WITH_OPENCL=OFF \
+  -DJITCACHE_WITH_CUDA=OFF -DJITCACHE_WITH_HIP=OFF
 cmake --build build-fuzz --target fuzz_package_reader -j "$(nproc)"
 rm -rf build-fuzz/tests/fuzz/corpus
 ci/ctest.sh build-fuzz -L fuzz --output-on-failure

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs dependencies, checks formatting, builds, and runs every test through ctest; then the
-# package reader's fuzzer for 30 s on each core (ci/fuzz.sh, libFuzzer, in build-fuzz), and the tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer and ThreadSanitizer (ci/sanitize.sh, in
-# build-asan and build-tsan). Each phase's time is printed when it ends, and all of them again
+# package reader's fuzzer for 30 s on each core (ci/fuzz.sh, libFuzzer, in build-fuzz), and the
+# tests again under AddressSanitizer + UndefinedBehaviorSanitizer and ThreadSanitizer
+# (ci/sanitize.sh, in build-asan and build-tsan). Each phase's time is printed when it ends, and all of them again
 # when the script ends, passed or failed: CI must stay under 45 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -24,6 +24,7 @@ namespace {
 // the watch is added: 35 ms for a /tmp of 525 files (kernel 6.18), paid again by each process,
 // where these masks take 0.02 ms. A stamped file's own content and attributes are watched on the
 // file itself.
+//
 // A directory entry on a watched path: created, removed, renamed in or out.
 constexpr std::uint32_t k_entry = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
 // A stamped file itself, whatever path (a hard link elsewhere) it is written through.
