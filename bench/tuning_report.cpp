@@ -1,5 +1,7 @@
 #include "bench/tuning_report.hpp"
 
+#include "bench/median.hpp"
+
 #include "core/support/clock.hpp"
 
 #include <algorithm>
@@ -13,11 +15,6 @@ namespace jitcache::bench {
 using detail::Stopwatch;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
 
 [[noreturn]] void fail(const std::string& message) {
   std::cerr << message << "\n";

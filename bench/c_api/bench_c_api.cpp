@@ -3,6 +3,8 @@
 // Rounds alternate between the two; prints the median of each one's per-round mean time per call
 // and the median of the paired per-round differences (target: the C API adds at most 1 us).
 // Usage: bench_c_api [KERNEL.cl] (its folder is the -I folder; default kernels/vector_ops.cl)
+#include "bench/median.hpp"
+
 #include <jitcache/jitcache.h>
 #include <jitcache/opencl.hpp>
 
@@ -16,14 +18,11 @@
 
 namespace {
 
+using jitcache::bench::median;
+
 using clock_type = std::chrono::steady_clock;
 constexpr int k_rounds = 41;
 constexpr int k_calls = 5000;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 template <typename Call> double mean_us(Call&& call) {
   const auto t = clock_type::now();

@@ -13,14 +13,15 @@
 //   Makes DIR/bench-proven-XXXXXX/busy, creates and removes NAMES files there (each leaves a
 //   cached name behind), puts 4 folders of 10 headers in busy/include, and prints a Markdown
 //   table of medians over ROUNDS rounds, each with a fresh ProvenStamps (a fresh process's).
+#include "bench/median.hpp"
 #include "core/engine/proven_stamps.hpp"
 #include "core/key/file_stamp.hpp"
+#include "core/support/clock.hpp"
 
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -29,29 +30,20 @@
 #include <vector>
 
 namespace fs = std::filesystem;
+using jitcache::bench::median;
 using jitcache::detail::ProvenStamps;
+using jitcache::detail::Stopwatch;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // One inotify_add_watch of `folder` with `mask` on a fresh instance, in ms.
 double add_watch_ms(const fs::path& folder, std::uint32_t mask) {
   const int fd = ::inotify_init1(IN_CLOEXEC);
   if (fd < 0)
     return -1;
-  const auto start = Clock::now();
+  const Stopwatch watch;
   const int wd = ::inotify_add_watch(fd, folder.c_str(), mask);
-  const double ms = ms_since(start);
+  const double ms = watch.ms();
   ::close(fd);
   return wd < 0 ? -1 : ms;
 }
@@ -89,19 +81,19 @@ int main(int argc, char** argv) {
   std::vector<double> by_stat, watching, by_watch, names_only, with_attrib;
   for (int r = 0; r < rounds; ++r) {
     ProvenStamps stat_only(jitcache::detail::probe_filesystem, 1000);
-    auto start = Clock::now();
+    const Stopwatch stat_proof;
     const bool held_by_stat = stat_only.hold(set);
-    by_stat.push_back(ms_since(start));
+    by_stat.push_back(stat_proof.ms());
 
     bool proven = held_by_stat;
     { // its watches are gone before the kernel's own cost is measured below
       ProvenStamps watched(jitcache::detail::probe_filesystem, 0);
-      start = Clock::now();
+      const Stopwatch first;
       proven = watched.hold(set) && proven;
-      watching.push_back(ms_since(start));
-      start = Clock::now();
+      watching.push_back(first.ms());
+      const Stopwatch second;
       proven = watched.hold(set) && proven;
-      by_watch.push_back(ms_since(start));
+      by_watch.push_back(second.ms());
       proven = proven && watched.stat_checks() == 1;
     }
     if (!proven) {

@@ -7,6 +7,7 @@
 //              redis://127.0.0.1:6390
 // Prints Markdown tables of medians. A stalled remote is a local socket that accepts and never
 // answers; a gone one is a port nobody listens on.
+#include "bench/median.hpp"
 #include "core/tiers/remote/remote_store.hpp"
 #include "core/tiers/user/user_store.hpp"
 
@@ -26,6 +27,7 @@
 namespace {
 
 using namespace jitcache;
+using bench::median;
 using jitcache::detail::open_user_store;
 using jitcache::detail::parse_redis_url;
 using jitcache::detail::RemoteStore;
@@ -37,11 +39,6 @@ constexpr int k_misses = 200;
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "bench_remote: %s\n", what.c_str());
   std::exit(1);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 double ms_since(clock_type::time_point start) {

@@ -11,6 +11,7 @@
 // Prints the median over the runs of each pass's total, and of its requests' median and slowest,
 // in ms, as one JSON line per pass.
 
+#include "bench/median.hpp"
 #include "interposers/nvrtc/nvrtc_front_end.hpp"
 #include "interposers/rtc/rtc_request.hpp"
 
@@ -34,6 +35,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using jitcache::bench::median;
 using jitcache::rtc::Request;
 
 std::vector<Request> read_capture(const std::string& file, const std::string& prefix) {
@@ -59,11 +61,6 @@ std::vector<Request> read_capture(const std::string& file, const std::string& pr
     requests.push_back(std::move(request));
   }
   return requests;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
 }
 
 struct Pass {
