@@ -75,18 +75,33 @@ std::vector<FileStamp> guard_stamps(const Dependencies& deps) {
 struct FileFields {
   struct Header {
     std::string name;
-    std::string_view content;
-    std::shared_ptr<const std::string> owner;
+    std::shared_ptr<const std::string> content;
     std::string path;
-    std::string stored; ///< stored_value(content): what the key hashes, found once per scan
   };
   std::vector<Header> headers;
   Dependencies deps;
+  /// The headers in their stored form, made once (finish()) for every key the scan serves.
+  std::shared_ptr<const HeaderSet> stored;
 
   void add(std::string name, std::shared_ptr<const std::string> content, std::string path) {
-    std::string stored = stored_value(*content);
-    headers.push_back(
-        {std::move(name), *content, std::move(content), std::move(path), std::move(stored)});
+    headers.push_back({std::move(name), std::move(content), std::move(path)});
+  }
+
+  void finish() {
+    std::vector<KeyField> fields;
+    fields.reserve(headers.size());
+    for (const Header& h : headers)
+      fields.push_back({KeySection::header, h.name, stored_value(*h.content), h.path});
+    stored = std::make_shared<const HeaderSet>(std::move(fields));
+  }
+
+  /// The headers with their contents: the set a request record needs, with the stored set's key.
+  std::shared_ptr<const HeaderSet> with_contents() const {
+    std::vector<KeyField> fields;
+    fields.reserve(headers.size());
+    for (const Header& h : headers)
+      fields.push_back({KeySection::header, h.name, *h.content, h.path});
+    return std::make_shared<const HeaderSet>(std::move(fields));
   }
 };
 
@@ -163,7 +178,7 @@ public:
       }
     std::size_t bytes = 0; // counted per scan, although scans share most of their headers
     for (const FileFields::Header& header : fields.headers)
-      bytes += header.content.size();
+      bytes += header.content->size();
     if (too_recent(vouched->newest, &real_time_ns) || bytes > k_known_bytes)
       return std::make_shared<const FileFields>(std::move(fields));
     vouched->guards = encode_stamps(stamps);
@@ -304,16 +319,10 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
         macros += (macros.empty() ? "" : ", ") + m;
       add_candidates(made, "#include " + macros, user_dirs);
     }
+    made.finish();
     files = KnownScans::instance().remember(id, std::move(made));
   }
-  // The headers, and room for the fields a backend adds after them (identities, name
-  // expressions) without growing the fields once more.
-  builder.reserve(files->headers.size() + 64);
-  for (const FileFields::Header& h : files->headers)
-    if (in.contents)
-      builder.header(h.name, h.content, h.path);
-    else
-      builder.stored_header(h.name, h.stored, h.path);
+  builder.headers(in.contents ? files->with_contents() : files->stored);
   return files->deps;
 }
 

@@ -22,9 +22,9 @@ struct SourceInputs {
   std::string_view options;                        ///< as given to the compiler
   std::map<std::string, std::string> in_memory;    ///< headers given by name (NVRTC, hipRTC)
   std::vector<std::filesystem::path> default_dirs; ///< the runtime's own include path
-  /// The key's header fields hold each header's content, as a request record needs it
-  /// (Config::record set); else only its stored form (KeyBuilder::stored_header), the same key
-  /// without copying some megabytes of headers into every key.
+  /// The key's header set holds each header's content, as a request record needs it
+  /// (Config::record set); else only its stored form, the same key with the set a process made
+  /// once for the scan rather than some megabytes of headers copied into every key.
   bool contents = false;
 };
 

@@ -53,9 +53,10 @@ KeyBuilder& KeyBuilder::header(std::string_view name, std::string_view content,
   return add(KeySection::header, name, content, resolved_path);
 }
 
-KeyBuilder& KeyBuilder::stored_header(std::string_view name, std::string_view stored,
-                                      std::string_view resolved_path) {
-  return add(KeySection::header, name, stored, resolved_path);
+KeyBuilder& KeyBuilder::headers(std::shared_ptr<const HeaderSet> set) {
+  if (set && !set->fields().empty())
+    m_sets.push_back(std::move(set));
+  return *this;
 }
 
 KeyBuilder& KeyBuilder::reserve(std::size_t fields) {
@@ -70,12 +71,49 @@ KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::stri
 }
 
 namespace {
+
 void update_length(detail::Sha256& sha, std::uint64_t n) {
   char le[8];
   detail::store_le(le, n);
   sha.update({le, sizeof le});
 }
+
+// The section byte a header set is hashed with: no field's section (KeySection ends at header),
+// so no field added one by one hashes as a set does.
+constexpr auto k_header_set_tag = static_cast<KeySection>(7);
+
+// Hashes one field as a key does: section byte, u64le name length, name, u64le value length and
+// the value in its stored form.
+void update_field(detail::Sha256& sha, KeySection section, std::string_view name,
+                  std::string_view stored) {
+  const char tag = static_cast<char>(section);
+  sha.update({&tag, 1});
+  update_length(sha, name.size());
+  sha.update(name);
+  update_length(sha, stored.size());
+  sha.update(stored);
+}
+
 } // namespace
+
+HeaderSet::HeaderSet(std::vector<KeyField> fields) : m_fields(std::move(fields)) {
+  detail::Sha256 sha;
+  std::string buffer;
+  for (KeyField& f : m_fields) {
+    f.section = KeySection::header;
+    const std::string_view value = detail::stored_value(f.value, buffer);
+    update_field(sha, f.section, f.name, value);
+    detail::append_stored_field(m_stored, f, value);
+  }
+  m_digest = sha.finish();
+}
+
+std::vector<KeyField> all_fields(const Key& key) {
+  std::vector<KeyField> out = key.fields;
+  for (const auto& set : key.header_sets)
+    out.insert(out.end(), set->fields().begin(), set->fields().end());
+  return out;
+}
 
 Key KeyBuilder::finish() const& {
   return KeyBuilder(*this).finish_fields();
@@ -105,21 +143,25 @@ Key KeyBuilder::finish_fields() {
   for (KeyField& f : m_fields)
     key.fields[at[static_cast<std::uint8_t>(f.section)]++] = std::move(f);
   m_fields.clear();
+  for (const auto& set : m_sets)
+    bytes += set->stored().size();
   key.stored_fields.reserve(bytes);
-  // Each value is hashed as it is stored (schema 2): a long one by its own SHA-256, which a
-  // process finds again for a header every kernel includes instead of hashing its bytes again.
+  // Each value is hashed as it is stored: a long one by its own SHA-256, which a process finds
+  // again for a header every kernel includes instead of hashing its bytes again.
   detail::Sha256 sha;
   std::string buffer;
   for (const KeyField& f : key.fields) {
     const std::string_view value = detail::stored_value(f.value, buffer);
-    const char tag = static_cast<char>(f.section);
-    sha.update({&tag, 1});
-    update_length(sha, f.name.size());
-    sha.update(f.name);
-    update_length(sha, value.size());
-    sha.update(value);
+    update_field(sha, f.section, f.name, value);
     detail::append_stored_field(key.stored_fields, f, value);
   }
+  // A header set by its digest (schema 3): its thousand fields were hashed once, when it was made.
+  for (const auto& set : m_sets) {
+    update_field(sha, k_header_set_tag, "header set", "sha256:" + set->digest().hex());
+    key.stored_fields += set->stored();
+  }
+  key.header_sets = std::move(m_sets);
+  m_sets.clear();
   key.digest = sha.finish();
   return key;
 }

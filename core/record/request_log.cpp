@@ -92,7 +92,7 @@ void record_request(const Config& config, const Key& recorded,
     record.identity.clear();
     record.toolchain.clear();
     record.headers.clear();
-    for (const KeyField& field : key.fields) {
+    for (const KeyField& field : all_fields(key)) {
       if (field.section == KeySection::device)
         record.identity[field.name] = field.value;
       else if (field.section == KeySection::toolchain)

@@ -53,7 +53,7 @@ Expected<void> check_replayed_key(const RequestRecord& record, const Key& key) {
   std::map<std::string, std::string> recorded, now;
   for (const RecordedHeader& header : record.headers)
     recorded.emplace(header.name, header.content);
-  for (const KeyField& field : key.fields)
+  for (const KeyField& field : all_fields(key))
     if (field.section == KeySection::header)
       now.emplace(field.name, field.value);
   const auto add = [&](const std::string& text) { why += (why.empty() ? "" : "; ") + text; };

@@ -235,7 +235,7 @@ HeaderFields header_fields(const std::string& source, const std::string& options
   EXPECT_EQ(stored.digest, key.digest);
   EXPECT_EQ(stored.stored_fields, key.stored_fields);
   HeaderFields out;
-  for (const KeyField& field : key.fields)
+  for (const KeyField& field : all_fields(key))
     if (field.section == KeySection::header)
       out.emplace_back(field.name, field.value, field.detail);
   return out;
@@ -412,7 +412,7 @@ TEST(IncludesTest, AKeyHoldsLongHeadersByTheirStoredFormUnlessContentsAreAskedFo
     KeyBuilder builder("cuda");
     add_source_fields(builder, SourceInputs{source, options, {}, {}, contents});
     std::map<std::string, std::string> out;
-    for (const KeyField& field : std::move(builder).finish().fields)
+    for (const KeyField& field : all_fields(std::move(builder).finish()))
       if (field.section == KeySection::header)
         out[field.name] = field.value;
     return out;

@@ -113,7 +113,7 @@ TEST(CudaCompile, HeaderContentIsPartOfTheKey) {
   ASSERT_TRUE(file_before && file_after);
   EXPECT_NE(file_before->digest, file_after->digest);
   bool listed = false;
-  for (const KeyField& field : file_after->fields)
+  for (const KeyField& field : all_fields(*file_after))
     listed |= field.section == KeySection::header && field.value == "#define VALUE 3\n";
   EXPECT_TRUE(listed);
 
@@ -121,7 +121,7 @@ TEST(CudaCompile, HeaderContentIsPartOfTheKey) {
   auto cub = cuda::make_key(Config(), kernel_program("block_reduce.cu"), "sm_80");
   ASSERT_TRUE(cub);
   bool has_cub = false;
-  for (const KeyField& field : cub->fields)
+  for (const KeyField& field : all_fields(*cub))
     has_cub |= field.section == KeySection::header &&
                field.name.find("block_reduce.cuh") != std::string::npos;
   EXPECT_TRUE(has_cub);

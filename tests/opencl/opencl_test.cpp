@@ -2,7 +2,6 @@
 #include <jitcache/opencl.hpp>
 
 #include "core/engine/cache_core.hpp"
-#include "core/key/key_fields.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/process.hpp"
@@ -21,7 +20,6 @@
 
 namespace jitcache {
 
-using detail::encode_key_fields;
 using detail::LmdbStore;
 namespace {
 using test::k_options;
@@ -285,7 +283,7 @@ TEST_F(OpenclTest, ARejectedStoredBinaryIsEvictedRebuiltAndCounted) {
   {
     auto store = LmdbStore::open(dir.path() / "v1", false).value();
     Entry garbage{"opencl", "this is not a program binary", {}, 7};
-    garbage.key_fields = encode_key_fields(key->fields); // the right request, a bad binary
+    garbage.key_fields = key->stored_fields; // the right request, a bad binary
     ASSERT_TRUE(store->put(key->digest, garbage));
   }
   Cache cache(config());
@@ -313,7 +311,7 @@ TEST_F(OpenclTest, HeaderChangeChangesTheKey) {
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->digest, b->digest);
   bool header_field = false;
-  for (const auto& f : b->fields)
+  for (const auto& f : all_fields(*b))
     header_field |= f.section == KeySection::header && f.value == "#define K 2\n";
   EXPECT_TRUE(header_field);
 }

@@ -109,13 +109,14 @@ int run_explain(const Config& config, const BuildOptions& options, const Output&
     auto key = (*backend)->key(config, request);
     if (!key)
       return fail(key.error());
-    const std::vector<KeyField> shown = as_stored(key->fields);
+    const std::vector<KeyField> made = all_fields(*key);
+    const std::vector<KeyField> shown = as_stored(made);
     nlohmann::json fields = nlohmann::json::array();
     std::ostringstream text;
     text << file << ": key " << key->digest.hex() << "\n";
     for (std::size_t i = 0; i < shown.size(); ++i) {
       const KeyField& f = shown[i];
-      const std::string& detail = key->fields[i].detail;
+      const std::string& detail = made[i].detail;
       fields.push_back({{"section", to_string(f.section)},
                         {"name", f.name},
                         {"value", f.value},
