@@ -6,6 +6,7 @@
 #include "core/support/byte_io.hpp"
 #include "core/support/fork_safe_mutex.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -272,6 +273,7 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
   // A removed current directory has no path (and nothing can be found in it): it is left out.
   std::error_code ec;
   const fs::path cwd = fs::current_path(ec);
+  const std::vector<fs::path> given_dirs = dirs;
   std::vector<fs::path> user_dirs = dirs;
   if (!cwd.empty())
     user_dirs.push_back(cwd);
@@ -314,10 +316,20 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
       made.deps.read.push_back(std::move(stamp)); // not read: an absent stamp, checked all the same
     }
     if (!scan.computed.empty()) {
+      // What a computed include could name: a file directly in an include directory, or in the
+      // folder of the file that holds it, where a quoted include is searched first (the
+      // source's: the current folder). A header's computed include (Thrust's system headers)
+      // is never searched for in the current folder, whose files (a program's output) would
+      // otherwise be keyed with every kernel that includes it, and change its key.
       std::string macros;
-      for (const std::string& m : scan.computed)
-        macros += (macros.empty() ? "" : ", ") + m;
-      add_candidates(made, "#include " + macros, user_dirs);
+      std::vector<fs::path> folders = given_dirs;
+      for (const ComputedInclude& c : scan.computed) {
+        macros += (macros.empty() ? "" : ", ") + c.macro;
+        const fs::path& folder = c.in_memory ? cwd : c.folder;
+        if (!folder.empty() && std::find(folders.begin(), folders.end(), folder) == folders.end())
+          folders.push_back(folder);
+      }
+      add_candidates(made, "#include " + macros, folders);
     }
     made.finish();
     files = KnownScans::instance().remember(id, std::move(made));

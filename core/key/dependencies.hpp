@@ -65,10 +65,11 @@ std::optional<std::string> guards_of(const Dependencies& deps, detail::StampCloc
 ///   by their spelling and content, their resolved path kept for `jitcache explain`; a header
 ///   that disappears, or that another directory now provides first, changes the key;
 /// - an `#include MACRO` (target unknown without preprocessing) and a -D file add the content of
-///   every file that could be meant: all regular files directly in the include directories (the
-///   current directory among them), each up to k_largest_candidate bytes; a larger one (a data
-///   file where the program runs: no compiler includes such a header) adds its name, size and
-///   modification time instead, and is not read.
+///   every file that could be meant: all regular files directly in the include directories and
+///   in the folder of the file holding the include (the source's: the current directory; a
+///   header's: its own, never the current directory), each up to k_largest_candidate bytes; a
+///   larger one (a data file where the program runs: no compiler includes such a header) adds
+///   its name, size and modification time instead, and is not read.
 /// Returns the files it read and looked for.
 Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& inputs);
 

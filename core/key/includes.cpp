@@ -158,7 +158,7 @@ public:
       return;
     for (const Directive& d : found) {
       if (d.kind == Directive::computed) {
-        m_out.computed.push_back(d.name);
+        m_out.computed.push_back({d.name, current_dir.value_or(fs::path()), !current_dir});
         continue;
       }
       if (auto it = m_in_memory.find(d.name); it != m_in_memory.end()) {

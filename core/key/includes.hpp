@@ -23,11 +23,18 @@ struct IncludedHeader {
   detail::FileStamp stamp; ///< of the file as it was read (not exists: given in memory)
 };
 
+/// An `#include MACRO` line: its target is only known after preprocessing.
+struct ComputedInclude {
+  std::string macro;            ///< the text after `#include`
+  std::filesystem::path folder; ///< of the file that holds it (the source's: the current one)
+  bool in_memory = false;       ///< held by a header given in memory (no folder)
+};
+
 /// The result of a scan: the headers found, and the `#include MACRO` lines whose target the
 /// scanner cannot know without preprocessing.
 struct IncludeScan {
   std::vector<IncludedHeader> headers;
-  std::vector<std::string> computed; ///< the macro text of each computed include
+  std::vector<ComputedInclude> computed; ///< each computed include, in the order found
   /// Candidate paths looked at before the one an include resolved to, and those of includes
   /// that resolved nowhere: a file created at one of them would change what is included.
   std::vector<std::string> absent;

@@ -162,7 +162,8 @@ TEST(IncludesTest, ComputedIncludesAreReported) {
   auto scan = scan_includes("#include CONFIG_H // chosen by -D\n#include <none.h>\n", {});
   EXPECT_TRUE(scan.headers.empty());
   ASSERT_EQ(scan.computed.size(), 1u);
-  EXPECT_EQ(scan.computed[0], "CONFIG_H");
+  EXPECT_EQ(scan.computed[0].macro, "CONFIG_H");
+  EXPECT_EQ(scan.computed[0].folder, std::filesystem::current_path());
 }
 
 // An `#include MACRO` keys every file the macro could name, the current directory's among them:
@@ -394,6 +395,44 @@ TEST(IncludesTest, ARememberedScanOfAComputedIncludeSeesAFileAddedSince) {
   for (const auto& [name, content, path] : now)
     added = added || (content == "int b;\n" && path == (inc / "config_b.h").string());
   EXPECT_TRUE(added);
+}
+
+// A header's `#include MACRO` (Thrust's system headers, which CUB pulls in) may name a file in
+// that header's folder or in an include directory, never one in the current folder: a program's
+// output written where it runs leaves its kernels' keys as they were, while a file added beside
+// the header changes them. The source's own computed include still counts the current folder.
+TEST(IncludesTest, AHeadersComputedIncludeIgnoresTheCurrentFolderButNotItsOwn) {
+  test::TempDir dir;
+  const InFolder cwd(dir.path() / "cwd");
+  const auto lib = dir.path() / "lib";
+  write_file(lib / "system.h", "#define TAG <lib_tag.h>\n#include TAG\n");
+  write_file(lib / "lib_tag.h", "int tag;\n");
+  test::FakeClock clock;
+  clock.advance(std::chrono::seconds(3));
+  const std::string source = "#include <system.h>\n";
+  const std::string options = "-I " + lib.string();
+  const HeaderFields first = header_fields(source, options);
+  bool tag = false;
+  for (const auto& [name, content, path] : first)
+    tag = tag || path == (lib / "lib_tag.h").string();
+  EXPECT_TRUE(tag) << "a file beside the header is a candidate";
+
+  write_file(dir.path() / "cwd" / "output.txt", "run 1\n");
+  clock.advance(std::chrono::seconds(3));
+  EXPECT_EQ(header_fields(source, options), first);
+  write_file(dir.path() / "cwd" / "output.txt", "run 2, longer\n");
+  clock.advance(std::chrono::seconds(3));
+  EXPECT_EQ(header_fields(source, options), first);
+
+  write_file(lib / "other_tag.h", "int other;\n");
+  clock.advance(std::chrono::seconds(3));
+  const HeaderFields added = header_fields(source, options);
+  ASSERT_EQ(added.size(), first.size() + 1);
+
+  bool output = false;
+  for (const auto& [name, content, path] : header_fields("#include TAG\n" + source, options))
+    output = output || path == (dir.path() / "cwd" / "output.txt").string();
+  EXPECT_TRUE(output) << "the source's computed include counts the current folder";
 }
 
 // Quoted includes found nowhere are named (each once); angled ones are the runtime's to provide,
