@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs CuPy's workload of bench/cuda/rtc_front_end_gpu.py (CuPy's in-memory cache only, so that
 every kernel is compiled) and writes every NVRTC program CuPy compiled (source, name, headers
-given in memory, options) to OUT/cupy_requests.json, and the folders its include options name to
-OUT/cupy_includes.tar.xz: what bench_front_end_miss (bench/rtc) replays on a machine without a
+given in memory, options, and how long its compile took) to OUT/cupy_requests.json, and the
+folders its include options name to OUT/cupy_includes.tar.xz: what bench_front_end_miss (bench/rtc) replays on a machine without a
 GPU or CuPy, to measure the NVRTC front-end's own cost on CuPy's real requests.
 
 usage (on a machine with CuPy): capture_cupy_requests.py OUT
@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tarfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtc_front_end_gpu import CUPY_WORKLOAD  # noqa: E402
@@ -38,7 +39,11 @@ def main():
         request = dict(programs.get(program, {}))
         request["options"] = [o.decode() if isinstance(o, bytes) else o for o in options]
         requests.append(request)
-        return compile_program(program, options)
+        start = time.perf_counter()
+        try:
+            return compile_program(program, options)
+        finally:
+            request["compile_ms"] = (time.perf_counter() - start) * 1000
 
     nvrtc.createProgram, nvrtc.compileProgram = create_traced, compile_traced
     exec(CUPY_WORKLOAD, {"__name__": "workload"})  # noqa: S102 (the benchmark's own code)

@@ -9,7 +9,8 @@
 //   --prefix DIR: put before every absolute include folder of the capture (its folders copied
 //                 under DIR on another machine)
 // Prints the median over the runs of each pass's total, and of its requests' median and slowest,
-// in ms, as one JSON line per pass.
+// in ms, as one JSON line per pass; where the capture timed its compiles, theirs too, and the
+// miss's cost over them in percent (of the medians, and of the totals).
 
 #include "bench/median.hpp"
 #include "interposers/nvrtc/nvrtc_front_end.hpp"
@@ -38,11 +39,16 @@ namespace fs = std::filesystem;
 using jitcache::bench::median;
 using jitcache::rtc::Request;
 
-std::vector<Request> read_capture(const std::string& file, const std::string& prefix) {
+// The capture's requests; `compile_ms` gets each one's compile time where the capture timed
+// them all (capture_cupy_requests.py does).
+std::vector<Request> read_capture(const std::string& file, const std::string& prefix,
+                                  std::vector<double>& compile_ms) {
   std::ifstream in(file);
   const nlohmann::json capture = nlohmann::json::parse(in);
   std::vector<Request> requests;
   for (const auto& one : capture) {
+    if (one.contains("compile_ms"))
+      compile_ms.push_back(one.at("compile_ms").get<double>());
     Request request;
     request.name = one.value("name", "");
     request.source = one.at("source").get<std::string>();
@@ -60,6 +66,8 @@ std::vector<Request> read_capture(const std::string& file, const std::string& pr
     }
     requests.push_back(std::move(request));
   }
+  if (compile_ms.size() != requests.size())
+    compile_ms.clear();
   return requests;
 }
 
@@ -121,7 +129,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_front_end_miss CAPTURE.json [--prefix DIR] [--runs N]\n");
     return 2;
   }
-  const std::vector<Request> requests = read_capture(capture, prefix);
+  std::vector<double> compile_ms;
+  const std::vector<Request> requests = read_capture(capture, prefix, compile_ms);
   std::map<std::string, std::vector<Pass>> passes;
   for (int run = 0; run < runs; ++run) {
     const fs::path dir =
@@ -142,6 +151,23 @@ int main(int argc, char** argv) {
     std::printf("{\"pass\": \"%s\", \"requests\": %zu, \"total_ms\": %.2f, \"median_ms\": %.3f, "
                 "\"slowest_ms\": %.2f}\n",
                 name.c_str(), requests.size(), median(total), median(med), median(slowest));
+  }
+  // The compiles as the capture timed them, and what a miss adds to them.
+  if (!compile_ms.empty()) {
+    double sum = 0;
+    for (double ms : compile_ms)
+      sum += ms;
+    std::vector<double> miss_total, miss_median;
+    for (const Pass& p : passes["miss"]) {
+      miss_total.push_back(p.total);
+      miss_median.push_back(p.median);
+    }
+    std::printf("{\"pass\": \"captured compile\", \"requests\": %zu, \"total_ms\": %.2f, "
+                "\"median_ms\": %.3f, \"slowest_ms\": %.2f}\n",
+                compile_ms.size(), sum, median(compile_ms),
+                *std::max_element(compile_ms.begin(), compile_ms.end()));
+    std::printf("{\"miss over compile\": {\"medians_percent\": %.2f, \"totals_percent\": %.2f}}\n",
+                100 * median(miss_median) / median(compile_ms), 100 * median(miss_total) / sum);
   }
   return 0;
 }
