@@ -59,11 +59,6 @@ KeyBuilder& KeyBuilder::headers(std::shared_ptr<const HeaderSet> set) {
   return *this;
 }
 
-KeyBuilder& KeyBuilder::reserve(std::size_t fields) {
-  m_fields.reserve(m_fields.size() + fields);
-  return *this;
-}
-
 KeyBuilder& KeyBuilder::add(KeySection section, std::string_view name, std::string_view value,
                             std::string_view detail) {
   m_fields.push_back({section, std::string(name), std::string(value), std::string(detail)});

@@ -108,10 +108,6 @@ public:
   /// hashes the set's fields: a set made once serves every key of its scan.
   KeyBuilder& headers(std::shared_ptr<const HeaderSet> set);
 
-  /// Makes room for `fields` more fields, changing no key: a caller about to add many (a scan's
-  /// thousand headers) spares the fields' regrowth, each a large allocation and its page faults.
-  KeyBuilder& reserve(std::size_t fields);
-
   /// Hashes the fields added so far. May be called more than once.
   Key finish() const&;
   /// finish(), the fields moved into the key rather than copied (a key built from files holds
