@@ -30,7 +30,8 @@ std::string strip_quotes(std::string value) {
 }
 
 // The stamps guards_of() vouches with (before its check of their age).
-std::vector<FileStamp> guard_stamps(const Dependencies& deps) {
+std::vector<FileStamp> guard_stamps(const Dependencies& of) {
+  const Dependencies& deps = of.files();
   std::vector<detail::FileStamp> out = deps.read;
   std::set<std::string> dirs(deps.listed.begin(), deps.listed.end());
   std::error_code ec;
@@ -335,7 +336,12 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
     files = KnownScans::instance().remember(id, std::move(made));
   }
   builder.headers(in.contents ? files->with_contents() : files->stored);
-  return files->deps;
+  if (!files->deps.vouched) // not remembered (too recent): the only key that uses its lists
+    return files->deps;
+  Dependencies shared;
+  shared.vouched = files->deps.vouched;
+  shared.scan = std::shared_ptr<const Dependencies>(files, &files->deps);
+  return shared;
 }
 
 std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock) {

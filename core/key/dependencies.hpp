@@ -41,6 +41,14 @@ struct Dependencies {
     detail::FileStamp newest;
   };
   std::shared_ptr<const Vouched> vouched;
+  /// The lists of a scan the process remembered (add_source_fields), shared by every key built
+  /// from it rather than copied into each (a CuPy kernel's thousand stamps and absent paths: most
+  /// of what a miss's key still cost): `read`, `absent` and `listed` are then empty. Read the
+  /// lists through files().
+  std::shared_ptr<const Dependencies> scan;
+
+  /// The lists: `scan`'s where it is set, else these.
+  const Dependencies& files() const { return scan ? *scan : *this; }
 };
 
 /// The largest candidate of an `#include MACRO` read for the key (see add_source_fields), and the

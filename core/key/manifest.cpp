@@ -310,7 +310,8 @@ Expected<GuardedKey> PendingKey::settle() {
   GuardedKey out{std::move(built->first), guards_of(deps, m_core.stamp_clock())};
   // A key built from no file is built from the record's name's own inputs: recalling it would
   // cost more than building it.
-  const bool from_files = !deps.read.empty() || !deps.absent.empty() || !deps.listed.empty();
+  const Dependencies& files = deps.files();
+  const bool from_files = !files.read.empty() || !files.absent.empty() || !files.listed.empty();
   if (out.guards && m_recall && from_files)
     remember(manifest_records(&m_core, m_name, *out.guards, encode_key(out.key), deps));
   return out;

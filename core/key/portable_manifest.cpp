@@ -148,7 +148,8 @@ Digest paths_name(const Digest& key_name) {
                                        key_name.bytes.size())});
 }
 
-std::string encode_paths(const Dependencies& deps) {
+std::string encode_paths(const Dependencies& of) {
+  const Dependencies& deps = of.files();
   std::vector<std::string> read;
   for (const FileStamp& stamp : deps.read)
     read.push_back(stamp.path);

@@ -111,8 +111,8 @@ TEST(IncludesTest, ARemovedCurrentDirectoryIsLeftOutNotThrown) {
                                                               {},
                                                               {}}));
   std::filesystem::current_path(before);
-  ASSERT_EQ(deps.read.size(), 1u) << "a.h, found through -I";
-  EXPECT_EQ(deps.read[0].path, (dir.path() / "inc/a.h").string());
+  ASSERT_EQ(deps.files().read.size(), 1u) << "a.h, found through -I";
+  EXPECT_EQ(deps.files().read[0].path, (dir.path() / "inc/a.h").string());
 }
 
 TEST(IncludesTest, AQuotedIncludeFromAHeaderFoundThroughDotIsSearchedThereFirst) {
@@ -143,7 +143,7 @@ TEST(IncludesTest, AHeaderThatIsAFifoIsNotWaitedOn) {
   KeyBuilder builder("opencl");
   const Dependencies deps = add_source_fields(
       builder, SourceInputs{"#include <f.h>\n", "-I" + (dir.path() / "inc").string(), {}, {}});
-  EXPECT_TRUE(deps.read.empty());
+  EXPECT_TRUE(deps.files().read.empty());
 }
 
 TEST(IncludesTest, FirstIncludeDirWins) {
@@ -191,7 +191,7 @@ TEST(IncludesTest, AComputedIncludeNeverReadsALargeDataFileWhereTheProgramRuns) 
   EXPECT_EQ(opened.count("data.bin"), 0u) << test::names(opened);
   EXPECT_EQ(opened.count("small.h"), 1u) << test::names(opened);
   bool stamped = false;
-  for (const auto& stamp : deps.read)
+  for (const auto& stamp : deps.files().read)
     stamped = stamped || (stamp.path.find("data.bin") != std::string::npos &&
                           stamp.size == (std::uint64_t(1) << 30));
   EXPECT_TRUE(stamped) << "the large file's stamp guards the key";

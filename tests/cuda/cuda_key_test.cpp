@@ -111,7 +111,7 @@ TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
   const Program program = test::kernel_program("block_reduce.cu");
   const Target target = *arch_target(**tools, "sm_90");
   const auto [full, deps] = make_key(**tools, target, in(dir), program);
-  EXPECT_GT(deps.read.size(), 50u) << "CUB pulls in many toolkit headers";
+  EXPECT_GT(deps.files().read.size(), 50u) << "CUB pulls in many toolkit headers";
   std::optional<Digest> guessed; // what the pending key offered before its stamps were checked
   test::FakeStampClock clock;
   clock.settle(); // the toolkit's headers, and the directories this test process just made
@@ -137,7 +137,7 @@ TEST(CudaRemembered, ACubKeyIsRecalledWithoutReadingAHeader) {
   EXPECT_EQ(second.key.digest, full.digest);
   EXPECT_EQ(second.key.stored_fields, full.stored_fields);
   ASSERT_TRUE(second.guards);
-  EXPECT_GE(detail::decode_stamps(*second.guards)->size(), deps.read.size());
+  EXPECT_GE(detail::decode_stamps(*second.guards)->size(), deps.files().read.size());
   Program another = program;
   another.options.push_back("-DANOTHER_REQUEST");
   EXPECT_FALSE(remembered(another).recalled);
