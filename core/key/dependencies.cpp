@@ -89,20 +89,16 @@ struct FileFields {
     headers.push_back({std::move(name), std::move(content), std::move(path)});
   }
 
-  void finish() {
-    std::vector<KeyField> fields;
-    fields.reserve(headers.size());
-    for (const Header& h : headers)
-      fields.push_back({KeySection::header, h.name, stored_value(*h.content), h.path});
-    stored = std::make_shared<const HeaderSet>(std::move(fields));
-  }
+  void finish() { stored = set(false); }
 
-  /// The headers with their contents: the set a request record needs, with the stored set's key.
-  std::shared_ptr<const HeaderSet> with_contents() const {
+  /// The headers as a set: their stored forms, or (`contents`, what a request record needs)
+  /// their contents, which make the same key.
+  std::shared_ptr<const HeaderSet> set(bool contents) const {
     std::vector<KeyField> fields;
     fields.reserve(headers.size());
     for (const Header& h : headers)
-      fields.push_back({KeySection::header, h.name, *h.content, h.path});
+      fields.push_back(
+          {KeySection::header, h.name, contents ? *h.content : stored_value(*h.content), h.path});
     return std::make_shared<const HeaderSet>(std::move(fields));
   }
 };
@@ -335,16 +331,16 @@ Dependencies add_source_fields(KeyBuilder& builder, const SourceInputs& in) {
     made.finish();
     files = KnownScans::instance().remember(id, std::move(made));
   }
-  builder.headers(in.contents ? files->with_contents() : files->stored);
+  builder.headers(in.contents ? files->set(true) : files->stored);
   if (!files->deps.vouched) // not remembered (too recent): the only key that uses its lists
     return files->deps;
   Dependencies shared;
-  shared.vouched = files->deps.vouched;
   shared.scan = std::shared_ptr<const Dependencies>(files, &files->deps);
   return shared;
 }
 
-std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock) {
+std::optional<std::string> guards_of(const Dependencies& of, detail::StampClock clock) {
+  const Dependencies& deps = of.files();
   if (deps.vouched)
     return too_recent(deps.vouched->newest, clock) ? std::nullopt
                                                    : std::optional(deps.vouched->guards);

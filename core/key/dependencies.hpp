@@ -43,11 +43,11 @@ struct Dependencies {
   std::shared_ptr<const Vouched> vouched;
   /// The lists of a scan the process remembered (add_source_fields), shared by every key built
   /// from it rather than copied into each (a CuPy kernel's thousand stamps and absent paths: most
-  /// of what a miss's key still cost): `read`, `absent` and `listed` are then empty. Read the
-  /// lists through files().
+  /// of what a miss's key still cost): `read`, `absent`, `listed` and `vouched` are then empty.
+  /// Read them through files().
   std::shared_ptr<const Dependencies> scan;
 
-  /// The lists: `scan`'s where it is set, else these.
+  /// The lists and their vouching guards: `scan`'s where it is set, else these.
   const Dependencies& files() const { return scan ? *scan : *this; }
 };
 
@@ -59,7 +59,7 @@ constexpr std::uint64_t k_largest_candidate = std::uint64_t(16) << 20;
 /// each file read; each listed directory; for each absent path, the nearest directory above it
 /// that exists (creating the path adds an entry there, which changes that directory's stamp).
 /// Returned in their stored form (encode_stamps); nullopt when one of them changed too recently,
-/// by `clock`, to vouch for anything (see too_recent). `deps.vouched`, when set, answers.
+/// by `clock`, to vouch for anything (see too_recent). `deps.files().vouched`, when set, answers.
 std::optional<std::string> guards_of(const Dependencies& deps, detail::StampClock clock);
 
 /// Adds to `builder` the options, the source, and every header the source pulls in, so that the

@@ -166,13 +166,14 @@ namespace {
 CacheCore::Made manifest_records(CacheCore* core, const Digest& name, const std::string& guards,
                                  std::string key, const Dependencies& deps) {
   std::optional<std::string> paths;
+  const auto& vouched = deps.files().vouched;
   std::optional<PartNames> names =
-      deps.vouched ? KnownParts::process().names(deps.vouched.get()) : std::nullopt;
+      vouched ? KnownParts::process().names(vouched.get()) : std::nullopt;
   if (!names) {
     paths = encode_paths(deps);
     names = PartNames{part_name(guards), part_name(*paths)};
-    if (deps.vouched)
-      KnownParts::process().add_names(deps.vouched, *names);
+    if (vouched)
+      KnownParts::process().add_names(vouched, *names);
   }
   CacheCore::Made made;
   if (!core || core->claim_part(names->guards))
