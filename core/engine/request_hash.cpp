@@ -1,13 +1,9 @@
 #include "core/engine/request_hash.hpp"
 
+#include "core/support/xxh3.hpp"
+
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
-#ifdef JITCACHE_HAVE_XXH_DISPATCH
-// The library's default XXH3 is its SSE2 build; its dispatching entry points pick AVX2 or
-// AVX-512 where the CPU has them: the request hash of a 10 KB source is most of a memory hit.
-// (Only the shared libxxhash has them: Debian's static archive does not; see core/CMakeLists.)
-#include <xxh_x86dispatch.h>
-#endif
 
 namespace jitcache::detail {
 
@@ -28,12 +24,12 @@ RequestHasher::RequestHasher() {
 
 void RequestHasher::add(std::string_view part) {
   add_count(part.size());
-  XXH3_128bits_update(state_of(m_state), part.data(), part.size());
+  xxh3_128_update(state_of(m_state), part.data(), part.size());
 }
 
 void RequestHasher::add_count(std::size_t count) {
   const std::uint64_t n = count;
-  XXH3_128bits_update(state_of(m_state), &n, sizeof n);
+  xxh3_128_update(state_of(m_state), &n, sizeof n);
 }
 
 RequestHash RequestHasher::digest() const {

@@ -4,13 +4,9 @@
 
 #include <jitcache/version.hpp>
 
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-#ifdef JITCACHE_HAVE_XXH_DISPATCH
-// The AVX2/AVX-512 XXH3 where the CPU has it (see core/engine/handle_cache.cpp): verifying an entry
-// reads all of it, and that checksum is most of a package lookup.
-#include <xxh_x86dispatch.h>
-#endif
+// Verifying an entry reads all of it, and that checksum is most of a package lookup: the fastest
+// XXH3 that pays for itself (core/support/xxh3.hpp).
+#include "core/support/xxh3.hpp"
 
 #include <cstring>
 
@@ -49,7 +45,7 @@ Expected<Layout> check(const Digest& key, std::string_view bytes) {
   if (version != static_cast<std::uint32_t>(k_format_version))
     return corrupt("has format version " + std::to_string(version));
   const auto checksum = get_le<std::uint64_t>(bytes, k_checksum_offset);
-  if (XXH3_64bits(bytes.data() + k_checked_offset, bytes.size() - k_checked_offset) != checksum)
+  if (xxh3_64(bytes.data() + k_checked_offset, bytes.size() - k_checked_offset) != checksum)
     return corrupt("fails its checksum");
   if (std::memcmp(bytes.data() + 16, key.bytes.data(), key.bytes.size()) != 0)
     return corrupt("was stored under a different key");
@@ -82,7 +78,7 @@ std::string encode_entry(const Digest& key, const Entry& entry) {
   out += entry.key_fields;
   out += entry.payload;
   put_le<std::uint64_t>(out, k_checksum_offset,
-                        XXH3_64bits(out.data() + k_checked_offset, out.size() - k_checked_offset));
+                        xxh3_64(out.data() + k_checked_offset, out.size() - k_checked_offset));
   return out;
 }
 
