@@ -16,13 +16,15 @@ namespace jitcache::detail {
 namespace {
 
 #ifdef JITCACHE_HAVE_XXH_DISPATCH
-std::atomic<bool> g_dispatched{false}; // the CPU's features have been tested
+std::atomic<bool> g_dispatched{false};       // the CPU's features have been tested
+std::atomic<std::size_t> g_default_bytes{0}; // hashed by the default code until then
 
-// Whether `size` bytes go to the dispatching code; records that they did.
+// Whether `size` bytes go to the dispatching code.
 bool dispatch(std::size_t size) {
   if (g_dispatched.load(std::memory_order_relaxed))
     return true;
-  if (size < k_worth_dispatching)
+  if (size < k_worth_dispatching &&
+      g_default_bytes.fetch_add(size, std::memory_order_relaxed) + size < k_worth_dispatching)
     return false;
   g_dispatched.store(true, std::memory_order_relaxed);
   return true;

@@ -9,10 +9,12 @@ namespace jitcache::detail {
 // AVX2 or AVX-512 code where the CPU has them (about 3.5x its default SSE2 code on a 1 MB
 // buffer), but their first call tests the CPU's features: about 30 us in a virtual machine,
 // where each cpuid traps to the hypervisor. That is more than a fresh process's hit spends
-// hashing its request and checking its entry, so buffers below k_worth_dispatching take the
-// default code until some larger buffer has paid for the test. Both compute the same hash.
+// hashing its request and checking its entry. So a process hashes with the default code until
+// the bytes it has hashed (this buffer's included) reach k_worth_dispatching, the point from
+// which the faster code has saved about what its test costs, and with the dispatching code
+// from then on. Both compute the same hash.
 
-/// The size from which a buffer is hashed by the dispatching code when no call has yet.
+/// The bytes hashed by the default code after which a process takes the dispatching code.
 inline constexpr std::size_t k_worth_dispatching = std::size_t(256) << 10;
 
 /// XXH3_64bits of the `size` bytes at `data`. Thread-safe.

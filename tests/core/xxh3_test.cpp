@@ -22,9 +22,9 @@ std::string random_bytes(std::mt19937_64& random, std::size_t size) {
   return bytes;
 }
 
-// Small buffers first (the default code, unless another test hashed a large one), then one
-// past the threshold (the dispatching code from then on), then small ones again: every hash is
-// the library's default XXH3 of the same bytes.
+// Small buffers first (the default code, unless other tests hashed enough before), then one of
+// the threshold's size (the dispatching code from then on), then others: every hash is the
+// library's default XXH3 of the same bytes.
 TEST(Xxh3Test, EitherCodeHashesAsTheLibrarysDefaultDoes) {
   std::mt19937_64 random(7);
   std::vector<std::size_t> sizes = {0, 1, 3, 16, 17, 128, 129, 240, 241, 1024, 4096, 65537};
