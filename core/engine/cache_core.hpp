@@ -119,6 +119,10 @@ public:
   /// `first` (how the handle was first obtained) says, as a memory hit.
   BuildInfo memory_hit(const std::string& backend, const BuildInfo& first);
 
+  /// Whether any package tier is there: without one, no request needs its package target
+  /// (building it costs a fresh process's hit about 5%).
+  bool has_packages() const { return !m_tiers.packages().empty(); }
+
   /// The compiler identities the package tiers' entries for `target` were made with (each a
   /// toolchain section of key fields, decode_key_fields), each once in lookup order; none when
   /// `target.backend`'s persistent tiers are off. A backend builds its key with these first, so

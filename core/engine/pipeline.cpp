@@ -198,6 +198,8 @@ private:
   // target were made with, the one `known` names aside (the next step builds that key). Without
   // `known`, each key walked in vain is kept for the next step (tried_with).
   std::optional<Loaded> from_packages(const std::string* known, GuardedKey& keyed) {
+    if (!m_core.has_packages())
+      return std::nullopt;
     auto target = m_runtime.package_target(known);
     if (!target)
       return std::nullopt; // told only with the compiler open: the next steps need it anyway
