@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""A fresh process's first hit under builds of a front-end, side by side: each round runs one
+process per build, in turn, so that drift hits every build alike. Each process is rtc_bench
+(create, compile, get the binary, destroy) under the build's front-end, in a user tier of that
+build's own where the first process of the run compiled. Prints, per build, the median and the
+quartiles of the first request (a user-tier hit: what replaces the runtime's calls, goal under
+0.2 ms) and of its repeat in the process (a memory hit).
+
+usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
+                    LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fresh_process import run  # noqa: E402
+
+
+def quartiles(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 4], statistics.median(ordered), ordered[3 * len(ordered) // 4]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bench", required=True)
+    parser.add_argument("--kernels", required=True)
+    parser.add_argument("--kernel", default="saxpy.cu")
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
+    args = parser.parse_args()
+    builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
+    kernels = os.path.abspath(args.kernels)
+    argv = [os.path.abspath(args.bench), os.path.join(kernels, args.kernel), "-arch=sm_90", "-I",
+            kernels]
+    # Run from an empty folder: the key's include candidates include the current one.
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as here:
+        os.chdir(here)
+        env = {label: {"LD_PRELOAD": lib, "JITCACHE_DIR": os.path.join(tmp, label)}
+               for label, lib in builds}
+        for label, _ in builds:
+            run(argv, env[label], None)  # the compile
+        first = {label: [] for label, _ in builds}
+        again = {label: [] for label, _ in builds}
+        for _ in range(args.runs):
+            for label, _ in builds:
+                line = run(argv, env[label], None)
+                first[label].append(line["ms"])
+                again[label].append(line["again_ms"])
+    print(f"{args.kernel}, {args.runs} fresh processes per build, ms: median (quartiles)")
+    print("| build | first request (user-tier hit) | its repeat (memory hit) |")
+    print("|---|---:|---:|")
+    for label, _ in builds:
+        q1, m, q3 = quartiles(first[label])
+        a1, am, a3 = quartiles(again[label])
+        print(f"| {label} | {m:.3f} ({q1:.3f} to {q3:.3f}) | {am:.3f} ({a1:.3f} to {a3:.3f}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
