@@ -4,7 +4,8 @@ process per build, in turn, so that drift hits every build alike. Each process i
 (create, compile, get the binary, destroy) under the build's front-end, in a user tier of that
 build's own where the first process of the run compiled. Prints, per build, the median and the
 quartiles of the first request (a user-tier hit: what replaces the runtime's calls, goal under
-0.2 ms) and of its repeat in the process (a memory hit).
+0.2 ms), of its repeat in the process (a memory hit) and of the whole process as this script
+times it (start, load of the libraries and the runtime, both requests, exit).
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
                     LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
@@ -14,6 +15,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fresh_process import run  # noqa: E402
@@ -45,18 +47,21 @@ def main():
             run(argv, env[label], None)  # the compile
         first = {label: [] for label, _ in builds}
         again = {label: [] for label, _ in builds}
+        process = {label: [] for label, _ in builds}
         for _ in range(args.runs):
             for label, _ in builds:
+                start = time.perf_counter()
                 line = run(argv, env[label], None)
+                process[label].append((time.perf_counter() - start) * 1000)
                 first[label].append(line["ms"])
                 again[label].append(line["again_ms"])
     print(f"{args.kernel}, {args.runs} fresh processes per build, ms: median (quartiles)")
-    print("| build | first request (user-tier hit) | its repeat (memory hit) |")
-    print("|---|---:|---:|")
+    print("| build | first request (user-tier hit) | its repeat (memory hit) | the process |")
+    print("|---|---:|---:|---:|")
     for label, _ in builds:
-        q1, m, q3 = quartiles(first[label])
-        a1, am, a3 = quartiles(again[label])
-        print(f"| {label} | {m:.3f} ({q1:.3f} to {q3:.3f}) | {am:.3f} ({a1:.3f} to {a3:.3f}) |")
+        cells = [quartiles(values[label]) for values in (first, again, process)]
+        print(f"| {label} | " + " | ".join(f"{m:.3f} ({q1:.3f} to {q3:.3f})" for q1, m, q3 in cells)
+              + " |")
     return 0
 
 
