@@ -69,4 +69,10 @@ void write_once(LogLevel level, const std::string& once_key, std::string_view me
   write(level, message);
 }
 
+void forget_said_once() {
+  SaidOnce& said = said_once();
+  const std::lock_guard<detail::ForkSafeMutex> lock(said.mutex);
+  said.keys.clear();
+}
+
 } // namespace jitcache::log

@@ -1,5 +1,6 @@
 #include "tests/support/child_process.hpp"
 
+#include "core/support/log.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
 
 #include <fcntl.h>
@@ -36,6 +37,7 @@ ChildProcess::ChildProcess(const std::function<int()>& body) {
     ::close(err[0]);
     ::dup2(err[1], 2);
     g_to_parent = messages[1];
+    log::forget_said_once(); // it warns as a new process would, whatever tests ran before
     int status = 1;
     try {
       status = body();

@@ -15,8 +15,10 @@ namespace jitcache::test {
 /// A child process forked to run `body` in a copy of this one (for what only another process
 /// can show: cross-process leases, locks, a process killed mid-operation, a private mount
 /// namespace). Its exit status is body's return value, or 128+signal when killed. Its stderr is
-/// captured. The child can send the parent one-line messages (tell_parent) that the parent
-/// waits for (next_message). The destructor kills (SIGKILL) and reaps a child still running.
+/// captured, and it writes every warning once as a new process would, whatever this process
+/// already wrote (log::forget_said_once). The child can send the parent one-line messages
+/// (tell_parent) that the parent waits for (next_message). The destructor kills (SIGKILL) and reaps
+/// a child still running.
 class ChildProcess {
 public:
   explicit ChildProcess(const std::function<int()>& body);
