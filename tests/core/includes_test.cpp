@@ -253,6 +253,14 @@ HeaderFields scanned_fields(const std::string& source,
   return out;
 }
 
+// The content `fields` hold for the file at `path`, or null when they hold none.
+const std::string* content_of(const HeaderFields& fields, const std::filesystem::path& path) {
+  for (const auto& [name, content, where] : fields)
+    if (where == path.string())
+      return &content;
+  return nullptr;
+}
+
 // A process builds many keys with the same includes, and add_source_fields remembers each scan
 // while every file it read, every folder it listed and the nearest folder of every path it
 // looked for keep their stamps. 2,000 random changes to three include folders (a header written,
@@ -391,10 +399,9 @@ TEST(IncludesTest, ARememberedScanOfAComputedIncludeSeesAFileAddedSince) {
   clock.advance(std::chrono::seconds(3));
   const HeaderFields now = header_fields(source, options);
   ASSERT_EQ(now.size(), first.size() + 1);
-  bool added = false;
-  for (const auto& [name, content, path] : now)
-    added = added || (content == "int b;\n" && path == (inc / "config_b.h").string());
-  EXPECT_TRUE(added);
+  const std::string* added = content_of(now, inc / "config_b.h");
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(*added, "int b;\n");
 }
 
 // A header's `#include MACRO` (Thrust's system headers, which CUB pulls in) may name a file in
@@ -412,10 +419,8 @@ TEST(IncludesTest, AHeadersComputedIncludeIgnoresTheCurrentFolderButNotItsOwn) {
   const std::string source = "#include <system.h>\n";
   const std::string options = "-I " + lib.string();
   const HeaderFields first = header_fields(source, options);
-  bool tag = false;
-  for (const auto& [name, content, path] : first)
-    tag = tag || path == (lib / "lib_tag.h").string();
-  EXPECT_TRUE(tag) << "a file beside the header is a candidate";
+  EXPECT_NE(content_of(first, lib / "lib_tag.h"), nullptr)
+      << "a file beside the header is a candidate";
 
   write_file(dir.path() / "cwd" / "output.txt", "run 1\n");
   clock.advance(std::chrono::seconds(3));
@@ -429,10 +434,10 @@ TEST(IncludesTest, AHeadersComputedIncludeIgnoresTheCurrentFolderButNotItsOwn) {
   const HeaderFields added = header_fields(source, options);
   ASSERT_EQ(added.size(), first.size() + 1);
 
-  bool output = false;
-  for (const auto& [name, content, path] : header_fields("#include TAG\n" + source, options))
-    output = output || path == (dir.path() / "cwd" / "output.txt").string();
-  EXPECT_TRUE(output) << "the source's computed include counts the current folder";
+  EXPECT_NE(content_of(header_fields("#include TAG\n" + source, options),
+                       dir.path() / "cwd" / "output.txt"),
+            nullptr)
+      << "the source's computed include counts the current folder";
 }
 
 // Quoted includes found nowhere are named (each once); angled ones are the runtime's to provide,
