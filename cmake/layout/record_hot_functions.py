@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Writes hot_functions.txt: the functions of jitcache's libraries, modules and tool that fresh
+processes run when every request is a hit, which the build places together in each of them
+(cmake/JitcacheCodeLayout.cmake).
+
+Each scenario runs once to fill a user tier of its own, then again under Valgrind's callgrind
+(--demangle=no); every function that run executed in one of BUILD's is listed, by its
+mangled name, scenario after scenario, each name once. Scenarios whose programs BUILD lacks are
+skipped and named. Run it again after changes to the hit path (the layout test, tests/layout,
+fails when too many names no longer exist):
+
+  python3 cmake/layout/record_hot_functions.py --build build --cuda-include CUDA/include
+
+Needs valgrind, PoCL and NVRTC (hipRTC when built); no GPU.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+
+
+def scenarios(build, cuda_include):
+    """(name, argv, extra environment) of each fresh process whose hits are recorded."""
+    kernels = os.path.join(SOURCE, "kernels")
+    headers = ["-I", f"{cuda_include}/cccl", "-I", cuda_include]
+    rtc = [("nvrtc", "scale.cu", ["-arch=sm_90", "-I", kernels, "scale<float, 4>"]),
+           ("nvrtc", "transpose.cu", ["-arch=sm_90", *headers]),
+           ("hiprtc", "saxpy.hip", ["--offload-arch=gfx90a"])]
+    out = []
+    for runtime, kernel, arguments in rtc:
+        out.append((f"{runtime} front-end, {kernel}",
+                    [os.path.join(build, f"bench/rtc/rtc_bench_{runtime}"),
+                     os.path.join(kernels, kernel), *arguments],
+                    {"LD_PRELOAD": os.path.join(build, f"interposers/libjitcache-{runtime}.so")}))
+    out.append(("OpenCL layer", [os.path.join(build, "tests/interposers/opencl_layer/jitcache_opencl_layer_probe")],
+                {"OPENCL_LAYERS": os.path.join(build, "interposers/opencl_layer/libjitcache-opencl-layer.so")}))
+    cli = [os.path.join(build, "tools/jitcache/jitcache"), "build", "--backend"]
+    for backend, kernel, arguments in (("cuda", "saxpy.cu", ["--arch", "sm_90"]),
+                                       ("cuda", "transpose.cu", ["--arch", "sm_90", "--options", " ".join(headers)]),
+                                       ("opencl", "vector_ops.cl", ["--wait", "--options", f"-I {kernels}"])):
+        out.append((f"C++ API ({backend}), {kernel}",
+                    [*cli, backend, *arguments, os.path.join(kernels, kernel)], {}))
+    return out
+
+
+def is_ours(path, build):
+    """Whether `path` is one of BUILD's libraries, modules or its command line tool."""
+    name = os.path.basename(path)
+    return path.startswith(build) and (name.startswith(("libjitcache", "_jitcache")) or
+                                       name == "jitcache")
+
+
+def executed_functions(profile, build):
+    """The mangled names of the functions of BUILD's libraries and tool that a callgrind profile
+    ran, in the order the profile names them."""
+    objects, functions, names = {}, {}, []
+    current = None
+    pattern = re.compile(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
+    for line in open(profile, encoding="utf-8", errors="replace"):
+        match = pattern.match(line.rstrip("\n"))
+        if not match:
+            continue
+        kind, number, name = match.groups()
+        table = objects if kind.endswith("ob") else functions
+        if name:
+            table[number] = name
+        if kind == "ob":
+            current = objects[number]
+        elif kind == "fn":
+            if is_ours(current or "", build):
+                names.append(re.sub(r"'\d+$", "", functions[number]))
+    return [n for n in names if not n.startswith("0x")]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True, help="a build folder of this source")
+    parser.add_argument("--cuda-include", required=True, help="the CUDA toolkit's include folder")
+    parser.add_argument("--out", default=os.path.join(HERE, "hot_functions.txt"))
+    args = parser.parse_args()
+    build = os.path.realpath(args.build)
+    listed, seen = [], set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, (name, argv, extra) in enumerate(scenarios(build, args.cuda_include)):
+            if not all(os.path.exists(p) for p in [argv[0], *extra.values()]):
+                print(f"skipped ({name}): not built", file=sys.stderr)
+                continue
+            here = os.path.join(tmp, f"cwd{number}")
+            os.makedirs(here)
+            env = dict(os.environ, JITCACHE_DIR=os.path.join(tmp, f"tier{number}"),
+                       POCL_CACHE_DIR=os.path.join(tmp, f"pocl{number}"), **extra)
+            subprocess.run(argv, env=env, cwd=here, check=True, stdout=subprocess.DEVNULL)
+            profile = os.path.join(tmp, f"callgrind{number}.out")
+            subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no",
+                            f"--callgrind-out-file={profile}", *argv], env=env, cwd=here,
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            found = executed_functions(profile, build)
+            new = [f for f in dict.fromkeys(found) if f not in seen]
+            seen.update(new)
+            listed += new
+            print(f"{name}: {len(found)} functions, {len(new)} new", file=sys.stderr)
+    with open(args.out, "w") as out:
+        out.write("\n".join(listed) + "\n")
+    print(f"{args.out}: {len(listed)} functions", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""The layout test: in each library, module and program given, the functions that
+cmake/layout/hot_functions.txt lists (the code a fresh process's hit runs) lie together, in as
+few 64 KB windows as their size needs (each window first touched costs a page fault), and the
+list still names the code: most of its names are functions of the files given.
+
+usage: check_layout.py HOT_FUNCTIONS FILE...
+Exit status 0 when both hold; 1, naming each file and what failed, when not.
+"""
+import subprocess
+import sys
+
+WINDOW = 64 << 10
+SLACK_WINDOWS = 2  # what straddling and the sections placed apart (start-up code) may add
+LEAST_PRESENT = 0.6  # fewer: the list is out of date (a build without some backends has ~75%)
+
+
+def text_symbols(path):
+    """{name: (address, size)} of the functions `path` defines."""
+    out = subprocess.run(["nm", "--defined-only", "-S", path], check=True, capture_output=True,
+                         text=True).stdout
+    symbols = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[2] in "tTwW":
+            symbols[fields[3]] = (int(fields[0], 16), int(fields[1], 16))
+    return symbols
+
+
+def main():
+    hot = [line.strip() for line in open(sys.argv[1]) if line.strip()]
+    failures, present = [], set()
+    for path in sys.argv[2:]:
+        symbols = text_symbols(path)
+        ranges = {symbols[name] for name in hot if name in symbols}  # aliases once
+        present.update(name for name in hot if name in symbols)
+        if not ranges:
+            failures.append(f"{path}: none of the listed functions")
+            continue
+        size = sum(length for _, length in ranges)
+        windows = {w for start, length in ranges
+                   for w in range(start // WINDOW, (start + max(length, 1) - 1) // WINDOW + 1)}
+        needed = -(-size // WINDOW)
+        print(f"{path}: {len(ranges)} listed functions, {size} bytes, in {len(windows)} windows "
+              f"of 64 KB (at least {needed})")
+        if len(windows) > needed + SLACK_WINDOWS:
+            failures.append(f"{path}: the listed functions span {len(windows)} windows, "
+                            f"{needed} would hold them: the linker did not place them together")
+    share = len(present) / len(hot)
+    print(f"{len(present)} of the {len(hot)} listed functions exist ({share:.0%})")
+    if share < LEAST_PRESENT:
+        failures.append(f"only {share:.0%} of the listed functions exist: run "
+                        "cmake/layout/record_hot_functions.py again")
+    for failure in failures:
+        print("FAILED " + failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
