@@ -4,9 +4,9 @@ processes run when every request is a hit, which the build places together in ea
 (cmake/JitcacheCodeLayout.cmake).
 
 Each scenario runs once to fill a user tier of its own, then again under Valgrind's callgrind
-(--demangle=no); every function that run executed in one of BUILD's is listed, by its
-mangled name, scenario after scenario, each name once. Scenarios whose programs BUILD lacks are
-skipped and named. Run it again after changes to the hit path (the layout test, tests/layout,
+(--demangle=no); every function that run executed in one of BUILD's is listed, by its mangled
+name, scenario after scenario (sorted within each), each name once. Scenarios whose programs
+BUILD lacks are skipped and named. Run it again after changes to the hit path (the layout test, tests/layout,
 fails when too many names no longer exist):
 
   python3 cmake/layout/record_hot_functions.py --build build --cuda-include CUDA/include
@@ -45,6 +45,11 @@ def scenarios(build, cuda_include):
                                        ("opencl", "vector_ops.cl", ["--wait", "--options", f"-I {kernels}"])):
         out.append((f"C++ API ({backend}), {kernel}",
                     [*cli, backend, *arguments, os.path.join(kernels, kernel)], {}))
+    python = ("import sys, jitcache.cuda; "
+              "jitcache.cuda.compile(open(sys.argv[1]).read(), 'sm_90', ['-I', sys.argv[2]])")
+    out.append(("Python module (cuda), saxpy.cu",
+                [sys.executable, "-c", python, os.path.join(kernels, "saxpy.cu"), kernels],
+                {"PYTHONPATH": os.path.join(build, "python")}))
     return out
 
 
@@ -57,7 +62,7 @@ def is_ours(path, build):
 
 def executed_functions(profile, build):
     """The mangled names of the functions of BUILD's libraries and tool that a callgrind profile
-    ran, in the order the profile names them."""
+    ran."""
     objects, functions, names = {}, {}, []
     current = None
     pattern = re.compile(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
@@ -100,7 +105,7 @@ def main():
                             f"--callgrind-out-file={profile}", *argv], env=env, cwd=here,
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             found = executed_functions(profile, build)
-            new = [f for f in dict.fromkeys(found) if f not in seen]
+            new = sorted(set(found) - seen)  # callgrind's order varies from run to run
             seen.update(new)
             listed += new
             print(f"{name}: {len(found)} functions, {len(new)} new", file=sys.stderr)
