@@ -8,7 +8,9 @@ quartiles of the first request (a user-tier hit: what replaces the runtime's cal
 times it (start, load of the libraries and the runtime, both requests, exit).
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
-                    LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+                    [--arch=OPTION] LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+hipRTC: --bench PATH/rtc_bench_hiprtc --kernel saxpy.hip --arch=--offload-arch=gfx90a and
+builds of libjitcache-hiprtc.so.
 """
 import argparse
 import os
@@ -32,11 +34,12 @@ def main():
     parser.add_argument("--kernels", required=True)
     parser.add_argument("--kernel", default="saxpy.cu")
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--arch", default="-arch=sm_90", help="the target option")
     parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
     args = parser.parse_args()
     builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
     kernels = os.path.abspath(args.kernels)
-    argv = [os.path.abspath(args.bench), os.path.join(kernels, args.kernel), "-arch=sm_90", "-I",
+    argv = [os.path.abspath(args.bench), os.path.join(kernels, args.kernel), args.arch, "-I",
             kernels]
     # Run from an empty folder: the key's include candidates include the current one.
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as here:
