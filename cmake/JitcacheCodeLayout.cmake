@@ -1,8 +1,8 @@
 # The code a fresh process's hit runs, placed together in each library, module and program.
 #
 # A process touches each 64 KB window of a library's code for the first time with a page fault
-# (about 2 to 4 us each). Laid out by file, the hit path reached half the windows of the NVRTC
-# front-end's 1.7 MB of code: 13 faults, about a fifth of a 0.33 ms first hit on a 2-core VM
+# (about 2 to 4 us each). Laid out by file, a first hit reached half the windows of the NVRTC
+# front-end's 1.7 MB of code: 13 faults, about a sixth of a 0.36 ms first hit on a 2-core VM
 # (docs/PERFORMANCE.md, "The hit path's code in one place"). Every function gets a section of
 # its own (-ffunction-sections) and the linker places the functions layout/hot_functions.txt
 # names first, in its order: lld by symbol (--symbol-ordering-file), else gold by section
@@ -25,7 +25,7 @@ if(JITCACHE_CODE_LAYOUT AND NOT JITCACHE_SANITIZE AND NOT JITCACHE_FUZZ)
   endif()
   if(JITCACHE_HAVE_LLD)
     set(JITCACHE_CODE_LAYOUT_LINKER lld)
-    set(_layout_flags "-fuse-ld=lld -Wl,--symbol-ordering-file=${JITCACHE_HOT_FUNCTIONS}"
+    set(_layout_flags "-fuse-ld=lld \"-Wl,--symbol-ordering-file=${JITCACHE_HOT_FUNCTIONS}\""
                       " -Wl,--no-warn-symbol-ordering")
   elseif(JITCACHE_HAVE_GOLD)
     set(JITCACHE_CODE_LAYOUT_LINKER gold)
@@ -45,7 +45,7 @@ if(JITCACHE_CODE_LAYOUT AND NOT JITCACHE_SANITIZE AND NOT JITCACHE_FUZZ)
     set(_sections ${CMAKE_BINARY_DIR}/hot_sections.txt)
     file(WRITE ${_sections} "${_sections_text}")
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${JITCACHE_HOT_FUNCTIONS})
-    set(_layout_flags "-fuse-ld=gold -Wl,--section-ordering-file=${_sections}")
+    set(_layout_flags "-fuse-ld=gold \"-Wl,--section-ordering-file=${_sections}\"")
   endif()
   if(JITCACHE_CODE_LAYOUT_LINKER)
     add_compile_options(-ffunction-sections)

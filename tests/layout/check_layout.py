@@ -12,7 +12,7 @@ import sys
 
 WINDOW = 64 << 10
 SLACK_WINDOWS = 2  # what straddling and the sections placed apart (start-up code) may add
-LEAST_PRESENT = 0.6  # fewer: the list is out of date (a build without some backends has ~75%)
+LEAST_PRESENT = 0.6  # fewer: out of date (a build without some backends lacks their functions)
 
 
 def text_symbols(path):
