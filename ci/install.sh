@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config clang-format
   lld # places the hit path's code together (cmake/JitcacheCodeLayout.cmake; gold otherwise)
+  valgrind # the layout test records a hit's functions with callgrind (code_layout.current)
   clang libclang-rt-14-dev
   liblmdb-dev libxxhash-dev libssl-dev libhiredis-dev redis-server
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -6,10 +6,17 @@ processes run when every request is a hit, which the build places together in ea
 Each scenario runs once to fill a user tier of its own, then again under Valgrind's callgrind
 (--demangle=no); every function that run executed in one of BUILD's is listed, by its mangled
 name, scenario after scenario (sorted within each), each name once. Scenarios whose programs
-BUILD lacks are skipped and named. Run it again after changes to the hit path (the layout test, tests/layout,
-fails when too many names no longer exist):
+BUILD lacks are skipped and named. Run it again after changes to the hit path: the layout test
+(tests/layout) fails when too many names no longer exist, or when the NVRTC front-end's hit
+runs functions the list does not name.
 
-  python3 cmake/layout/record_hot_functions.py --build build --cuda-include CUDA/include
+  python3 cmake/layout/record_hot_functions.py --build build [--build CI_BUILD] \
+      --cuda-include CUDA/include
+
+CI compiles in batches of files (CMake's unity build), which inlines differently and names its
+static constructors by batch: give a build made as ci/build.sh makes it as a second --build.
+
+code_layout.current records that one scenario (--only) and compares.
 
 Needs valgrind, PoCL and NVRTC (hipRTC when built); no GPU.
 """
@@ -82,33 +89,47 @@ def executed_functions(profile, build):
     return [n for n in names if not n.startswith("0x")]
 
 
+def recorded_run(argv, extra, build, work):
+    """The functions of `build` that `argv` ran under callgrind, after a first run that filled a
+    user tier of its own (both in `work`)."""
+    here = os.path.join(work, "cwd")
+    os.makedirs(here)
+    env = dict(os.environ, JITCACHE_DIR=os.path.join(work, "tier"),
+               POCL_CACHE_DIR=os.path.join(work, "pocl"), **extra)
+    subprocess.run(argv, env=env, cwd=here, check=True, stdout=subprocess.DEVNULL)
+    profile = os.path.join(work, "callgrind.out")
+    subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no",
+                    f"--callgrind-out-file={profile}", *argv], env=env, cwd=here, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return executed_functions(profile, build)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--build", required=True, help="a build folder of this source")
+    parser.add_argument("--build", required=True, action="append",
+                        help="a build folder of this source; again for another (CI's unity build)")
     parser.add_argument("--cuda-include", required=True, help="the CUDA toolkit's include folder")
     parser.add_argument("--out", default=os.path.join(HERE, "hot_functions.txt"))
+    parser.add_argument("--only", default="", help="run the scenarios whose name holds this")
     args = parser.parse_args()
-    build = os.path.realpath(args.build)
+    builds = [os.path.realpath(b) for b in args.build]
     listed, seen = [], set()
     with tempfile.TemporaryDirectory() as tmp:
-        for number, (name, argv, extra) in enumerate(scenarios(build, args.cuda_include)):
-            if not all(os.path.exists(p) for p in [argv[0], *extra.values()]):
-                print(f"skipped ({name}): not built", file=sys.stderr)
-                continue
-            here = os.path.join(tmp, f"cwd{number}")
-            os.makedirs(here)
-            env = dict(os.environ, JITCACHE_DIR=os.path.join(tmp, f"tier{number}"),
-                       POCL_CACHE_DIR=os.path.join(tmp, f"pocl{number}"), **extra)
-            subprocess.run(argv, env=env, cwd=here, check=True, stdout=subprocess.DEVNULL)
-            profile = os.path.join(tmp, f"callgrind{number}.out")
-            subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no",
-                            f"--callgrind-out-file={profile}", *argv], env=env, cwd=here,
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            found = executed_functions(profile, build)
-            new = sorted(set(found) - seen)  # callgrind's order varies from run to run
+        for number in range(len(scenarios(builds[0], args.cuda_include))):
+            found = set()
+            for index, build in enumerate(builds):
+                name, argv, extra = scenarios(build, args.cuda_include)[number]
+                if args.only not in name:
+                    break
+                if not all(os.path.exists(p) for p in [argv[0], *extra.values()]):
+                    print(f"skipped ({name}, {build}): not built", file=sys.stderr)
+                    continue
+                found.update(recorded_run(argv, extra, build, os.path.join(tmp, f"{number}.{index}")))
+            new = sorted(found - seen)  # callgrind's order varies from run to run
             seen.update(new)
             listed += new
-            print(f"{name}: {len(found)} functions, {len(new)} new", file=sys.stderr)
+            if found:
+                print(f"{name}: {len(found)} functions, {len(new)} new", file=sys.stderr)
     with open(args.out, "w") as out:
         out.write("\n".join(listed) + "\n")
     print(f"{args.out}: {len(listed)} functions", file=sys.stderr)

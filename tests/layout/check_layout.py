@@ -5,14 +5,21 @@ few 64 KB windows as their size needs (each window first touched costs a page fa
 list still names the code: most of its names are functions of the files given.
 
 usage: check_layout.py HOT_FUNCTIONS FILE...
-Exit status 0 when both hold; 1, naming each file and what failed, when not.
+       check_layout.py --current HOT_FUNCTIONS BUILD CUDA_INCLUDE
+The second form: the list still names what a hit runs now. It records the NVRTC front-end's hit
+in BUILD with the list's own script (record_hot_functions.py --only, callgrind) and checks that
+nearly every function that hit ran is listed.
+Exit status 0 when the checks hold; 1, naming each file and what failed, when not.
 """
+import os
 import subprocess
 import sys
+import tempfile
 
 WINDOW = 64 << 10
 SLACK_WINDOWS = 2  # what straddling and the sections placed apart (start-up code) may add
 LEAST_PRESENT = 0.6  # fewer: out of date (a build without some backends lacks their functions)
+LEAST_COVERED = 0.95  # of the functions a hit runs now, the share the list must name
 
 
 def text_symbols(path):
@@ -27,8 +34,32 @@ def text_symbols(path):
     return symbols
 
 
+def names(path):
+    return [line.strip() for line in open(path) if line.strip()]
+
+
+def current(hot_path, build, cuda_include):
+    """0 when the list names nearly every function the NVRTC front-end's hit runs in `build`."""
+    record = os.path.join(os.path.dirname(hot_path), "record_hot_functions.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        recorded_path = os.path.join(tmp, "recorded.txt")
+        subprocess.run([sys.executable, record, "--build", build, "--cuda-include", cuda_include,
+                        "--only", "nvrtc front-end, scale", "--out", recorded_path], check=True)
+        recorded = names(recorded_path)
+    missing = sorted(set(recorded) - set(names(hot_path)))
+    share = 1 - len(missing) / len(recorded) if recorded else 0
+    print(f"the list names {share:.1%} of the {len(recorded)} functions the hit ran")
+    if share >= LEAST_COVERED:
+        return 0
+    print("FAILED the list is out of date: run cmake/layout/record_hot_functions.py again; "
+          "not listed: " + " ".join(missing[:20]))
+    return 1
+
+
 def main():
-    hot = [line.strip() for line in open(sys.argv[1]) if line.strip()]
+    if sys.argv[1] == "--current":
+        return current(*sys.argv[2:5])
+    hot = names(sys.argv[1])
     failures, present = [], set()
     for path in sys.argv[2:]:
         symbols = text_symbols(path)
