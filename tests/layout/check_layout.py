@@ -35,6 +35,7 @@ def text_symbols(path):
 
 
 def names(path):
+    """The function names a list file holds, one per line."""
     return [line.strip() for line in open(path) if line.strip()]
 
 
