@@ -113,12 +113,13 @@ def main():
     parser.add_argument("--only", default="", help="run the scenarios whose name holds this")
     args = parser.parse_args()
     builds = [os.path.realpath(b) for b in args.build]
+    # Scenario by scenario, its runs in every build: plans[b][n] is scenario n in build b.
+    plans = [scenarios(build, args.cuda_include) for build in builds]
     listed, seen = [], set()
     with tempfile.TemporaryDirectory() as tmp:
-        for number in range(len(scenarios(builds[0], args.cuda_include))):
+        for number, runs in enumerate(zip(*plans)):
             found = set()
-            for index, build in enumerate(builds):
-                name, argv, extra = scenarios(build, args.cuda_include)[number]
+            for index, (build, (name, argv, extra)) in enumerate(zip(builds, runs)):
                 if args.only not in name:
                     break
                 if not all(os.path.exists(p) for p in [argv[0], *extra.values()]):

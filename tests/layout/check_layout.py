@@ -47,8 +47,11 @@ def current(hot_path, build, cuda_include):
         subprocess.run([sys.executable, record, "--build", build, "--cuda-include", cuda_include,
                         "--only", "nvrtc front-end, scale", "--out", recorded_path], check=True)
         recorded = names(recorded_path)
+    if not recorded:
+        print("FAILED the NVRTC front-end's hit recorded no function (its scenario not run?)")
+        return 1
     missing = sorted(set(recorded) - set(names(hot_path)))
-    share = 1 - len(missing) / len(recorded) if recorded else 0
+    share = 1 - len(missing) / len(recorded)
     print(f"the list names {share:.1%} of the {len(recorded)} functions the hit ran")
     if share >= LEAST_COVERED:
         return 0
