@@ -5,7 +5,8 @@ processes run when every request is a hit, which the build places together in ea
 
 Each scenario runs once to fill a user tier of its own, then again under Valgrind's callgrind
 (--demangle=no); every function that run executed in one of BUILD's is listed, by its mangled
-name, scenario after scenario (sorted within each), each name once. Scenarios whose programs
+name, scenario after scenario (sorted within each), each name once, after a first line naming
+the compiler (the names are that compiler's: another inlines and clones differently). Scenarios whose programs
 BUILD lacks are skipped and named. Run it again after changes to the hit path: the layout test
 (tests/layout) fails when too many names no longer exist, or when the NVRTC front-end's hit
 runs functions the list does not name.
@@ -104,6 +105,18 @@ def recorded_run(argv, extra, build, work):
     return executed_functions(profile, build)
 
 
+def compiler_of(build):
+    """The C++ compiler `build` was configured with, as "ID VERSION" (CMake's names)."""
+    found = {}
+    for name in os.listdir(os.path.join(build, "CMakeFiles")):
+        path = os.path.join(build, "CMakeFiles", name, "CMakeCXXCompiler.cmake")
+        if os.path.exists(path):
+            for key, value in re.findall(r'set\(CMAKE_CXX_COMPILER_(ID|VERSION) "([^"]*)"\)',
+                                         open(path).read()):
+                found[key] = value
+    return f"{found.get('ID', '?')} {found.get('VERSION', '?')}"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True, action="append",
@@ -113,6 +126,9 @@ def main():
     parser.add_argument("--only", default="", help="run the scenarios whose name holds this")
     args = parser.parse_args()
     builds = [os.path.realpath(b) for b in args.build]
+    compilers = {compiler_of(build) for build in builds}
+    if len(compilers) != 1:
+        sys.exit(f"the builds were made by different compilers: {sorted(compilers)}")
     # Scenario by scenario, its runs in every build: plans[b][n] is scenario n in build b.
     plans = [scenarios(build, args.cuda_include) for build in builds]
     listed, seen = [], set()
@@ -132,7 +148,7 @@ def main():
             if found:
                 print(f"{name}: {len(found)} functions, {len(new)} new", file=sys.stderr)
     with open(args.out, "w") as out:
-        out.write("\n".join(listed) + "\n")
+        out.write(f"# compiler: {compilers.pop()}\n" + "\n".join(listed) + "\n")
     print(f"{args.out}: {len(listed)} functions", file=sys.stderr)
     return 0
 
