@@ -88,8 +88,8 @@ bool FileWatch::open() {
   return !m_failed;
 }
 
-bool FileWatch::add(const std::string& path, std::uint32_t mask, const Interest& interest,
-                    const std::string* same_fs_as) {
+FileWatch::Interest* FileWatch::add(const std::string& path, std::uint32_t mask,
+                                    const std::string* same_fs_as) {
   auto local = m_local.find(path);
   if (local == m_local.end() && same_fs_as)
     if (auto known = m_local.find(*same_fs_as); known != m_local.end())
@@ -100,32 +100,35 @@ bool FileWatch::add(const std::string& path, std::uint32_t mask, const Interest&
     local = m_local.emplace(path, !fs.network && fs.type != k_fuse_magic).first;
   }
   if (!local->second)
-    return false;
+    return nullptr;
   auto& [wd, added] = m_added[path]; // one inotify_add_watch per path and watch() call
   if ((mask & ~added) != 0 || added == 0) {
     wd = ::inotify_add_watch(m_fd, path.c_str(), mask | IN_MASK_ADD | IN_DONT_FOLLOW);
     if (wd < 0) {
       m_added.erase(path);
-      return false;
+      return nullptr;
     }
     added |= mask;
   }
-  Interest& held = m_interests[wd];
-  held.self |= interest.self;
-  held.any_entry |= interest.any_entry;
-  for (const auto& [name, events] : interest.entries)
-    held.entries[name] |= events;
+  return &m_interests[wd];
+}
+
+bool FileWatch::add_stamped(const std::string& path, bool directory,
+                            const std::string* same_fs_as) {
+  const Interest self = stamped(directory);
+  Interest* held = add(path, self.self | self.any_entry, same_fs_as);
+  if (!held)
+    return false;
+  held->self |= self.self;
+  held->any_entry |= self.any_entry;
   return true;
 }
 
-// Resolves `path` as the kernel would, one directory entry at a time, watching each entry it
-// looks up: whatever would make the path resolve elsewhere, or to changed content, raises an
-// event.
-bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
-  std::deque<std::string> rest;
-  split_into(path, rest);
-  std::string dir = path.front() == '/' ? "/" : cwd;
-  int links = 0;
+// Looks `rest`'s names up from `dir` as the kernel would, one directory entry at a time,
+// watching each entry it looks up: whatever would make the path resolve elsewhere, or to changed
+// content, raises an event.
+std::optional<bool> FileWatch::walk(std::deque<std::string>& rest, std::string& dir, int& links,
+                                    bool stamp) {
   while (!rest.empty()) {
     const std::string name = std::move(rest.front());
     rest.pop_front();
@@ -138,10 +141,10 @@ bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
     const std::string next = join(dir, name);
     auto looked = m_looked.find(next);
     if (looked == m_looked.end()) {
-      Interest lookup;
-      lookup.entries[name] = k_entry;
-      if (!add(dir, k_entry, lookup))
+      Interest* folder = add(dir, k_entry);
+      if (!folder)
         return false;
+      folder->entries[name] |= k_entry;
       Looked found;
       struct stat st {};
       if (::lstat(next.c_str(), &st) == 0) {
@@ -170,7 +173,7 @@ bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
         dir = "/";
       continue;
     }
-    if (!rest.empty()) {
+    if (!rest.empty() || !stamp) {
       if (!S_ISDIR(entry.mode))
         return true; // resolution stops here (ENOTDIR) until the entry is replaced
       dir = next;
@@ -179,12 +182,40 @@ bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
     // A file on its folder's filesystem (not mounted over) is watched as that folder is.
     auto folder = m_looked.find(dir);
     const bool same_fs = folder != m_looked.end() && folder->second.device == entry.device;
-    const Interest self = stamped(S_ISDIR(entry.mode));
-    return add(next, self.self | self.any_entry, self, same_fs ? &dir : nullptr);
+    return add_stamped(next, S_ISDIR(entry.mode), same_fs ? &dir : nullptr);
   }
+  if (!stamp)
+    return std::nullopt; // every name looked up: `dir` is the folder they lead to
   // The path named a directory through "." or ".." last: watch it as a stamped directory.
-  const Interest self = stamped(true);
-  return add(dir, self.self | self.any_entry, self);
+  return add_stamped(dir, true);
+}
+
+bool FileWatch::watch_path(const std::string& path, const std::string& cwd) {
+  std::string dir = path.front() == '/' ? "/" : cwd;
+  int links = 0;
+  std::deque<std::string> rest;
+  const auto slash = path.rfind('/');
+  const std::string_view name =
+      slash == std::string::npos ? std::string_view() : std::string_view(path).substr(slash + 1);
+  if (slash == std::string::npos || slash == 0 || name.empty() || name == "." || name == "..") {
+    split_into(path, rest);
+    return walk(rest, dir, links, true).value_or(true);
+  }
+  // The folders before the last name, resolved once per watch() for every header in them.
+  auto [folder, fresh] = m_folders.try_emplace(path.substr(0, slash));
+  Folder& found = folder->second;
+  if (fresh) {
+    found.dir = dir;
+    std::deque<std::string> folders;
+    split_into(folder->first, folders);
+    found.ended = walk(folders, found.dir, found.links, false);
+  }
+  if (found.ended)
+    return *found.ended;
+  dir = found.dir;
+  links = found.links;
+  rest.emplace_back(name);
+  return walk(rest, dir, links, true).value_or(true);
 }
 
 std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
@@ -201,6 +232,7 @@ std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
   std::string cwd;
   m_added.clear();
   m_looked.clear();
+  m_folders.clear();
   std::set<std::string> done;
   for (const FileStamp& stamp : *stamps) {
     if (stamp.path.empty())

@@ -3,6 +3,7 @@
 #include "core/support/fs_check.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -67,18 +68,31 @@ public:
 private:
   /// What events on one watch descriptor concern a watched path.
   struct Interest {
-    std::uint32_t self = 0;                       ///< events on the watched object itself (no name)
-    std::uint32_t any_entry = 0;                  ///< events on any entry of a watched directory
-    std::map<std::string, std::uint32_t> entries; ///< events on named entries
+    std::uint32_t self = 0;      ///< events on the watched object itself (no name)
+    std::uint32_t any_entry = 0; ///< events on any entry of a watched directory
+    std::unordered_map<std::string, std::uint32_t> entries; ///< events on named entries
   };
   /// What concerns a path's last object: a file's content and attributes, or a directory's
   /// entries (a stamped directory changes when one is added, removed or renamed).
   static Interest stamped(bool directory);
   bool open();
+  /// Watches `path` for `mask` (once per path and watch() call) and returns what its watch
+  /// descriptor's events concern, for the caller to add to; null when it cannot be watched.
   /// `same_fs_as`: a directory known to be on the path's filesystem (no probe needed), or null.
-  bool add(const std::string& path, std::uint32_t mask, const Interest& interest,
-           const std::string* same_fs_as = nullptr);
+  Interest* add(const std::string& path, std::uint32_t mask,
+                const std::string* same_fs_as = nullptr);
+  /// Watches `path` as a stamped file or directory (stamped()); false when it cannot be.
+  bool add_stamped(const std::string& path, bool directory,
+                   const std::string* same_fs_as = nullptr);
+  /// Watches what resolving `path` (relative to `cwd`) looks up; false when something on it
+  /// cannot be watched.
   bool watch_path(const std::string& path, const std::string& cwd);
+  /// Looks `rest`'s names up from `dir`, following symlinks (`links` followed so far, both
+  /// updated), and watches each entry looked up. With `stamp`, the last name is the stamped
+  /// object, watched as such. Returns watch_path()'s answer when the walk ends (a stamp watched,
+  /// an absent or non-folder entry, a failure); nullopt when, without `stamp`, every name led to
+  /// a folder, which `dir` then is.
+  std::optional<bool> walk(std::deque<std::string>& rest, std::string& dir, int& links, bool stamp);
   void drain();
 
   FilesystemProbe m_probe;
@@ -87,8 +101,10 @@ private:
   bool m_failed = false; ///< the instance could not be opened: never try again
   std::uint64_t m_generation = 0;
   std::map<int, Interest> m_interests;
-  std::map<std::string, bool> m_local; ///< per directory: whether inotify sees every change
-  std::map<std::string, std::pair<int, std::uint32_t>> m_added; ///< this watch(): wd, mask
+  /// Per directory: whether inotify sees every change.
+  std::unordered_map<std::string, bool> m_local;
+  /// This watch()'s watches: per path, its descriptor and the mask asked.
+  std::unordered_map<std::string, std::pair<int, std::uint32_t>> m_added;
   /// What this watch() found at each entry it looked up (a thousand headers share a few dozen
   /// folders: each is looked up, watched and lstat'ed once per watch(), not once per header).
   struct Looked {
@@ -97,6 +113,14 @@ private:
     std::string target; ///< a symlink's
   };
   std::unordered_map<std::string, Looked> m_looked;
+  /// Where this watch() resolved each stamped path's folders to (the text before its last
+  /// slash): walk()'s outcome over them, or the folder reached and the symlinks followed.
+  struct Folder {
+    std::optional<bool> ended;
+    std::string dir;
+    int links = 0;
+  };
+  std::unordered_map<std::string, Folder> m_folders;
 };
 
 } // namespace jitcache::detail
