@@ -8,7 +8,9 @@ quartiles of the first request (a user-tier hit: what replaces the runtime's cal
 times it (start, load of the libraries and the runtime, both requests, exit).
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
-                    [--arch=OPTION] LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+                    [--arch=OPTION] [--include DIR ...] LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+CUB (the repeat is then the request that sets the headers' watches): --kernel block_reduce.cu
+--include CUDA/include/cccl --include CUDA/include.
 hipRTC: --bench PATH/rtc_bench_hiprtc --kernel saxpy.hip --arch=--offload-arch=gfx90a and
 builds of libjitcache-hiprtc.so.
 """
@@ -35,12 +37,15 @@ def main():
     parser.add_argument("--kernel", default="saxpy.cu")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--arch", default="-arch=sm_90", help="the target option")
+    parser.add_argument("--include", action="append", default=[],
+                        help="an include folder searched before the kernels' (repeatable)")
     parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
     args = parser.parse_args()
     builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
     kernels = os.path.abspath(args.kernels)
-    argv = [os.path.abspath(args.bench), os.path.join(kernels, args.kernel), args.arch, "-I",
-            kernels]
+    argv = [os.path.abspath(args.bench), os.path.join(kernels, args.kernel), args.arch]
+    for folder in args.include + [kernels]:
+        argv += ["-I", os.path.abspath(folder)]
     # Run from an empty folder: the key's include candidates include the current one.
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as here:
         os.chdir(here)
