@@ -6,15 +6,14 @@
 #include "core/engine/file_watch.hpp"
 #include "core/key/file_stamp.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/inotify_instances.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -28,50 +27,18 @@ namespace {
 
 namespace fs = std::filesystem;
 using detail::FileWatch;
-using Watches = std::map<std::pair<unsigned long, unsigned long>, std::uint32_t>;
-
-std::set<int> inotify_fds() {
-  std::set<int> out;
-  for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    if (fs::read_symlink(fd.path(), ec).string() == "anon_inode:inotify")
-      out.insert(std::stoi(fd.path().filename().string()));
-  }
-  return out;
-}
-
-// The watches of the inotify instances this process opened since `before`, from
-// /proc/self/fdinfo, added into `out`: each watched inode (device, inode) and its mask.
-void add_new_watches(const std::set<int>& before, Watches& out) {
-  for (int fd : inotify_fds()) {
-    if (before.count(fd))
-      continue;
-    std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
-    for (std::string line; std::getline(info, line);) {
-      // inotify wd:3 ino:1a2b sdev:800001 mask:300 ignored_mask:0 ...
-      const auto ino = line.find(" ino:"), dev = line.find(" sdev:"), mask = line.find(" mask:");
-      if (line.rfind("inotify ", 0) != 0 || ino == std::string::npos || dev == std::string::npos ||
-          mask == std::string::npos)
-        continue;
-      out[{std::stoul(line.substr(dev + 6), nullptr, 16),
-           std::stoul(line.substr(ino + 5), nullptr, 16)}] |=
-          static_cast<std::uint32_t>(std::stoul(line.substr(mask + 6), nullptr, 16));
-    }
-  }
-}
+using Watches = test::InotifyWatches;
 
 // What watching `paths` in one fresh FileWatch sets (nullopt when it declines).
 std::optional<Watches> watched(const std::vector<std::string>& paths) {
   std::vector<detail::FileStamp> stamps;
   for (const auto& path : paths)
     stamps.push_back(detail::stamp_of(path));
-  const std::set<int> before = inotify_fds();
+  const std::set<int> before = test::inotify_fds();
   FileWatch watch;
   if (!watch.watch(detail::encode_stamps(stamps)))
     return std::nullopt;
-  Watches out;
-  add_new_watches(before, out);
-  return out;
+  return test::inotify_watches(before);
 }
 
 // A random tree under `root`: folders up to three deep, headers in them, and symlinks of every

@@ -17,9 +17,7 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -117,29 +115,6 @@ TEST(ProvenStamps, EveryChangeToAWatchedSetFailsItsNextProof) {
   }
 }
 
-// The inotify watches this process holds, from /proc/self/fdinfo: each watched inode (device as
-// the kernel writes it, inode number) and the events asked of it.
-std::map<std::pair<unsigned long, unsigned long>, std::uint32_t> inotify_watches() {
-  std::map<std::pair<unsigned long, unsigned long>, std::uint32_t> out;
-  for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    if (fs::read_symlink(fd.path(), ec).string() != "anon_inode:inotify")
-      continue;
-    std::ifstream info("/proc/self/fdinfo/" + fd.path().filename().string());
-    for (std::string line; std::getline(info, line);) {
-      // inotify wd:3 ino:1a2b sdev:800001 mask:300 ignored_mask:0 ...
-      const auto ino = line.find(" ino:"), dev = line.find(" sdev:"), mask = line.find(" mask:");
-      if (line.rfind("inotify ", 0) != 0 || ino == std::string::npos || dev == std::string::npos ||
-          mask == std::string::npos)
-        continue;
-      out[{std::stoul(line.substr(dev + 6), nullptr, 16),
-           std::stoul(line.substr(ino + 5), nullptr, 16)}] |=
-          static_cast<std::uint32_t>(std::stoul(line.substr(mask + 6), nullptr, 16));
-    }
-  }
-  return out;
-}
-
 // A directory watched for what its entries' inodes do (their attributes, content, opens) makes
 // the kernel walk every cached entry of it, absent names included, when the watch is added: 35 ms
 // for a busy /tmp, in each process. Every folder on the stamped paths, from /, is watched for its
@@ -156,7 +131,7 @@ TEST_F(ProvenStampsTest, NoFolderIsWatchedForWhatItsEntriesDo) {
   for (const auto& item : fs::recursive_directory_iterator(dir.path()))
     if (item.is_directory() && !item.is_symlink())
       folders.push_back(item.path());
-  const auto watches = inotify_watches();
+  const auto watches = test::inotify_watches();
   constexpr std::uint32_t k_on_entries =
       IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_OPEN;
   int watched = 0;
