@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <deque>
+#include <fstream>
 #include <set>
 
 namespace jitcache::detail {
@@ -36,6 +38,20 @@ constexpr std::uint32_t k_dir_self = IN_DELETE_SELF | IN_MOVE_SELF;
 constexpr int k_max_links = 40;
 
 constexpr long k_fuse_magic = 0x65735546;
+
+// The kernel's limit `name` (/proc/sys/fs/inotify/NAME), or `otherwise` where it cannot be read.
+std::size_t inotify_limit(const char* name, std::size_t otherwise) {
+  std::ifstream in(std::string("/proc/sys/fs/inotify/") + name);
+  std::size_t value = 0;
+  return in >> value && value > 0 ? value : otherwise;
+}
+
+// An instance's share of the user's watches: as many as leave enough for each of the instances
+// the user may open (the kernel's defaults before memory-sized limits: 8,192 and 128).
+std::size_t share_of_user_watches() {
+  return std::max<std::size_t>(1, inotify_limit("max_user_watches", 8192) /
+                                      inotify_limit("max_user_instances", 128));
+}
 
 std::string join(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
@@ -70,7 +86,8 @@ FileWatch::Interest FileWatch::stamped(bool directory) {
   return interest;
 }
 
-FileWatch::FileWatch(FilesystemProbe probe) : m_probe(probe) {}
+FileWatch::FileWatch(FilesystemProbe probe, std::size_t budget)
+    : m_probe(probe), m_budget(budget) {}
 
 FileWatch::~FileWatch() {
   if (m_fd >= 0)
@@ -84,6 +101,8 @@ bool FileWatch::open() {
     return false;
   m_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   m_failed = m_fd < 0;
+  if (m_budget == 0)
+    m_budget = share_of_user_watches();
   m_fork_generation = fork_generation();
   return !m_failed;
 }
@@ -107,6 +126,14 @@ FileWatch::Interest* FileWatch::add(const std::string& path, std::uint32_t mask,
     if (wd < 0) {
       m_added.erase(path);
       return nullptr;
+    }
+    if (!m_interests.count(wd)) { // a new watch, not another path to a watched inode
+      m_created.push_back(wd);
+      if (m_interests.size() >= m_budget) {
+        m_added.erase(path);
+        m_interests[wd]; // removed with the others this call added
+        return nullptr;
+      }
     }
     added |= mask;
   }
@@ -233,22 +260,32 @@ std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
   m_added.clear();
   m_looked.clear();
   m_folders.clear();
+  m_created.clear();
   std::set<std::string> done;
   for (const FileStamp& stamp : *stamps) {
-    if (stamp.path.empty())
-      return std::nullopt;
-    if (stamp.path.front() != '/' && cwd.empty()) {
+    bool watched = !stamp.path.empty();
+    if (watched && stamp.path.front() != '/' && cwd.empty()) {
       const CurrentDirectory now;
-      if (now.path().empty())
-        return std::nullopt;
       cwd = ticket.cwd = std::string(now.path());
+      watched = !cwd.empty();
     }
-    if (done.insert(stamp.path).second && !watch_path(stamp.path, cwd))
+    if (!watched || (done.insert(stamp.path).second && !watch_path(stamp.path, cwd))) {
+      remove_added();
       return std::nullopt;
+    }
   }
   drain();
   ticket.generation = m_generation;
   return ticket;
+}
+
+void FileWatch::remove_added() {
+  for (int wd : m_created) {
+    ::inotify_rm_watch(m_fd, wd);
+    m_interests.erase(wd);
+    m_removed.insert(wd);
+  }
+  m_created.clear();
 }
 
 void FileWatch::drain() {
@@ -263,6 +300,8 @@ void FileWatch::drain() {
     for (ssize_t at = 0; at < n;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buf + at);
       at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      if ((event->mask & IN_IGNORED) && m_removed.erase(event->wd))
+        continue; // a watch that remove_added() took away: nothing watched depended on it
       if (event->mask & (IN_Q_OVERFLOW | IN_UNMOUNT | IN_IGNORED)) {
         // Events were lost, or a watch is gone (its object deleted or unmounted): nothing
         // watched can be trusted until it is watched again.

@@ -2,15 +2,18 @@
 
 #include "core/support/fs_check.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace jitcache::detail {
 
@@ -31,7 +34,11 @@ namespace jitcache::detail {
 /// Where inotify cannot see every change, watch() declines and the caller keeps stat-ing: a
 /// network or FUSE filesystem (other machines' writes raise no event), the watch or instance
 /// limit reached, a directory that cannot be read, and a forked child (which shares the parent's
-/// instance and must not drain its events). inotify does not report writes through a shared
+/// instance and must not drain its events). An instance holds at most its budget of watches: by
+/// default its share of the user's (max_user_watches / max_user_instances, so that the most
+/// instances a user may open, watching as much, hold no more than the user may), leaving the rest
+/// to the user's other programs and processes. A watch() that declines removes the watches it
+/// added: a set that cannot be watched holds none. inotify does not report writes through a shared
 /// memory map or a filesystem mounted over a watched directory; the stat checks never guarded
 /// mounts either, and a header is not written through a map.
 ///
@@ -47,8 +54,10 @@ public:
     bool empty = false; ///< no stamp at all: nothing can change
   };
 
-  /// `probe` tells which filesystem a directory is on (tests pretend a network one).
-  explicit FileWatch(FilesystemProbe probe = probe_filesystem);
+  /// `probe` tells which filesystem a directory is on (tests pretend a network one); `budget`:
+  /// the most watches the instance may hold (0: its share of the user's, read at the first
+  /// watch()).
+  explicit FileWatch(FilesystemProbe probe = probe_filesystem, std::size_t budget = 0);
   ~FileWatch();
   FileWatch(const FileWatch&) = delete;
   FileWatch& operator=(const FileWatch&) = delete;
@@ -93,9 +102,12 @@ private:
   /// an absent or non-folder entry, a failure); nullopt when, without `stamp`, every name led to
   /// a folder, which `dir` then is.
   std::optional<bool> walk(std::deque<std::string>& rest, std::string& dir, int& links, bool stamp);
+  /// Removes the watches this watch() call added (it declines).
+  void remove_added();
   void drain();
 
   FilesystemProbe m_probe;
+  std::size_t m_budget;
   int m_fd = -1;
   unsigned m_fork_generation = 0;
   bool m_failed = false; ///< the instance could not be opened: never try again
@@ -105,6 +117,8 @@ private:
   std::unordered_map<std::string, bool> m_local;
   /// This watch()'s watches: per path, its descriptor and the mask asked.
   std::unordered_map<std::string, std::pair<int, std::uint32_t>> m_added;
+  std::vector<int> m_created; ///< this watch()'s new watch descriptors
+  std::set<int> m_removed;    ///< removed by remove_added(): their IN_IGNORED is no news
   /// What this watch() found at each entry it looked up (a thousand headers share a few dozen
   /// folders: each is looked up, watched and lstat'ed once per watch(), not once per header).
   struct Looked {

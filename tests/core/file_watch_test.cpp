@@ -238,5 +238,61 @@ TEST(FileWatch, AChangeThatMakesAWatchedPathStatDifferentlyIsSeen) {
   EXPECT_GT(seen, 80) << "most trials change a watched path";
 }
 
+// The stamps of `count` headers made in `folder`.
+std::string headers_in(const fs::path& folder, int count) {
+  std::vector<detail::FileStamp> stamps;
+  for (int h = 0; h < count; ++h) {
+    const fs::path header = folder / ("h" + std::to_string(h) + ".h");
+    test::write_file(header, "int v;\n");
+    stamps.push_back(detail::stamp_of(header.string()));
+  }
+  return detail::encode_stamps(stamps);
+}
+
+// Each process watching as much as it likes would leave the user's other programs (an editor, a
+// file synchroniser, the next process) without a watch: an instance keeps to its budget, and a
+// set that would take it past declines (and is proven by stat) holding no watch.
+TEST(FileWatch, AnInstanceKeepsToItsBudgetAndASetThatWouldPassItHoldsNoWatch) {
+  test::TempDir dir;
+  const std::string many = headers_in(dir.path() / "many", 60);
+  const std::string first = headers_in(dir.path() / "first", 20);
+  const std::string second = headers_in(dir.path() / "second", 20);
+  const std::set<int> before = test::inotify_fds();
+  FileWatch watch(detail::probe_filesystem, 40);
+
+  EXPECT_FALSE(watch.watch(many)) << "60 headers need more than 40 watches";
+  EXPECT_TRUE(test::inotify_watches(before).empty()) << "the declined set left no watch behind";
+
+  const auto ticket = watch.watch(first);
+  ASSERT_TRUE(ticket) << "20 headers and the folders above them fit";
+  const auto held = test::inotify_watches(before);
+  EXPECT_GT(held.size(), 20u);
+  EXPECT_LE(held.size(), 40u);
+
+  EXPECT_FALSE(watch.watch(second)) << "20 more would pass the budget";
+  EXPECT_EQ(test::inotify_watches(before), held) << "only the declined set's watches were removed";
+  EXPECT_TRUE(watch.unchanged_since(*ticket)) << "removing them is no change to the first set";
+
+  test::write_file(dir.path() / "first" / "h7.h", "int w;\n");
+  EXPECT_FALSE(watch.unchanged_since(*ticket)) << "the first set is still watched";
+}
+
+TEST(FileWatch, ByDefaultAnInstanceTakesItsShareOfTheUsersWatches) {
+  std::ifstream watches("/proc/sys/fs/inotify/max_user_watches"),
+      instances("/proc/sys/fs/inotify/max_user_instances");
+  std::size_t max_watches = 0, max_instances = 0;
+  if (!(watches >> max_watches) || !(instances >> max_instances))
+    GTEST_SKIP() << "the kernel's inotify limits cannot be read";
+  const std::size_t share = max_watches / max_instances;
+  if (share > 2000)
+    GTEST_SKIP() << "a share of " << share << " watches: too many headers to make here";
+  test::TempDir dir;
+  const std::set<int> before = test::inotify_fds();
+  FileWatch watch;
+  EXPECT_TRUE(watch.watch(headers_in(dir.path() / "fits", static_cast<int>(share / 2))));
+  EXPECT_FALSE(watch.watch(headers_in(dir.path() / "past", static_cast<int>(share))));
+  EXPECT_LE(test::inotify_watches(before).size(), share);
+}
+
 } // namespace
 } // namespace jitcache
