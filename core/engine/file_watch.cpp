@@ -4,6 +4,7 @@
 #include "core/support/current_directory.hpp"
 #include "core/support/fork_guard.hpp"
 
+#include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -12,8 +13,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <deque>
-#include <fstream>
 #include <set>
 
 namespace jitcache::detail {
@@ -41,13 +42,23 @@ constexpr long k_fuse_magic = 0x65735546;
 
 // The kernel's limit `name` (/proc/sys/fs/inotify/NAME), or `otherwise` where it cannot be read.
 std::size_t inotify_limit(const char* name, std::size_t otherwise) {
-  std::ifstream in(std::string("/proc/sys/fs/inotify/") + name);
-  std::size_t value = 0;
-  return in >> value && value > 0 ? value : otherwise;
+  const int fd =
+      ::open((std::string("/proc/sys/fs/inotify/") + name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return otherwise;
+  char text[32] = {};
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  const unsigned long long value = n > 0 ? std::strtoull(text, nullptr, 10) : 0;
+  return value > 0 ? static_cast<std::size_t>(value) : otherwise;
 }
 
+// The watches an instance may hold before it reads its share of the user's (the share under the
+// kernel's defaults before memory-sized limits: 8,192 watches, 128 instances).
+constexpr std::size_t k_watches_before_share = 8192 / 128;
+
 // An instance's share of the user's watches: as many as leave enough for each of the instances
-// the user may open (the kernel's defaults before memory-sized limits: 8,192 and 128).
+// the user may open.
 std::size_t share_of_user_watches() {
   return std::max<std::size_t>(1, inotify_limit("max_user_watches", 8192) /
                                       inotify_limit("max_user_instances", 128));
@@ -101,8 +112,6 @@ bool FileWatch::open() {
     return false;
   m_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   m_failed = m_fd < 0;
-  if (m_budget == 0)
-    m_budget = share_of_user_watches();
   m_fork_generation = fork_generation();
   return !m_failed;
 }
@@ -129,7 +138,7 @@ FileWatch::Interest* FileWatch::add(const std::string& path, std::uint32_t mask,
     }
     if (!m_interests.count(wd)) { // a new watch, not another path to a watched inode
       m_created.push_back(wd);
-      if (m_interests.size() >= m_budget) {
+      if (over_budget()) {
         m_added.erase(path);
         m_interests[wd]; // removed with the others this call added
         return nullptr;
@@ -277,6 +286,14 @@ std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
   drain();
   ticket.generation = m_generation;
   return ticket;
+}
+
+bool FileWatch::over_budget() {
+  if (m_budget == 0 && m_interests.size() < k_watches_before_share)
+    return false; // a few headers' watches: no need to read the kernel's limits
+  if (m_budget == 0)
+    m_budget = share_of_user_watches();
+  return m_interests.size() >= m_budget;
 }
 
 void FileWatch::remove_added() {

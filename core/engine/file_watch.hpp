@@ -36,8 +36,9 @@ namespace jitcache::detail {
 /// limit reached, a directory that cannot be read, and a forked child (which shares the parent's
 /// instance and must not drain its events). An instance holds at most its budget of watches: by
 /// default its share of the user's (max_user_watches / max_user_instances, so that the most
-/// instances a user may open, watching as much, hold no more than the user may), leaving the rest
-/// to the user's other programs and processes. A watch() that declines removes the watches it
+/// instances a user may open, watching as much, hold no more than the user may; read once it
+/// holds 64, the share under the kernel's old defaults), leaving the rest to the user's other
+/// programs and processes. A watch() that declines removes the watches it
 /// added: a set that cannot be watched holds none. inotify does not report writes through a shared
 /// memory map or a filesystem mounted over a watched directory; the stat checks never guarded
 /// mounts either, and a header is not written through a map.
@@ -55,8 +56,7 @@ public:
   };
 
   /// `probe` tells which filesystem a directory is on (tests pretend a network one); `budget`:
-  /// the most watches the instance may hold (0: its share of the user's, read at the first
-  /// watch()).
+  /// the most watches the instance may hold (0: its share of the user's, read once it holds 64).
   explicit FileWatch(FilesystemProbe probe = probe_filesystem, std::size_t budget = 0);
   ~FileWatch();
   FileWatch(const FileWatch&) = delete;
@@ -102,6 +102,8 @@ private:
   /// an absent or non-folder entry, a failure); nullopt when, without `stamp`, every name led to
   /// a folder, which `dir` then is.
   std::optional<bool> walk(std::deque<std::string>& rest, std::string& dir, int& links, bool stamp);
+  /// Whether the instance holds its budget of watches already (reading its share when due).
+  bool over_budget();
   /// Removes the watches this watch() call added (it declines).
   void remove_added();
   void drain();
