@@ -227,10 +227,10 @@ TEST(FileWatch, AChangeThatMakesAWatchedPathStatDifferentlyIsSeen) {
         changed = changed || !(detail::stamp_of(stamp.path) == stamp);
       if (changed) {
         ++seen;
-        std::string paths;
+        std::string listed;
         for (const auto& stamp : before)
-          paths += " " + stamp.path;
-        EXPECT_FALSE(watch.unchanged_since(*ticket)) << "paths:" << paths;
+          listed += " " + stamp.path;
+        EXPECT_FALSE(watch.unchanged_since(*ticket)) << "paths:" << listed;
       }
     }
     fs::current_path(cwd);
