@@ -139,8 +139,8 @@ FileWatch::Interest* FileWatch::add(const std::string& path, std::uint32_t mask,
     if (!m_interests.count(wd)) { // a new watch, not another path to a watched inode
       m_created.push_back(wd);
       if (over_budget()) {
-        m_added.erase(path);
-        m_interests[wd]; // removed with the others this call added
+        m_interests[wd];     // removed with the others this call added
+        m_added.erase(path); // `wd` and `added` refer into it: not used after
         return nullptr;
       }
     }
