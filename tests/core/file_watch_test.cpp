@@ -119,20 +119,36 @@ std::string random_path(const std::vector<std::string>& names, std::mt19937& rng
   }
 }
 
+// `count` random paths into the tree at `root`: every third relative to it (the current folder
+// while a trial runs), the others absolute.
+std::vector<std::string> random_paths(const fs::path& root, const std::vector<std::string>& names,
+                                      int count, std::mt19937& rng) {
+  std::vector<std::string> paths;
+  for (int i = 0; i < count; ++i) {
+    const std::string path = random_path(names, rng);
+    paths.push_back(i % 3 == 0 ? path : (root / path).string());
+  }
+  return paths;
+}
+
+// The current folder is `to` for the scope (relative paths resolve from it), and is given back.
+struct InFolder {
+  explicit InFolder(const fs::path& to) : back(fs::current_path()) { fs::current_path(to); }
+  ~InFolder() { fs::current_path(back); }
+  InFolder(const InFolder&) = delete;
+  InFolder& operator=(const InFolder&) = delete;
+  const fs::path back;
+};
+
 TEST(FileWatch, WatchingManyPathsAtOnceSetsWhatWatchingEachAloneSets) {
   std::mt19937 rng(20261128);
-  const fs::path cwd = fs::current_path();
   int compared = 0;
   for (int trial = 0; trial < 40; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     test::TempDir dir;
     const auto names = random_tree(dir.path(), rng);
-    fs::current_path(dir.path()); // relative paths resolve from the tree's root
-    std::vector<std::string> paths;
-    for (int i = 0; i < 16; ++i) {
-      const std::string path = random_path(names, rng);
-      paths.push_back(i % 3 == 0 ? path : (dir.path() / path).string());
-    }
+    const InFolder in_tree(dir.path());
+    const auto paths = random_paths(dir.path(), names, 16, rng);
     const auto together = watched(paths);
     std::optional<Watches> alone = Watches{};
     for (const auto& path : paths) {
@@ -144,7 +160,6 @@ TEST(FileWatch, WatchingManyPathsAtOnceSetsWhatWatchingEachAloneSets) {
       for (const auto& [inode, mask] : *one)
         (*alone)[inode] |= mask;
     }
-    fs::current_path(cwd);
     ASSERT_EQ(together.has_value(), alone.has_value()) << "both watch, or both decline";
     if (!together)
       continue;
@@ -164,7 +179,7 @@ void change_something(const fs::path& root, const std::vector<std::string>& path
   const auto pick = [&](const std::vector<std::string>& from) {
     return from[std::uniform_int_distribution<std::size_t>(0, from.size() - 1)(rng)];
   };
-  const fs::path path = fs::path(pick(paths)).lexically_relative(root);
+  const fs::path path = (root / pick(paths)).lexically_relative(root); // relative ones too
   fs::path written = root;
   const auto parts = std::distance(path.begin(), path.end());
   const auto cut = rng() % 2 ? parts : std::uniform_int_distribution<long>(1, parts)(rng);
@@ -204,20 +219,16 @@ void change_something(const fs::path& root, const std::vector<std::string>& path
 
 TEST(FileWatch, AChangeThatMakesAWatchedPathStatDifferentlyIsSeen) {
   std::mt19937 rng(28112026);
-  const fs::path cwd = fs::current_path();
   int seen = 0;
   for (int trial = 0; trial < 300; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     test::TempDir dir;
     const auto names = random_tree(dir.path(), rng);
-    fs::current_path(dir.path());
+    const InFolder in_tree(dir.path());
+    const auto paths = random_paths(dir.path(), names, 12, rng);
     std::vector<detail::FileStamp> before;
-    std::vector<std::string> paths;
-    for (int i = 0; i < 12; ++i) {
-      const std::string path = random_path(names, rng);
-      before.push_back(detail::stamp_of(i % 3 == 0 ? path : (dir.path() / path).string()));
-      paths.push_back((dir.path() / path).string());
-    }
+    for (const auto& path : paths)
+      before.push_back(detail::stamp_of(path));
     FileWatch watch;
     const auto ticket = watch.watch(detail::encode_stamps(before));
     bool changed = false;
@@ -233,7 +244,6 @@ TEST(FileWatch, AChangeThatMakesAWatchedPathStatDifferentlyIsSeen) {
         EXPECT_FALSE(watch.unchanged_since(*ticket)) << "paths:" << listed;
       }
     }
-    fs::current_path(cwd);
   }
   EXPECT_GT(seen, 80) << "most trials change a watched path";
 }
