@@ -6,6 +6,7 @@
 #include "core/engine/file_watch.hpp"
 #include "core/key/file_stamp.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/in_folder.hpp"
 #include "tests/support/inotify_instances.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -131,15 +132,6 @@ std::vector<std::string> random_paths(const fs::path& root, const std::vector<st
   return paths;
 }
 
-// The current folder is `to` for the scope (relative paths resolve from it), and is given back.
-struct InFolder {
-  explicit InFolder(const fs::path& to) : back(fs::current_path()) { fs::current_path(to); }
-  ~InFolder() { fs::current_path(back); }
-  InFolder(const InFolder&) = delete;
-  InFolder& operator=(const InFolder&) = delete;
-  const fs::path back;
-};
-
 TEST(FileWatch, WatchingManyPathsAtOnceSetsWhatWatchingEachAloneSets) {
   std::mt19937 rng(20261128);
   int compared = 0;
@@ -147,7 +139,7 @@ TEST(FileWatch, WatchingManyPathsAtOnceSetsWhatWatchingEachAloneSets) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     test::TempDir dir;
     const auto names = random_tree(dir.path(), rng);
-    const InFolder in_tree(dir.path());
+    const test::InFolder in_tree(dir.path());
     const auto paths = random_paths(dir.path(), names, 16, rng);
     const auto together = watched(paths);
     std::optional<Watches> alone = Watches{};
@@ -224,7 +216,7 @@ TEST(FileWatch, AChangeThatMakesAWatchedPathStatDifferentlyIsSeen) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     test::TempDir dir;
     const auto names = random_tree(dir.path(), rng);
-    const InFolder in_tree(dir.path());
+    const test::InFolder in_tree(dir.path());
     const auto paths = random_paths(dir.path(), names, 12, rng);
     std::vector<detail::FileStamp> before;
     for (const auto& path : paths)

@@ -2,6 +2,7 @@
 #include "core/key/includes.hpp"
 #include "tests/support/fake_clock.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/in_folder.hpp"
 #include "tests/support/open_count.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -204,23 +205,6 @@ TEST(IncludesTest, AComputedIncludeNeverReadsALargeDataFileWhereTheProgramRuns) 
   std::filesystem::current_path(before);
 }
 
-// The test's own folder as the current directory, which every key searches last, until the end
-// of the scope: no other test's files are found there.
-class InFolder {
-public:
-  explicit InFolder(const std::filesystem::path& folder)
-      : m_before(std::filesystem::current_path()) {
-    std::filesystem::create_directories(folder);
-    std::filesystem::current_path(folder);
-  }
-  ~InFolder() { std::filesystem::current_path(m_before); }
-  InFolder(const InFolder&) = delete;
-  InFolder& operator=(const InFolder&) = delete;
-
-private:
-  const std::filesystem::path m_before;
-};
-
 using HeaderFields = std::vector<std::tuple<std::string, std::string, std::string>>;
 
 // The header fields (name, content, where found) of a key add_source_fields built, in order.
@@ -271,7 +255,7 @@ const std::string* content_of(const HeaderFields& fields, const std::filesystem:
 // are. JITCACHE_HOSTILE_SEED changes the seed; a failure names it and the trial.
 TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) {
   test::TempDir dir;
-  const InFolder cwd(dir.path() / "cwd");
+  const test::InFolder cwd(dir.path() / "cwd");
   const std::vector<std::filesystem::path> dirs = {dir.path() / "d0", dir.path() / "d1",
                                                    dir.path() / "d2"};
   std::string options;
@@ -335,7 +319,7 @@ TEST(IncludesTest, ARememberedScanServesOnlyWhileEveryFileItFoundOrMissedHolds) 
 // size may keep its stamp, so the next key reads the header again (and sees its new content).
 TEST(IncludesTest, AScanOfAHeaderWrittenTooRecentlyToVouchIsMadeEachTime) {
   test::TempDir dir;
-  const InFolder cwd(dir.path() / "cwd");
+  const test::InFolder cwd(dir.path() / "cwd");
   const auto inc = dir.path() / "inc";
   write_file(inc / "a.h", "int a;\n");
   test::FakeClock clock; // stands still: every file written now stays too recent
@@ -355,7 +339,7 @@ TEST(IncludesTest, AScanOfAHeaderWrittenTooRecentlyToVouchIsMadeEachTime) {
 // changes a header between rounds: every key equals a scan of the files as they were.
 TEST(IncludesTest, ThreadsTakingARememberedScanAtOnceAllGetTheFilesAsTheyAre) {
   test::TempDir dir;
-  const InFolder cwd(dir.path() / "cwd");
+  const test::InFolder cwd(dir.path() / "cwd");
   const auto inc = dir.path() / "inc";
   write_file(inc / "a.h", "#include \"b.h\"\nint a;\n");
   write_file(inc / "b.h", "int b;\n");
@@ -386,7 +370,7 @@ TEST(IncludesTest, ThreadsTakingARememberedScanAtOnceAllGetTheFilesAsTheyAre) {
 // scan was remembered (its folder's stamp changed) is in the next key.
 TEST(IncludesTest, ARememberedScanOfAComputedIncludeSeesAFileAddedSince) {
   test::TempDir dir;
-  const InFolder cwd(dir.path() / "cwd");
+  const test::InFolder cwd(dir.path() / "cwd");
   const auto inc = dir.path() / "inc";
   write_file(inc / "config_a.h", "int a;\n");
   test::FakeClock clock;
@@ -410,7 +394,7 @@ TEST(IncludesTest, ARememberedScanOfAComputedIncludeSeesAFileAddedSince) {
 // the header changes them. The source's own computed include still counts the current folder.
 TEST(IncludesTest, AHeadersComputedIncludeIgnoresTheCurrentFolderButNotItsOwn) {
   test::TempDir dir;
-  const InFolder cwd(dir.path() / "cwd");
+  const test::InFolder cwd(dir.path() / "cwd");
   const auto lib = dir.path() / "lib";
   write_file(lib / "system.h", "#define TAG <lib_tag.h>\n#include TAG\n");
   write_file(lib / "lib_tag.h", "int tag;\n");
@@ -446,7 +430,7 @@ TEST(IncludesTest, AHeadersComputedIncludeIgnoresTheCurrentFolderButNotItsOwn) {
 // (SourceInputs::contents): the same key either way, a long header's content never copied.
 TEST(IncludesTest, AKeyHoldsLongHeadersByTheirStoredFormUnlessContentsAreAskedFor) {
   test::TempDir dir;
-  const InFolder cwd(dir.path() / "cwd");
+  const test::InFolder cwd(dir.path() / "cwd");
   const std::string big = "// " + std::string(4096, 'x') + "\nint big;\n";
   write_file(dir.path() / "inc" / "big.h", big);
   write_file(dir.path() / "inc" / "small.h", "int small;\n");
