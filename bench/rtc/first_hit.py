@@ -5,10 +5,13 @@ process per build, in turn, so that drift hits every build alike. Each process i
 build's own where the first process of the run compiled. Prints, per build, the median and the
 quartiles of the first request (a user-tier hit: what replaces the runtime's calls, goal under
 0.2 ms), of its repeat in the process (a memory hit) and of the whole process as this script
-times it (start, load of the libraries and the runtime, both requests, exit).
+times it (start, load of the libraries and the runtime, both requests, exit). With --at-once N,
+also each round's N processes per build started at once (hits all, as the ranks of a warm job
+or a parallel test suite start): the median time until the last has exited.
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
-                    [--arch=OPTION] [--include DIR ...] LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+                    [--arch=OPTION] [--include DIR ...] [--at-once N]
+                    LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
 CUB (the repeat is then the request that sets the headers' watches): --kernel block_reduce.cu
 --include CUDA/include/cccl --include CUDA/include.
 hipRTC: --bench PATH/rtc_bench_hiprtc --kernel saxpy.hip --arch=--offload-arch=gfx90a and
@@ -17,6 +20,7 @@ builds of libjitcache-hiprtc.so.
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +43,8 @@ def main():
     parser.add_argument("--arch", default="-arch=sm_90", help="the target option")
     parser.add_argument("--include", action="append", default=[],
                         help="an include folder searched before the kernels' (repeatable)")
+    parser.add_argument("--at-once", type=int, default=0,
+                        help="also time this many processes per build started at once")
     parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
     args = parser.parse_args()
     builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
@@ -56,6 +62,7 @@ def main():
         first = {label: [] for label, _ in builds}
         again = {label: [] for label, _ in builds}
         process = {label: [] for label, _ in builds}
+        at_once = {label: [] for label, _ in builds}
         for _ in range(args.runs):
             for label, _ in builds:
                 start = time.perf_counter()
@@ -63,6 +70,14 @@ def main():
                 process[label].append((time.perf_counter() - start) * 1000)
                 first[label].append(line["ms"])
                 again[label].append(line["again_ms"])
+                if args.at_once:
+                    start = time.perf_counter()
+                    batch = [subprocess.Popen(argv, env={**os.environ, **env[label]},
+                                              stdout=subprocess.DEVNULL)
+                             for _ in range(args.at_once)]
+                    if any(p.wait() != 0 for p in batch):
+                        raise RuntimeError(f"{label}: a process started at once failed")
+                    at_once[label].append((time.perf_counter() - start) * 1000)
     print(f"{args.kernel}, {args.runs} fresh processes per build, ms: median (quartiles)")
     print("| build | first request (user-tier hit) | its repeat (memory hit) | the process |")
     print("|---|---:|---:|---:|")
@@ -70,6 +85,14 @@ def main():
         cells = [quartiles(values[label]) for values in (first, again, process)]
         print(f"| {label} | " + " | ".join(f"{m:.3f} ({q1:.3f} to {q3:.3f})" for q1, m, q3 in cells)
               + " |")
+    if args.at_once:
+        print(f"\n{args.at_once} processes per build started at once, {args.runs} rounds, ms until "
+              "the last exited: median (quartiles)")
+        print("| build | all exited |")
+        print("|---|---:|")
+        for label, _ in builds:
+            q1, m, q3 = quartiles(at_once[label])
+            print(f"| {label} | {m:.1f} ({q1:.1f} to {q3:.1f}) |")
     return 0
 
 

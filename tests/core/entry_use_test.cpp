@@ -149,6 +149,7 @@ TEST_F(EntryUseStore, AnEntryOfAnOlderJitcacheHasUnknownHitsUntilHit) {
 TEST_F(EntryUseStore, ADamagedCountInTheDataFileIsUnknownAndCountedAgain) {
   ASSERT_TRUE(open()->put(k_entry_key, Entry{"opencl", "binary"}));
   hit(7);
+  ASSERT_TRUE(open()->put(Digest::of("another"), Entry{"opencl", "binary"})); // folds the use log
   const EntryUse counted = use();
   ASSERT_EQ(counted.hits, 7u);
   const std::string value = encode_use(k_entry_key, *counted.last_use_us, 7);

@@ -161,6 +161,15 @@ void damage(const fs::path& data, DamageKind kind, std::mt19937& rng) {
     write_all(data.parent_path() / "lock.mdb", lock);
     return;
   }
+  case DamageKind::garbage_use_log: {
+    std::string log(8 + rng() % (64 * 1024), '\0');
+    for (char& c : log)
+      c = char(rng());
+    for (int i = rng() % 16; i > 0; --i) // record starts, with lengths that are random too
+      log.replace(rng() % (log.size() - 8), 4, "JCU1");
+    write_all(data.parent_path() / "uses.log", log);
+    return;
+  }
   }
   write_all(data, bytes);
 }
@@ -179,11 +188,11 @@ std::vector<std::string> outcomes(const std::string& out) {
 } // namespace
 
 const std::vector<DamageKind>& all_damage_kinds() {
-  static const std::vector<DamageKind> kinds = {DamageKind::random_range, DamageKind::middle_random,
-                                                DamageKind::middle_ff,    DamageKind::zero_page,
-                                                DamageKind::zero_meta0,   DamageKind::zero_meta1,
-                                                DamageKind::bit_flip,     DamageKind::truncate,
-                                                DamageKind::empty_file,   DamageKind::garbage_lock};
+  static const std::vector<DamageKind> kinds = {
+      DamageKind::random_range, DamageKind::middle_random,  DamageKind::middle_ff,
+      DamageKind::zero_page,    DamageKind::zero_meta0,     DamageKind::zero_meta1,
+      DamageKind::bit_flip,     DamageKind::truncate,       DamageKind::empty_file,
+      DamageKind::garbage_lock, DamageKind::garbage_use_log};
   return kinds;
 }
 
@@ -209,6 +218,8 @@ std::string to_string(DamageKind kind) {
     return "empty file";
   case DamageKind::garbage_lock:
     return "garbage lock.mdb";
+  case DamageKind::garbage_use_log:
+    return "garbage uses.log";
   }
   return "?";
 }

@@ -12,16 +12,17 @@
 namespace jitcache::test {
 
 enum class DamageKind {
-  random_range,  ///< random bytes over a random range of random length (up to 16 pages)
-  middle_random, ///< the middle third of data.mdb, random bytes
-  middle_ff,     ///< the middle third of data.mdb, 0xFF bytes
-  zero_page,     ///< one page, zeroed (a random one after the meta pages)
-  zero_meta0,    ///< meta page 0 zeroed
-  zero_meta1,    ///< meta page 1 zeroed
-  bit_flip,      ///< one bit anywhere in data.mdb
-  truncate,      ///< data.mdb cut at a random length
-  empty_file,    ///< data.mdb emptied
-  garbage_lock,  ///< lock.mdb replaced by random bytes of random length
+  random_range,    ///< random bytes over a random range of random length (up to 16 pages)
+  middle_random,   ///< the middle third of data.mdb, random bytes
+  middle_ff,       ///< the middle third of data.mdb, 0xFF bytes
+  zero_page,       ///< one page, zeroed (a random one after the meta pages)
+  zero_meta0,      ///< meta page 0 zeroed
+  zero_meta1,      ///< meta page 1 zeroed
+  bit_flip,        ///< one bit anywhere in data.mdb
+  truncate,        ///< data.mdb cut at a random length
+  empty_file,      ///< data.mdb emptied
+  garbage_lock,    ///< lock.mdb replaced by random bytes of random length
+  garbage_use_log, ///< uses.log made of random bytes of random length, with record starts
 };
 
 /// Every kind, in the order above.

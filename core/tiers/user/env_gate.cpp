@@ -1,6 +1,6 @@
 #include "core/tiers/user/env_gate.hpp"
 
-#include "core/support/clock.hpp"
+#include "core/support/flock_within.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,28 +10,6 @@
 #include <cerrno>
 
 namespace jitcache::detail {
-
-namespace {
-
-// flock with LOCK_NB, retried until `wait` has passed. Polling (rather than a blocking flock)
-// keeps the wait bounded.
-bool lock_within(int fd, int operation, std::chrono::milliseconds wait) {
-  detail::Clock& clock = detail::clock();
-  const auto deadline = clock.steady() + wait;
-  auto pause = std::chrono::milliseconds(1);
-  for (;;) {
-    if (::flock(fd, operation | LOCK_NB) == 0)
-      return true;
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      return false;
-    if (clock.steady() >= deadline)
-      return false;
-    clock.sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
-  }
-}
-
-} // namespace
 
 EnvGate::EnvGate(EnvGate&& other) noexcept : m_fd(other.m_fd) {
   other.m_fd = -1;
@@ -74,7 +52,7 @@ Expected<EnvGate> EnvGate::enter_shared(const CacheDir& dir, bool create,
     return std::move(fd).error();
   }
   EnvGate gate(*fd);
-  if (!lock_within(*fd, LOCK_SH, wait))
+  if (!flock_within(*fd, LOCK_SH, wait))
     return Error(ErrorCode::io_error, "user tier " + dir.path().string() +
                                           " is being compacted by another process; not waiting "
                                           "longer for it");
@@ -88,7 +66,7 @@ bool EnvGate::try_exclusive(std::chrono::milliseconds wait) {
     return true;
   // A failed conversion may have dropped the shared hold (flock(2)): take it again, or hold
   // nothing and say so through held().
-  if (!lock_within(m_fd, LOCK_SH, wait)) {
+  if (!flock_within(m_fd, LOCK_SH, wait)) {
     ::close(m_fd);
     m_fd = -1;
   }

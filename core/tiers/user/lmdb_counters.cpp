@@ -1,6 +1,8 @@
 // LmdbStore's counters: kept in the environment, shared by every process using the cache.
 #include "core/tiers/user/lmdb_txn.hpp"
 
+#include "core/support/log.hpp"
+
 namespace jitcache::detail {
 
 namespace {
@@ -26,15 +28,31 @@ int add_counters_in(LmdbStore::Env& e, MDB_txn* txn, const Stats& delta) {
   return MDB_SUCCESS;
 }
 
+Expected<void> tell_through_log(LmdbStore::Env& e, const Stats& counters) {
+  UseNews news{counters, e.uses.take()};
+  if (news.empty())
+    return {};
+  auto appended = append_use_log(e.cache, news);
+  if (appended) {
+    if (*appended) // best effort: the news are in the log, for the next write to fold
+      static_cast<void>(write_transaction(e, [](MDB_txn*) { return MDB_SUCCESS; }));
+    return {};
+  }
+  log::write_once(LogLevel::info, "use-log:" + e.dir.string(),
+                  appended.error().message + "; writing to the user tier instead");
+  e.uses.restore(news.uses);
+  const int rc =
+      write_transaction(e, [&](MDB_txn* txn) { return add_counters_in(e, txn, counters); });
+  if (rc != MDB_SUCCESS)
+    return lmdb_error("counter update", rc, e.dir);
+  return {};
+}
+
 Expected<void> LmdbStore::add_counters(const Stats& delta) {
   auto e = env();
-  if (!writes(*e) || (delta.by_backend.empty() && e->uses.empty()))
+  if (!writes(*e))
     return {};
-  const int rc =
-      write_transaction(*e, [&](MDB_txn* txn) { return add_counters_in(*e, txn, delta); });
-  if (rc != MDB_SUCCESS)
-    return lmdb_error("counter update", rc, e->dir);
-  return {};
+  return tell_through_log(*e, delta);
 }
 
 Expected<void> LmdbStore::zero_counters() {
@@ -55,16 +73,20 @@ Expected<Stats> LmdbStore::counters() {
   Stats stats;
   if (!e->has_dbs)
     return stats;
-  const int rc = e->read([&](MDB_txn* txn) {
-    return scan(txn, e->counters, [&](const MDB_val& k, const MDB_val& v) {
-      const std::string name(static_cast<const char*>(k.mv_data), k.mv_size);
-      const auto sep = name.find('\x1f');
-      if (sep != std::string::npos && v.mv_size == sizeof(std::uint64_t))
-        stats.by_backend[name.substr(0, sep)][name.substr(sep + 1)] += as_u64(v);
+  int rc = MDB_SUCCESS;
+  const UseNews news = read_use_log(e->cache, [&] {
+    rc = e->read([&](MDB_txn* txn) {
+      return scan(txn, e->counters, [&](const MDB_val& k, const MDB_val& v) {
+        const std::string name(static_cast<const char*>(k.mv_data), k.mv_size);
+        const auto sep = name.find('\x1f');
+        if (sep != std::string::npos && v.mv_size == sizeof(std::uint64_t))
+          stats.by_backend[name.substr(0, sep)][name.substr(sep + 1)] += as_u64(v);
+      });
     });
   });
   if (rc != MDB_SUCCESS)
     return lmdb_error("counter read", rc, e->dir);
+  stats.merge(news.counters);
   return stats;
 }
 

@@ -1,6 +1,8 @@
 // LmdbStore's records: small values kept beside the entries (manifests, runtime identities).
 #include "core/tiers/user/lmdb_txn.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace jitcache::detail {
@@ -37,10 +39,19 @@ Expected<EntryUse> LmdbStore::entry_use(const Digest& key) {
   EntryUse use;
   if (!e->has_dbs || e->read_only) // only writers keep uses (open_env)
     return use;
-  auto seen = visit_value(*e, e->access, key,
-                          [&](std::string_view bytes) { use = decode_use(key, bytes); });
+  Expected<bool> seen = false;
+  const UseNews news = read_use_log(e->cache, [&] {
+    seen = visit_value(*e, e->access, key,
+                       [&](std::string_view bytes) { use = decode_use(key, bytes); });
+  });
   if (!seen)
     return std::move(seen).error();
+  for (const auto& [told, what] : news.uses) // told, not yet folded: as the fold will add it
+    if (told == key) {
+      use.last_use_us = std::max(use.last_use_us.value_or(0), what.when_us);
+      use.hits = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(std::uint64_t(use.hits.value_or(0)) + what.hits, UINT32_MAX));
+    }
   return use;
 }
 

@@ -90,7 +90,7 @@ LmdbStore::~LmdbStore() {
   // order eviction).
   if (m_env.use_count() == 1 && m_env->generation == fork_generation() && writes(*m_env) &&
       !m_env->uses.empty())
-    write_transaction(*m_env, [](MDB_txn*) { return MDB_SUCCESS; });
+    static_cast<void>(tell_through_log(*m_env, {}));
 }
 
 std::shared_ptr<LmdbStore::Env> LmdbStore::env() {
@@ -187,7 +187,7 @@ Expected<Store::Visit> LmdbStore::read_entry(const Digest& key,
   if (found && hit && writes(*e)) {
     e->uses.record(key, AccessLog::now_us());
     if (e->uses.due()) // a process that only hits still tells eviction what it uses
-      write_transaction(*e, [](MDB_txn*) { return MDB_SUCCESS; });
+      static_cast<void>(tell_through_log(*e, {}));
   }
   return found ? Visit::hit() : Visit::miss();
 }
@@ -296,7 +296,9 @@ Expected<void> LmdbStore::clear() {
   if (!writes(*e))
     return read_only_error(e->dir);
   e->uses.take();
+  TakenUseLog log; // its counters and uses go too
   const int rc = e->transact(true, [&](MDB_txn* txn) {
+    log = TakenUseLog::take(e->cache);
     for (MDB_dbi dbi : {e->entries, e->counters, e->access, e->meta, e->records, e->tuning})
       if (int r = mdb_drop(txn, dbi, 0); r != MDB_SUCCESS)
         return r;
@@ -304,6 +306,7 @@ Expected<void> LmdbStore::clear() {
   });
   if (rc != MDB_SUCCESS)
     return lmdb_error("clear", rc, e->dir);
+  log.remove();
   return {};
 }
 
@@ -359,6 +362,7 @@ Expected<LmdbStore::Discarded> LmdbStore::discard(const fs::path& dir) {
     result.entries = result.bytes = 0;
   if (auto removed = remove_data_files(*cache); !removed)
     return std::move(removed).error();
+  cache->remove(k_use_log_name); // its counters were the removed file's (nobody appends now)
   result.done = true;
   return result;
 }

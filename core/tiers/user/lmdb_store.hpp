@@ -52,7 +52,8 @@ struct LmdbOptions {
 /// evicts more first (make_room); a data file found over file_bound(limit) by an open that has
 /// the directory to itself is compacted first (never waiting for other processes). Uses are
 /// recorded in memory on hits and written with the next write (see AccessLog), never one write per
-/// hit.
+/// hit; a process with nothing else to write appends them, and its counters, to the use log
+/// (see use_log.hpp), which the next write transaction of any process folds in.
 class LmdbStore final : public UserTier {
 public:
   using Options = LmdbOptions;
@@ -90,10 +91,11 @@ public:
   /// are stored together or not at all (a compile is counted with the binary it produced).
   Expected<void> put(const Digest& key, const Entry& entry, const Stats& counters) override;
 
-  /// Adds `delta` to the counters kept in the environment, and writes the uses recorded since
-  /// the last write (one write transaction; none when there is nothing to write).
+  /// Adds `delta` to the counters kept for the environment, with the uses recorded since the
+  /// last write: appended to the use log (no write transaction; see use_log.hpp), or written
+  /// in one when the log cannot take them. Nothing when there is nothing to tell.
   Expected<void> add_counters(const Stats& delta) override;
-  /// Reads the counters kept in the environment.
+  /// Reads the counters kept in the environment and those in the use log not yet folded.
   Expected<Stats> counters() override;
   /// Sets every counter kept in the environment back to zero (`jitcache stats --zero`); the
   /// entries and what they record of their use are kept. Errors: io_error (LMDB's, with the
@@ -106,10 +108,11 @@ public:
   /// as stored.
   Expected<std::optional<std::string>> get_record(const Digest& name);
   /// When the entry of `key` was last used (stored or hit) and how often it was hit, as far as
-  /// this tier has been told: AccessLog writes hits in batches, with the next write of each
+  /// this tier has been told: AccessLog tells hits in batches, with the next write of each
   /// process and at the latest when its last handle closes (a process killed before that loses
-  /// its batch). Each part is empty when not known (a read-only environment keeps no uses). For
-  /// `jitcache list`. Errors: io_error (LMDB's, with the folder).
+  /// its batch), the batches of processes that wrote nothing else through the use log (counted
+  /// here before they are folded). Each part is empty when not known (a read-only environment
+  /// keeps no uses). For `jitcache list`. Errors: io_error (LMDB's, with the folder).
   Expected<EntryUse> entry_use(const Digest& key);
   /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.

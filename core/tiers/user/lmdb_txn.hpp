@@ -5,6 +5,7 @@
 
 #include "core/tiers/user/lmdb_env.hpp"
 #include "core/tiers/user/lmdb_health.hpp"
+#include "core/tiers/user/use_log.hpp"
 
 #include <jitcache/stats.hpp>
 
@@ -71,6 +72,9 @@ int apply_uses(LmdbStore::Env& e, MDB_txn* txn, const AccessLog::Batch& batch);
 /// What an entry whose value has `value_bytes` takes in `e`'s data file (entry_footprint).
 std::uint64_t footprint(LmdbStore::Env& e, std::uint64_t value_bytes);
 
+/// Adds `delta` to the counters inside `txn` (lmdb_counters.cpp). Returns an LMDB status.
+int add_counters_in(LmdbStore::Env& e, MDB_txn* txn, const Stats& delta);
+
 /// Called when a write found the map full at its bound (a size limit: see file_bound), before
 /// it is tried again: evicts least recently used entries, in a write transaction of its own,
 /// until the stored entries take room for an entry of `bytes` (twice as much for each further
@@ -79,9 +83,11 @@ std::uint64_t footprint(LmdbStore::Env& e, std::uint64_t value_bytes);
 bool make_room(LmdbStore::Env& e, std::uint64_t bytes, int round);
 
 /// A write transaction running `body(txn)` (of about `bytes`) that also writes the uses
-/// recorded since the last one; they are kept for the next write when this one fails. Under a
-/// size limit, a map full at its bound makes room (make_room) and tries again, a few times.
-/// Returns an LMDB status (ENOSPC for a short write on a full disk).
+/// recorded since the last one, and folds the use log (see use_log.hpp: its news are written
+/// first, so that eviction sees them, and the log is removed once the transaction commits).
+/// The uses are kept for the next write when this one fails, and the log stays. Under a size
+/// limit, a map full at its bound makes room (make_room) and tries again, a few times. Returns
+/// an LMDB status (ENOSPC for a short write on a full disk).
 template <typename Body>
 int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
   // Writing into a damaged tree is what crashes LMDB or grows it without bound.
@@ -90,13 +96,25 @@ int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
   constexpr int k_room_rounds = 4;
   const AccessLog::Batch uses = e.uses.take();
   const auto attempt = [&] {
-    return e.transact(
+    TakenUseLog log; // released after each attempt: make_room writes between attempts
+    bool taken = false;
+    const int rc = e.transact(
         true,
         [&](MDB_txn* txn) {
-          int r = apply_uses(e, txn, uses);
+          if (!taken) // taken once LMDB's writer lock is held (a body run again keeps it)
+            log = TakenUseLog::take(e.cache);
+          taken = true;
+          int r = add_counters_in(e, txn, log.news().counters);
+          if (r == MDB_SUCCESS)
+            r = apply_uses(e, txn, log.news().uses);
+          if (r == MDB_SUCCESS)
+            r = apply_uses(e, txn, uses);
           return r == MDB_SUCCESS ? body(txn) : r;
         },
         false, bytes);
+    if (rc == MDB_SUCCESS)
+      log.remove();
+    return rc;
   };
   int rc = attempt();
   for (int round = 0;
@@ -108,6 +126,13 @@ int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
   return full_disk_or(rc, e.dir, bytes);
 }
 
+/// Tells the tier `counters` and the uses recorded since its last write through the use log
+/// (use_log.hpp), without a write transaction; folds the log with one when it has grown to
+/// k_use_log_fold_at. When the log cannot take them (a full disk, a log that is not a file),
+/// writes them in a write transaction instead (lmdb_counters.cpp). Errors: lmdb_error of that
+/// transaction (the uses are then kept for the next write).
+Expected<void> tell_through_log(LmdbStore::Env& e, const Stats& counters);
+
 /// What all entries take in the data file (the sum of their footprints), kept in "meta" by
 /// every write; counted once for a tier written before it was kept.
 std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn);
@@ -115,9 +140,6 @@ std::uint64_t stored_total(LmdbStore::Env& e, MDB_txn* txn);
 std::uint64_t stored_total(MDB_txn* txn, MDB_dbi meta, MDB_dbi entries);
 /// Keeps `total` as the stored size of all entries. Returns an LMDB status.
 int set_total(LmdbStore::Env& e, MDB_txn* txn, std::uint64_t total);
-
-/// Adds `delta` to the counters inside `txn` (lmdb_counters.cpp). Returns an LMDB status.
-int add_counters_in(LmdbStore::Env& e, MDB_txn* txn, const Stats& delta);
 
 /// When `total` (the stored size with `stored` just written) is over `limit`, removes least
 /// recently used entries other than `stored` inside `txn` until it is at most

@@ -1,0 +1,98 @@
+#pragma once
+
+#include "core/tiers/user/access_log.hpp"
+#include "core/tiers/user/cache_dir.hpp"
+
+#include <jitcache/expected.hpp>
+#include <jitcache/stats.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace jitcache::detail {
+
+/// What the use log tells the user tier: counters to add, and uses of entries (the latest time
+/// and the hits of each).
+struct UseNews {
+  Stats counters;
+  AccessLog::Batch uses;
+  bool empty() const { return counters.by_backend.empty() && uses.empty(); }
+};
+
+/// The file `uses.log` in the user tier's folder: what a process that wrote nothing else tells
+/// the tier (its counters, the uses of the entries it hit), appended instead of a write
+/// transaction. Such a process (every hit-only run of a test suite, an edit-and-run loop, each
+/// rank of a job) then never takes LMDB's writer lock, checks the data file's pages or syncs
+/// the disk at exit; the next write transaction of any process folds the log into LMDB
+/// (fold_use_log) and removes it.
+///
+/// Each append is one record in one write(2) to a file opened O_APPEND, under a shared flock:
+///
+///   4 bytes   "JCU1"
+///   u32       length of the payload
+///   payload   u32 count, then per counter: u16-sized backend, u16-sized name, u64 amount;
+///             u32 count, then per use: 32-byte key, u64 last use (us), u64 hits
+///   u64       XXH3-64 of the payload
+///
+/// little-endian. A record cut short (a full disk, a killed process) or damaged is skipped, and
+/// reading goes on at the next "JCU1" that starts a whole record: damage loses the records it
+/// touches, never more, and never reads as a count it did not have.
+
+/// The log's name in the user tier's folder.
+inline constexpr const char* k_use_log_name = "uses.log";
+
+/// One record's bytes (exposed for the tests).
+std::string encode_use_record(const UseNews& news);
+/// The sum of the whole records in `bytes` (damaged ones skipped; see above).
+UseNews decode_use_log(std::string_view bytes);
+
+/// The log's size at which an append asks its caller to fold it (a write transaction).
+inline constexpr std::uint64_t k_use_log_fold_at = std::uint64_t(256) << 10;
+
+/// Appends `news` to the log in `dir` (made when absent, mode 0600, never through a link).
+/// Returns whether the log has reached k_use_log_fold_at. Errors: io_error (the log cannot be
+/// opened, is not a regular file, or its lock was not had within a second), store_full (a short
+/// write: the disk is full; the partial record is skipped by readers). Safe from many threads
+/// and processes at once, and against a fold running meanwhile (an append never lands in a log
+/// already folded).
+Expected<bool> append_use_log(const CacheDir& dir, const UseNews& news);
+
+/// What the log in `dir` holds now (nothing when there is none, or when it cannot be read).
+/// `beside` runs while the log is held (shared, after it is read; when there is no log, just
+/// before the call returns): what it reads of the tier and what the log said are then of one
+/// moment, a fold's news neither in both nor in neither.
+UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside);
+
+/// The log held exclusively for a fold: made inside a write transaction (after LMDB's writer
+/// lock: the only order in which the two locks are taken), applied to it, and removed once the
+/// transaction committed. Empty when there is no log, or when its lock was not had within
+/// 100 ms (an append stopped mid-way: the log waits for the next fold). Move-only; the lock is
+/// released when the object goes.
+class TakenUseLog {
+public:
+  TakenUseLog() = default;
+  /// Takes the log in `dir`.
+  static TakenUseLog take(const CacheDir& dir);
+  TakenUseLog(TakenUseLog&& other) noexcept;
+  TakenUseLog& operator=(TakenUseLog&& other) noexcept;
+  TakenUseLog(const TakenUseLog&) = delete;
+  TakenUseLog& operator=(const TakenUseLog&) = delete;
+  ~TakenUseLog();
+
+  /// What the log held (empty news when nothing was taken).
+  const UseNews& news() const { return m_news; }
+  /// Removes the log (its news are in the committed transaction). Appends waiting meanwhile go
+  /// to a new log.
+  void remove();
+
+private:
+  void release();
+
+  CacheDir m_dir;
+  int m_fd = -1;
+  UseNews m_news;
+};
+
+} // namespace jitcache::detail
