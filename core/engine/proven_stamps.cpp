@@ -24,7 +24,7 @@ ProvenStamps& ProvenStamps::process() {
 }
 
 namespace {
-[[maybe_unused]] const bool g_made_before_main =
+[[maybe_unused]] const bool g_proven_stamps_made_before_main =
     (ProvenStamps::process(), true); // see ForkSafeMutex
 } // namespace
 

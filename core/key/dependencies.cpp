@@ -204,7 +204,7 @@ private:
   std::size_t m_bytes = 0;
 };
 
-[[maybe_unused]] const bool g_made_before_main =
+[[maybe_unused]] const bool g_dependencies_made_before_main =
     (KnownScans::instance(), true); // see ForkSafeMutex
 
 } // namespace

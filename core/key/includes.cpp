@@ -243,7 +243,7 @@ private:
   IncludeScan m_out;
 };
 
-[[maybe_unused]] const bool g_made_before_main =
+[[maybe_unused]] const bool g_includes_made_before_main =
     (KnownHeaders::instance(), true); // see ForkSafeMutex
 
 } // namespace

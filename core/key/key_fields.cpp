@@ -64,7 +64,7 @@ private:
   std::size_t m_bytes = 0;
 };
 
-[[maybe_unused]] const bool g_made_before_main =
+[[maybe_unused]] const bool g_key_fields_made_before_main =
     (StoredDigests::instance(), true); // see ForkSafeMutex
 
 } // namespace

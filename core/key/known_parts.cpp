@@ -8,7 +8,8 @@ KnownParts& KnownParts::process() {
 }
 
 namespace {
-[[maybe_unused]] const bool g_made_before_main = (KnownParts::process(), true); // see ForkSafeMutex
+[[maybe_unused]] const bool g_known_parts_made_before_main =
+    (KnownParts::process(), true); // see ForkSafeMutex
 } // namespace
 
 std::optional<PartNames> KnownParts::names(const Dependencies::Vouched* scan) {

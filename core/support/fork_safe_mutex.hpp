@@ -15,9 +15,10 @@ namespace jitcache::detail {
 /// prepare step takes them newest first, the order the code takes them in), no ForkSafeMutex is
 /// made or destroyed while one is held, and the thread that calls fork() holds none. A
 /// process-wide object that holds one is made before main() (a namespace-scope initializer
-/// calling its accessor, `g_made_before_main`): a function-local static that one thread is still
-/// making when another forks leaves the child waiting forever on its initialisation guard.
-/// Lockable, for std::lock_guard; thread-safe.
+/// calling its accessor, `g_<file>_made_before_main`, named for its file so that files compiled in
+/// one batch do not clash): a function-local static that one thread is still making when another
+/// forks leaves the child waiting forever on its initialisation guard. Lockable, for
+/// std::lock_guard; thread-safe.
 class ForkSafeMutex {
 public:
   ForkSafeMutex();

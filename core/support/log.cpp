@@ -29,7 +29,7 @@ SaidOnce& said_once() {
   return *said;
 }
 
-[[maybe_unused]] const bool g_made_before_main =
+[[maybe_unused]] const bool g_log_made_before_main =
     (line_mutex(), said_once(), true); // see ForkSafeMutex
 
 const char* label(LogLevel level) {
