@@ -173,7 +173,9 @@ TEST_F(EvictionTest, TheDataFileStaysWithinTheLimitPlusItsSlack) {
   auto store = LmdbStore::open(dir.path() / "v1", true).value();
   const auto usage = store->usage().value();
   EXPECT_LE(usage.value_bytes, k_limit);
-  EXPECT_GT(usage.entries, 10u) << "eviction kept what fits";
+  // Eviction goes down to 90% of the limit, and entries here are 0.5 to 40 KB: where the last
+  // build lands in that cycle decides how many are left (10 to 14), not more than half the limit.
+  EXPECT_GT(usage.value_bytes, k_limit / 2) << "eviction kept what fits";
   EXPECT_TRUE(store->get(last.digest).value()) << "the newest entry stays";
 }
 
