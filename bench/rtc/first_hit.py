@@ -5,12 +5,14 @@ process per build, in turn, so that drift hits every build alike. Each process i
 build's own where the first process of the run compiled. Prints, per build, the median and the
 quartiles of the first request (a user-tier hit: what replaces the runtime's calls, goal under
 0.2 ms), of its repeat in the process (a memory hit) and of the whole process as this script
-times it (start, load of the libraries and the runtime, both requests, exit). With --at-once N,
+times it (start, load of the libraries and the runtime, both requests, exit), and of its exit
+alone (from main's return, as rtc_bench reports it, until this script has seen the process
+end: a front-end's work at exit, and the process's teardown). With --at-once N,
 also each round's N processes per build started at once (hits all, as the ranks of a warm job
 or a parallel test suite start): the median time until the last has exited.
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
-                    [--arch=OPTION] [--include DIR ...] [--at-once N]
+                    [--arch=OPTION] [--include DIR ...] [--at-once N] [--tier-from DIR]
                     LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
 CUB (the repeat is then the request that sets the headers' watches): --kernel block_reduce.cu
 --include CUDA/include/cccl --include CUDA/include.
@@ -19,6 +21,7 @@ builds of libjitcache-hiprtc.so.
 """
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,6 +48,9 @@ def main():
                         help="an include folder searched before the kernels' (repeatable)")
     parser.add_argument("--at-once", type=int, default=0,
                         help="also time this many processes per build started at once")
+    parser.add_argument("--tier-from", help="a folder whose data.mdb each build's user tier "
+                        "starts from (a large tier: bench/core/bench_page_check DIR 10000 makes "
+                        "DIR/10000)")
     parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
     args = parser.parse_args()
     builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
@@ -58,16 +64,22 @@ def main():
         env = {label: {"LD_PRELOAD": lib, "JITCACHE_DIR": os.path.join(tmp, label)}
                for label, lib in builds}
         for label, _ in builds:
+            if args.tier_from:  # the user tier's data file, before the compile adds its entry
+                os.makedirs(os.path.join(tmp, label, "v1"), mode=0o700)
+                shutil.copy(os.path.join(args.tier_from, "data.mdb"),
+                            os.path.join(tmp, label, "v1", "data.mdb"))
             run(argv, env[label], None)  # the compile
         first = {label: [] for label, _ in builds}
         again = {label: [] for label, _ in builds}
         process = {label: [] for label, _ in builds}
         at_once = {label: [] for label, _ in builds}
+        exit_ms = {label: [] for label, _ in builds}
         for _ in range(args.runs):
             for label, _ in builds:
                 start = time.perf_counter()
                 line = run(argv, env[label], None)
                 process[label].append((time.perf_counter() - start) * 1000)
+                exit_ms[label].append(time.monotonic() * 1000 - line["end_ms"])
                 first[label].append(line["ms"])
                 again[label].append(line["again_ms"])
                 if args.at_once:
@@ -79,10 +91,11 @@ def main():
                         raise RuntimeError(f"{label}: a process started at once failed")
                     at_once[label].append((time.perf_counter() - start) * 1000)
     print(f"{args.kernel}, {args.runs} fresh processes per build, ms: median (quartiles)")
-    print("| build | first request (user-tier hit) | its repeat (memory hit) | the process |")
-    print("|---|---:|---:|---:|")
+    print("| build | first request (user-tier hit) | its repeat (memory hit) | the process "
+          "| its exit |")
+    print("|---|---:|---:|---:|---:|")
     for label, _ in builds:
-        cells = [quartiles(values[label]) for values in (first, again, process)]
+        cells = [quartiles(values[label]) for values in (first, again, process, exit_ms)]
         print(f"| {label} | " + " | ".join(f"{m:.3f} ({q1:.3f} to {q3:.3f})" for q1, m, q3 in cells)
               + " |")
     if args.at_once:

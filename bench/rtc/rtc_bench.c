@@ -6,7 +6,8 @@
  *   rtc_bench [--many N] KERNEL_FILE ARCH_OPTION [-I DIR | -OPTION | NAME_EXPRESSION]...
  *
  * One program: prints {"ms": <the create .. destroy calls>, "again_ms": <the same calls made
- * again in the process>, "bytes": <binary size>} on one line.
+ * again in the process>, "bytes": <binary size>, "end_ms": <CLOCK_MONOTONIC when main returns,
+ * so that the caller can time the exit (a front-end's work at exit)>} on one line.
  * --many N: N programs in one process, as a CuPy program makes them: each one's source (and
  * name expressions) the file's with every "@N@" replaced by the program's number, so that each
  * is distinct. Prints {"ms": <all N>, "first_ms": <the first>, "bytes": <all binaries>}. */
@@ -159,7 +160,10 @@ int main(int argc, char** argv) {
     const double again = now_ms();
     compile_once(source, name, n_options, options, n_expressions, expressions);
     const double again_ms = now_ms() - again;
-    printf("{\"ms\": %.4f, \"again_ms\": %.4f, \"bytes\": %zu}\n", ms, again_ms, size);
+    free(source);
+    printf("{\"ms\": %.4f, \"again_ms\": %.4f, \"bytes\": %zu, \"end_ms\": %.4f}\n", ms,
+           again_ms, size, now_ms());
+    return 0;
   }
   free(source);
   return 0;
