@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
     compile_once(source, name, n_options, options, n_expressions, expressions);
     const double again_ms = now_ms() - again;
     free(source);
-    printf("{\"ms\": %.4f, \"again_ms\": %.4f, \"bytes\": %zu, \"end_ms\": %.4f}\n", ms,
-           again_ms, size, now_ms());
+    printf("{\"ms\": %.4f, \"again_ms\": %.4f, \"bytes\": %zu, \"end_ms\": %.4f}\n", ms, again_ms,
+           size, now_ms());
     return 0;
   }
   free(source);
