@@ -1,4 +1,5 @@
-// LmdbStore's counters: kept in the environment, shared by every process using the cache.
+// LmdbStore's counters: kept in the environment, shared by every process using the cache, and
+// told through the use log until a write folds it in.
 #include "core/tiers/user/lmdb_txn.hpp"
 
 #include "core/support/log.hpp"

@@ -297,8 +297,11 @@ Expected<void> LmdbStore::clear() {
     return read_only_error(e->dir);
   e->uses.take();
   TakenUseLog log; // its counters and uses go too
+  bool taken = false;
   const int rc = e->transact(true, [&](MDB_txn* txn) {
-    log = TakenUseLog::take(e->cache);
+    if (!taken) // a body run again keeps it
+      log = TakenUseLog::take(e->cache);
+    taken = true;
     for (MDB_dbi dbi : {e->entries, e->counters, e->access, e->meta, e->records, e->tuning})
       if (int r = mdb_drop(txn, dbi, 0); r != MDB_SUCCESS)
         return r;
