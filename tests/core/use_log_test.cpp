@@ -178,6 +178,10 @@ TEST_F(UseLogStore, AProcessThatOnlyHitsLeavesTheDataFileAsItWasAndIsCounted) {
   EXPECT_TRUE(fs::exists(log()));
   EXPECT_EQ(counted("told"), 3u) << "the log's counters are counted";
   EXPECT_EQ(open()->entry_use(k_key).value().hits, 6u) << "and its hits";
+  const auto listed = open()->entry_uses({Digest::of("absent"), k_key}).value();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].hits, std::nullopt) << "nothing told of an absent entry";
+  EXPECT_EQ(listed[1].hits, 6u) << "a listing reads the log once for all its entries";
 
   ASSERT_TRUE(open()->put(Digest::of("another"), Entry{"opencl", "binary"}));
   EXPECT_FALSE(fs::exists(log())) << "the next write folds the log in and removes it";

@@ -95,15 +95,20 @@ int run_list(const Config& config, const Output& out) {
   auto listed = (*store)->for_each([&](const Store::Item& item) { items.push_back(item); });
   if (!listed)
     return fail(listed.error());
+  std::vector<Digest> keys;
+  for (const Store::Item& item : items)
+    keys.push_back(item.key);
+  const auto uses = (*store)->entry_uses(keys); // the use log read once, not once per entry
   const std::uint64_t now_us = detail::AccessLog::now_us();
   Backends backends;
-  for (const Store::Item& item : items) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Store::Item& item = items[i];
     Described about;
     // Peeked: listing an entry is not a use of it (no hit counted, its age unchanged).
     if (item.valid)
       static_cast<void>((*store)->peek(
           item.key, [&](const EntryView& entry) { about = describe(entry, backends); }));
-    const auto use = (*store)->entry_use(item.key);
+    const detail::EntryUse* use = uses ? &(*uses)[i] : nullptr;
     std::optional<std::uint64_t> age_s;
     if (use && use->last_use_us && *use->last_use_us <= now_us)
       age_s = (now_us - *use->last_use_us) / 1'000'000;

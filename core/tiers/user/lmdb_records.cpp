@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <map>
+#include <vector>
 
 namespace jitcache::detail {
 
@@ -35,24 +37,34 @@ Expected<bool> visit_value(LmdbStore::Env& e, MDB_dbi dbi, const Digest& name,
 }
 
 Expected<EntryUse> LmdbStore::entry_use(const Digest& key) {
+  auto uses = entry_uses({key});
+  if (!uses)
+    return std::move(uses).error();
+  return uses->front();
+}
+
+Expected<std::vector<EntryUse>> LmdbStore::entry_uses(const std::vector<Digest>& keys) {
   auto e = env();
-  EntryUse use;
+  std::vector<EntryUse> uses(keys.size());
   if (!e->has_dbs || e->read_only) // only writers keep uses (open_env)
-    return use;
+    return uses;
   Expected<bool> seen = false;
   const UseNews news = read_use_log(e->cache, [&] {
-    seen = visit_value(*e, e->access, key,
-                       [&](std::string_view bytes) { use = decode_use(key, bytes); });
+    for (std::size_t i = 0; i < keys.size() && seen; ++i)
+      seen = visit_value(*e, e->access, keys[i],
+                         [&](std::string_view bytes) { uses[i] = decode_use(keys[i], bytes); });
   });
   if (!seen)
     return std::move(seen).error();
-  for (const auto& [told, what] : news.uses) // told, not yet folded: as the fold will add it
-    if (told == key) {
-      use.last_use_us = std::max(use.last_use_us.value_or(0), what.when_us);
-      use.hits = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(std::uint64_t(use.hits.value_or(0)) + what.hits, UINT32_MAX));
+  std::map<Digest, AccessLog::Use> told(news.uses.begin(), news.uses.end());
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (auto it = told.find(keys[i]); it != told.end()) { // not yet folded: as the fold adds it
+      EntryUse& use = uses[i];
+      use.last_use_us = std::max(use.last_use_us.value_or(0), it->second.when_us);
+      use.hits = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+          std::uint64_t(use.hits.value_or(0)) + it->second.hits, UINT32_MAX));
     }
-  return use;
+  return uses;
 }
 
 Expected<bool> LmdbStore::visit_record(const Digest& name,

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace jitcache::detail {
 
@@ -114,6 +115,9 @@ public:
   /// here before they are folded). Each part is empty when not known (a read-only environment
   /// keeps no uses). For `jitcache list`. Errors: io_error (LMDB's, with the folder).
   Expected<EntryUse> entry_use(const Digest& key);
+  /// entry_use() of each of `keys`, in their order, with one reading of the use log (a listing
+  /// of every entry). Errors as entry_use().
+  Expected<std::vector<EntryUse>> entry_uses(const std::vector<Digest>& keys);
   /// Like get_record(), without copying: runs `use` on the record's bytes in place inside a
   /// read transaction, and says whether it did. `use` must not call this store.
   Expected<bool> visit_record(const Digest& name,
