@@ -17,17 +17,12 @@ namespace jitcache::detail {
 namespace {
 
 constexpr std::string_view k_use_magic = "JCU1";
-constexpr const char* k_use_file = k_use_log_name;
 constexpr std::size_t k_use_frame =
     k_use_magic.size() + sizeof(std::uint32_t) + sizeof(std::uint64_t);
 // A record holds one process's news: far below this. A length above it is damage.
 constexpr std::uint32_t k_use_max_payload = std::uint32_t(64) << 20;
 constexpr auto k_use_append_wait = std::chrono::milliseconds(1000);
 constexpr auto k_use_fold_wait = std::chrono::milliseconds(100);
-
-template <typename Size> bool take_use_text(std::string_view& in, std::string& text) {
-  return take_sized<Size>(in, text);
-}
 
 // The payload's news, or nothing when it does not parse to its end.
 std::optional<UseNews> decode_use_payload(std::string_view in) {
@@ -38,7 +33,7 @@ std::optional<UseNews> decode_use_payload(std::string_view in) {
   for (std::uint32_t i = 0; i < counters; ++i) {
     std::string backend, name;
     std::uint64_t amount = 0;
-    if (!take_use_text<std::uint16_t>(in, backend) || !take_use_text<std::uint16_t>(in, name) ||
+    if (!take_sized<std::uint16_t>(in, backend) || !take_sized<std::uint16_t>(in, name) ||
         !take_le(in, amount))
       return std::nullopt;
     news.counters.by_backend[backend][name] += amount;
@@ -62,13 +57,14 @@ std::optional<UseNews> decode_use_payload(std::string_view in) {
   return news;
 }
 
-// The descriptor of the log now named in `dir`, locked with `operation`: one opened before a
-// fold removed it is let go and the new one opened. -1 with errno when there is none (ENOENT,
-// only when `create` is false), or when it cannot be opened or locked within `wait`.
+// The descriptor of the log now named in `dir`, opened with `flags` and locked with
+// `operation`: one opened before a fold removed it is let go and the new one opened. -1 with
+// errno when there is none (ENOENT, without O_CREAT in `flags`), or when it cannot be opened or
+// locked within `wait`.
 int open_use_log_locked(const CacheDir& dir, int flags, int operation,
                         std::chrono::milliseconds wait) {
   for (int round = 0; round < 8; ++round) {
-    auto fd = dir.open_file(k_use_file, flags);
+    auto fd = dir.open_file(k_use_log_name, flags);
     if (!fd)
       return -1;
     if (!flock_within(*fd, operation, wait)) {
@@ -78,7 +74,7 @@ int open_use_log_locked(const CacheDir& dir, int flags, int operation,
       return -1;
     }
     struct stat held {};
-    const auto named = dir.stat(k_use_file);
+    const auto named = dir.stat(k_use_log_name);
     if (::fstat(*fd, &held) == 0 && held.st_nlink == 1 && named && named->st_ino == held.st_ino &&
         named->st_dev == held.st_dev)
       return *fd;
@@ -160,7 +156,7 @@ UseNews decode_use_log(std::string_view bytes) {
 
 Expected<bool> append_use_log(const CacheDir& dir, const UseNews& news) {
   const std::string record = encode_use_record(news);
-  const std::string path = (dir.path() / k_use_file).string();
+  const std::string path = (dir.path() / k_use_log_name).string();
   const int fd =
       open_use_log_locked(dir, O_WRONLY | O_APPEND | O_CREAT, LOCK_SH, k_use_append_wait);
   if (fd < 0)
@@ -181,7 +177,7 @@ Expected<bool> append_use_log(const CacheDir& dir, const UseNews& news) {
 
 UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside) {
   const int fd =
-      dir.stat(k_use_file) ? open_use_log_locked(dir, O_RDONLY, LOCK_SH, k_use_fold_wait) : -1;
+      dir.stat(k_use_log_name) ? open_use_log_locked(dir, O_RDONLY, LOCK_SH, k_use_fold_wait) : -1;
   UseNews news = fd >= 0 ? decode_use_log(read_use_log_bytes(fd)) : UseNews{};
   beside();
   if (fd >= 0)
@@ -191,7 +187,7 @@ UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside) {
 
 TakenUseLog TakenUseLog::take(const CacheDir& dir) {
   TakenUseLog taken;
-  if (!dir.stat(k_use_file))
+  if (!dir.stat(k_use_log_name))
     return taken;
   const int fd = open_use_log_locked(dir, O_RDONLY, LOCK_EX, k_use_fold_wait);
   if (fd < 0)
@@ -225,7 +221,7 @@ TakenUseLog::~TakenUseLog() {
 void TakenUseLog::remove() {
   if (m_fd >= 0)
     m_dir.remove(
-        k_use_file); // still locked: no append lands in it from now on (open_use_log_locked)
+        k_use_log_name); // still locked: no append lands in it from now on (open_use_log_locked)
   release();
 }
 
