@@ -14,9 +14,11 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <random>
 #include <vector>
 
@@ -277,6 +279,51 @@ TEST_F(UseLogStore, AnAppendStoppedMidWayHoldsUpNoWrite) {
   ASSERT_TRUE(open()->put(Digest::of("after"), Entry{"opencl", "binary"}));
   EXPECT_FALSE(fs::exists(log()));
   EXPECT_EQ(counted("told"), 1u);
+}
+
+// A disk that fills while processes tell the tier (a 1 MB tmpfs, then one page left free): an
+// append cut short is skipped, every add_counters that succeeded is counted once the disk has
+// room again, and none that failed is.
+TEST_F(UseLogStore, ADiskThatFillsMidAppendLosesOnlyWhatItReported) {
+  constexpr int k_skip = 77;
+  ChildProcess child([&] {
+    const fs::path small = dir.path() / "small";
+    fs::create_directory(small);
+    if (!test::private_mounts() ||
+        ::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=1m,mode=0700") != 0)
+      return k_skip;
+    auto store = LmdbStore::open(small / "tier", false).value();
+    if (!store->put(k_key, Entry{"opencl", "binary"}))
+      return 1;
+    const fs::path filler = small / "filler";
+    {
+      std::ofstream out(filler, std::ios::binary);
+      const std::string block(4096, 'f');
+      while (out.write(block.data(), block.size()))
+        out.flush();
+    }
+    fs::resize_file(filler, fs::file_size(filler) - 4096); // one page free: a record is cut
+    Stats news;                                            // about 400 bytes a record
+    for (int c = 0; c < 12; ++c)
+      news.by_backend["opencl"]["counter" + std::to_string(c)] = 1;
+    int told = 0;
+    for (int i = 0; i < 30; ++i)
+      told += store->add_counters(news) ? 1 : 0;
+    if (told == 0 || told == 30)
+      return 2; // the disk did not fill mid-way: the test proves nothing
+    fs::remove(filler);
+    if (!store->put(Digest::of("after"), Entry{"opencl", "binary"}))
+      return 3;
+    const Stats counted = store->counters().value();
+    for (int c = 0; c < 12; ++c)
+      if (counted.by_backend.at("opencl").at("counter" + std::to_string(c)) != std::uint64_t(told))
+        return 4;
+    return fs::exists(small / "tier" / detail::k_use_log_name) ? 5 : 0;
+  });
+  const int status = child.wait();
+  if (status == k_skip)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs CAP_SYS_ADMIN)";
+  EXPECT_EQ(status, 0) << child.err();
 }
 
 TEST_F(UseLogStore, ZeroingAndClearingTakeTheLogsCountersToo) {
