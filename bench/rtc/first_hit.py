@@ -4,20 +4,26 @@ process per build, in turn, so that drift hits every build alike. Each process i
 (create, compile, get the binary, destroy) under the build's front-end, in a user tier of that
 build's own where the first process of the run compiled. Prints, per build, the median and the
 quartiles of the first request (a user-tier hit: what replaces the runtime's calls, goal under
-0.2 ms), of its repeat in the process (a memory hit) and of the whole process as this script
+0.2 ms), of its repeat in the process and of the whole process as this script
 times it (start, load of the libraries and the runtime, both requests, exit), and of its exit
 alone (from main's return, as rtc_bench reports it, until this script has seen the process
 end: a front-end's work at exit, and the process's teardown). With --at-once N,
 also each round's N processes per build started at once (hits all, as the ranks of a warm job
-or a parallel test suite start): the median time until the last has exited.
+or a parallel test suite start): the median time until the last has exited. With --many N,
+each process asks for N distinct kernels instead (rtc_bench --many: the file's "@N@" replaced by
+each kernel's number), all user-tier hits, as a CuPy program's kernels are: the first, each of
+the others, and all N.
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
                     [--arch=OPTION] [--include DIR ...] [--at-once N] [--tier-from DIR]
-                    LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+                    [--many N] [--extra=ARG ...] LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
 CUB (the repeat is then the request that sets the headers' watches): --kernel block_reduce.cu
 --include CUDA/include/cccl --include CUDA/include.
 hipRTC: --bench PATH/rtc_bench_hiprtc --kernel saxpy.hip --arch=--offload-arch=gfx90a and
 builds of libjitcache-hiprtc.so.
+The CuPy-like workload: --kernels bench/rtc/cupy_like --kernel cupy_like.cu --many 30
+--include bench/rtc/cupy_like/include --include CUDA/include/cccl --include CUDA/include
+--extra=--std=c++17 '--extra=reduce_@N@<float>'.
 """
 import argparse
 import os
@@ -51,13 +57,20 @@ def main():
     parser.add_argument("--tier-from", help="a folder whose data.mdb each build's user tier "
                         "starts from (a large tier: bench/core/bench_page_check DIR 10000 makes "
                         "DIR/10000)")
+    parser.add_argument("--many", type=int, default=0,
+                        help="N distinct kernels per process instead of one request and its repeat")
+    parser.add_argument("--extra", action="append", default=[],
+                        help="an argument passed on to rtc_bench: an option or a name expression "
+                        "(repeatable)")
     parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
     args = parser.parse_args()
     builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
     kernels = os.path.abspath(args.kernels)
-    argv = [os.path.abspath(args.bench), os.path.join(kernels, args.kernel), args.arch]
+    argv = [os.path.abspath(args.bench)] + (["--many", str(args.many)] if args.many else []) + [
+        os.path.join(kernels, args.kernel), args.arch]
     for folder in args.include + [kernels]:
         argv += ["-I", os.path.abspath(folder)]
+    argv += args.extra
     # Run from an empty folder: the key's include candidates include the current one.
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as here:
         os.chdir(here)
@@ -74,14 +87,20 @@ def main():
         process = {label: [] for label, _ in builds}
         at_once = {label: [] for label, _ in builds}
         exit_ms = {label: [] for label, _ in builds}
+        every = {label: [] for label, _ in builds}
         for _ in range(args.runs):
             for label, _ in builds:
                 start = time.perf_counter()
                 line = run(argv, env[label], None)
                 process[label].append((time.perf_counter() - start) * 1000)
                 exit_ms[label].append(time.monotonic() * 1000 - line["end_ms"])
-                first[label].append(line["ms"])
-                again[label].append(line["again_ms"])
+                if args.many:  # the first kernel; each of the others; all of them
+                    first[label].append(line["first_ms"])
+                    again[label].append((line["ms"] - line["first_ms"]) / max(args.many - 1, 1))
+                    every[label].append(line["ms"])
+                else:
+                    first[label].append(line["ms"])
+                    again[label].append(line["again_ms"])
                 if args.at_once:
                     start = time.perf_counter()
                     batch = [subprocess.Popen(argv, env={**os.environ, **env[label]},
@@ -91,11 +110,17 @@ def main():
                         raise RuntimeError(f"{label}: a process started at once failed")
                     at_once[label].append((time.perf_counter() - start) * 1000)
     print(f"{args.kernel}, {args.runs} fresh processes per build, ms: median (quartiles)")
-    print("| build | first request (user-tier hit) | its repeat (memory hit) | the process "
-          "| its exit |")
-    print("|---|---:|---:|---:|---:|")
+    if args.many:
+        print(f"| build | first kernel (user-tier hit) | each of the other {args.many - 1} | all "
+              f"{args.many} | the process | its exit |")
+        print("|---|---:|---:|---:|---:|---:|")
+        columns = (first, again, every, process, exit_ms)
+    else:
+        print("| build | first request (user-tier hit) | its repeat | the process | its exit |")
+        print("|---|---:|---:|---:|---:|")
+        columns = (first, again, process, exit_ms)
     for label, _ in builds:
-        cells = [quartiles(values[label]) for values in (first, again, process, exit_ms)]
+        cells = [quartiles(values[label]) for values in columns]
         print(f"| {label} | " + " | ".join(f"{m:.3f} ({q1:.3f} to {q3:.3f})" for q1, m, q3 in cells)
               + " |")
     if args.at_once:

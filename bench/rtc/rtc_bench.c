@@ -10,7 +10,8 @@
  * so that the caller can time the exit (a front-end's work at exit)>} on one line.
  * --many N: N programs in one process, as a CuPy program makes them: each one's source (and
  * name expressions) the file's with every "@N@" replaced by the program's number, so that each
- * is distinct. Prints {"ms": <all N>, "first_ms": <the first>, "bytes": <all binaries>}. */
+ * is distinct. Prints {"ms": <all N>, "first_ms": <the first>, "bytes": <all binaries>,
+ * "end_ms": <as above>}. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +112,8 @@ static void compile_many(int count, const char* source, const char* name, int n_
       free(numbered_expressions[i]);
     free(text);
   }
-  printf("{\"ms\": %.4f, \"first_ms\": %.4f, \"bytes\": %zu}\n", ms, first_ms, bytes);
+  printf("{\"ms\": %.4f, \"first_ms\": %.4f, \"bytes\": %zu, \"end_ms\": %.4f}\n", ms, first_ms,
+         bytes, now_ms());
 }
 
 int main(int argc, char** argv) {

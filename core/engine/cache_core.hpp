@@ -78,8 +78,9 @@ public:
   bool persistent(const std::string& backend) const;
 
   /// Whether the tier walk copies a persistent hit into the memory tier of entries: yes for
-  /// callers without a memory tier of their own; no for loaders whose handles are one (a copy
-  /// of a heavy binary costs more than the rest of a hit).
+  /// callers that are handed entries (Cache::get_or_compile, lookup); no for the request
+  /// pipeline, whose answer is held by what it loaded or by the front-end's program (a copy of
+  /// a heavy binary costs more than the rest of a hit).
   enum class Memory { keep, skip };
 
   /// The tiers whose entry for a request was refused (rejected) during that request: not asked

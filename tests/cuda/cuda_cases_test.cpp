@@ -17,6 +17,7 @@ constexpr const char* k_arch = "sm_80";
 class CudaCase : public test::BackendCase {
 public:
   std::string backend() const override { return "cuda"; }
+  bool loads() const override { return false; }
   Expected<BuildInfo> build(Cache& cache) override {
     auto binary = cuda::compile(cache, k_arch, m_program);
     if (!binary)

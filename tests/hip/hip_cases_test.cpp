@@ -18,6 +18,7 @@ constexpr const char* k_target = "gfx90a";
 class HipCase : public test::BackendCase {
 public:
   std::string backend() const override { return "hip"; }
+  bool loads() const override { return false; }
   Expected<BuildInfo> build(Cache& cache) override {
     auto code = hip::compile(cache, k_target, m_program);
     if (!code)

@@ -76,6 +76,7 @@ public:
   bool ready() const { return m_context != nullptr; }
 
   std::string backend() const override { return "opencl"; }
+  bool loads() const override { return true; }
   Expected<BuildInfo> build(Cache& cache) override {
     auto program = opencl::build_program(cache, m_context, m_device, m_source, k_options);
     if (!program)

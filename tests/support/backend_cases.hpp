@@ -15,6 +15,9 @@ public:
   virtual ~BackendCase() = default;
   /// "opencl", "cuda", "hip".
   virtual std::string backend() const = 0;
+  /// Whether build() loads what it is answered (a loader's memory tier of handles answers a
+  /// repeat); an offline compile's repeat is answered again by the tier that answered it.
+  virtual bool loads() const = 0;
   /// Builds the backend's sample program through `cache` and checks that the result is the
   /// right kernel (it runs and computes the right answer where a device is present, else it is
   /// a binary for the right target that holds the kernel). Errors: the build's, or
