@@ -40,13 +40,15 @@ std::optional<std::string> network_filesystem_name(long type) {
 
 Filesystem probe_filesystem(const fs::path& path) {
   Filesystem result;
-  std::error_code ec;
-  fs::path p = path;
-  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path())
-    p = p.parent_path();
+  // statfs(2) fails on a path that does not exist: one call where it does (a stat first doubled
+  // the calls of a request's directory watches), and a walk up to the nearest ancestor where not.
   struct statfs st {};
-  if (p.empty() || ::statfs(p.c_str(), &st) != 0)
-    return result;
+  fs::path p = path;
+  while (::statfs(p.c_str(), &st) != 0) {
+    if (p.empty() || p == p.parent_path())
+      return result;
+    p = p.parent_path();
+  }
   result.type = static_cast<long>(st.f_type);
   if (auto name = network_filesystem_name(result.type)) {
     result.name = *name;

@@ -267,6 +267,21 @@ TEST(NetworkFilesystems, KnownTypesAreNamedAndLocalOnesAreNot) {
   EXPECT_NE(probe_filesystem(local.path()).type, 0);
 }
 
+TEST(NetworkFilesystems, APathThatDoesNotExistIsOnItsNearestAncestorsFilesystem) {
+  test::TempDir local;
+  const long here = probe_filesystem(local.path()).type;
+  ASSERT_NE(here, 0);
+  EXPECT_EQ(probe_filesystem(local.path() / "not" / "yet").type, here);
+  std::ofstream(local.path() / "file") << "x";
+  EXPECT_EQ(probe_filesystem(local.path() / "file" / "below").type, here) << "through a file";
+  fs::create_symlink(local.path() / "nowhere", local.path() / "dangling");
+  EXPECT_EQ(probe_filesystem(local.path() / "dangling" / "x").type, here);
+  // Another filesystem below the folder: the path's own, not the ancestor's.
+  EXPECT_EQ(probe_filesystem("/proc/self/not-there").type, probe_filesystem("/proc").type);
+  EXPECT_NE(probe_filesystem("/proc").type, here);
+  EXPECT_EQ(probe_filesystem("").type, 0) << "no path: nothing to ask";
+}
+
 TEST_F(UserTierFaults, CompactionShrinksTheFileAndKeepsEveryEntry) {
   fill(0, 40, 50 << 10);
   {
