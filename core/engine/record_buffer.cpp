@@ -77,9 +77,10 @@ void RecordBuffer::flush_unsaved() {
   if (!m_tiers.user() || m_tiers.user_tier()->dead || !m_tiers.user()->writable())
     return;
   write_records(records);
-  if (m_tiers.deferred() && !m_tiers.deferred()->opened() &&
-      (pending.by_backend.empty() || !m_make_user_tier()))
-    return; // a tier not made yet has no uses to write
+  // A tier not made yet has no uses to write; its counters go to its use log, with no
+  // environment made or opened (DeferredUserTier::add_counters).
+  if (m_tiers.deferred() && !m_tiers.deferred()->opened() && pending.by_backend.empty())
+    return;
   // Keyed like write()'s warning: a full or failing disk is one warning, not one per write.
   if (auto ok = m_tiers.user()->add_counters(pending); !ok)
     log::write_once(LogLevel::warn, "put:" + m_tiers.user()->name() + to_string(ok.error().code),

@@ -312,6 +312,44 @@ TEST_F(PackagesCliTest, NoNoticeWhenAServedRequestsKeyIsRecalled) {
   }
 }
 
+// Runs whose every request a package served make no LMDB environment: their counters go to the
+// user tier's use log, which `stats` reads, and `stats --zero` and `clear` empty.
+TEST_F(PackagesCliTest, PackageOnlyRunsAreCountedWithoutAUserTierAndZeroedAndCleared) {
+  const fs::path maker = dir.path() / "maker", user = dir.path() / "user";
+  const fs::path package = dir.path() / "opencl-pocl.jcpkg", kernel = dir.path() / "twice.cl";
+  std::ofstream(kernel) << "__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }\n";
+  const auto build_kernel = [&](const std::map<std::string, std::string>& vars) {
+    auto built = run_cli({"build", "--backend", "opencl", "--json", kernel.string()}, vars);
+    EXPECT_EQ(built.exit_code, 0) << built.err;
+    return json_lines(built.out).at(0)["tier"];
+  };
+  ASSERT_EQ(build_kernel(env(maker)), "compile");
+  auto out = run_cli({"export", "-o", package.string(), "--backend", "opencl", "--device", "0"},
+                     env(maker));
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const auto system_hits = [&] {
+    auto stats = run_cli({"stats", "--json"}, env(user, package.string()));
+    EXPECT_EQ(stats.exit_code, 0) << stats.err;
+    return json_lines(stats.out).at(0)["hits_by_tier"].value("system", 0);
+  };
+  for (int run = 0; run < 3; ++run)
+    EXPECT_EQ(build_kernel(env(user, package.string())), "system");
+  EXPECT_FALSE(fs::exists(user / "v1" / "data.mdb"));
+  EXPECT_FALSE(fs::exists(user / "v1" / "lock.mdb"));
+  EXPECT_TRUE(fs::is_regular_file(user / "v1" / "uses.log"));
+  EXPECT_EQ(system_hits(), 3);
+  auto zeroed = run_cli({"stats", "--zero"}, env(user, package.string()));
+  ASSERT_EQ(zeroed.exit_code, 0) << zeroed.err;
+  EXPECT_EQ(system_hits(), 0);
+  EXPECT_EQ(build_kernel(env(user, package.string())), "system");
+  EXPECT_EQ(system_hits(), 1);
+  auto cleared = run_cli({"clear", "--json"}, env(user, package.string()));
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  EXPECT_EQ(json_lines(cleared.out).at(0)["cleared"], 0);
+  EXPECT_EQ(system_hits(), 0);
+  EXPECT_FALSE(fs::exists(user / "v1" / "data.mdb")) << "nothing made by reading or clearing";
+}
+
 #ifdef JITCACHE_TEST_HAVE_CUDA
 TEST_F(PackagesCliTest, NoticeNamesTheTargetWithoutAPackageAndWhatIsInstalled) {
   const fs::path maker = dir.path() / "maker", user = dir.path() / "user";

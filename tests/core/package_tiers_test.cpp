@@ -6,7 +6,9 @@
 #include "core/engine/tier_set.hpp"
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/packages/package_store.hpp"
+#include "core/tiers/user/deferred_user_tier.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
+#include "core/tiers/user/use_log.hpp"
 #include "core/tiers/user/user_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -182,6 +184,103 @@ TEST_F(PackageTiersTest, PackageHitsMakeNoUserTierUntilSomethingIsWritten) {
   auto counters = (*kept)->counters();
   ASSERT_TRUE(counters);
   EXPECT_EQ(counters->hits("cuda", "system"), 1u);
+}
+
+// A process whose requests packages served tells its counters through the use log: it makes
+// no LMDB environment (a new machine's first run) and opens none (a later run), and the counters
+// are read from the log until the first write folds them in, once.
+TEST_F(PackageTiersTest, PackageOnlyProcessesTellTheirCountersWithoutTheEnvironment) {
+  package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
+  const Config fresh = Config::from_variables(
+      {{"JITCACHE_DIR", (m_dir.path() / "new" / "user").string()},
+       {"JITCACHE_SYSTEM_PATH", (m_dir.path() / "cuda-sm_90.jcpkg").string()}});
+  int compiles = 0;
+  const auto compile = [&]() -> Expected<Entry> {
+    ++compiles;
+    return Entry{"cuda", "COMPILED"};
+  };
+  const auto hit_a = [&] {
+    Cache cache(fresh);
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(cuda_key_for("a"), compile, &info));
+    EXPECT_EQ(info.tier, "system");
+  };
+  for (int process = 0; process < 3; ++process)
+    hit_a();
+  EXPECT_FALSE(fs::exists(fresh.cache_dir / "data.mdb")) << "an environment made at exit";
+  EXPECT_FALSE(fs::exists(fresh.cache_dir / "lock.mdb"));
+  EXPECT_TRUE(fs::is_regular_file(fresh.cache_dir / "uses.log"));
+  EXPECT_EQ(fs::status(fresh.cache_dir).permissions() & fs::perms::all, fs::perms::owner_all);
+  {
+    auto user = cache_user_tier(fresh); // what a Cache reads its counters through
+    ASSERT_TRUE(user);
+    auto* deferred = std::get_if<std::shared_ptr<DeferredUserTier>>(&*user);
+    ASSERT_TRUE(deferred);
+    auto counted = (*deferred)->counters();
+    ASSERT_TRUE(counted) << counted.error().message;
+    EXPECT_EQ(counted->hits("cuda", "system"), 3u) << "read from the log";
+    EXPECT_FALSE((*deferred)->opened());
+  }
+  {
+    Cache cache(fresh);
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(cuda_key_for("b"), compile, &info));
+    EXPECT_EQ(info.tier, "compile");
+    EXPECT_TRUE(fs::is_regular_file(fresh.cache_dir / "data.mdb"));
+    EXPECT_FALSE(fs::exists(fresh.cache_dir / "uses.log")) << "folded by the entry's write";
+  }
+  // The tier exists now, and is not opened for the counters either: a writable environment
+  // closed in the process would leave its clean-end marker.
+  fs::remove(fresh.cache_dir / "closed");
+  hit_a();
+  EXPECT_FALSE(fs::exists(fresh.cache_dir / "closed")) << "the environment was opened at exit";
+  auto kept = open_user_store(fresh, true);
+  ASSERT_TRUE(kept);
+  auto counters = (*kept)->counters();
+  ASSERT_TRUE(counters);
+  EXPECT_EQ(counters->hits("cuda", "system"), 4u) << "each counted once";
+  EXPECT_EQ(counters->get("cuda", Counter::compiles), 1u);
+  EXPECT_EQ(compiles, 1);
+}
+
+// The log stays bounded with no writer at all: a package-only process that finds it due a fold
+// makes the environment and folds it.
+TEST_F(PackageTiersTest, ALogDueAFoldIsFoldedByThePackageOnlyProcessThatFindsIt) {
+  package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
+  const Config fresh = Config::from_variables(
+      {{"JITCACHE_DIR", (m_dir.path() / "user").string()},
+       {"JITCACHE_SYSTEM_PATH", (m_dir.path() / "cuda-sm_90.jcpkg").string()}});
+  fs::create_directories(fresh.cache_dir);
+  fs::permissions(fresh.cache_dir, fs::perms::owner_all);
+  auto dir = CacheDir::open(fresh.cache_dir);
+  ASSERT_TRUE(dir);
+  UseNews big; // one record past the fold size: many counters of another backend
+  for (int i = 0; std::uint64_t(i) * 24 < k_use_log_fold_at; ++i)
+    big.counters.by_backend["opencl"]["counter " + std::to_string(i)] = 1;
+  ASSERT_TRUE(append_use_log(*dir, big));
+  ASSERT_GE(fs::file_size(fresh.cache_dir / "uses.log"), k_use_log_fold_at);
+  {
+    Cache cache(fresh);
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(
+        cuda_key_for("a"),
+        [] {
+          return Expected<Entry>(Entry{"cuda", "COMPILED"});
+        },
+        &info));
+    EXPECT_EQ(info.tier, "system");
+  }
+  EXPECT_TRUE(fs::is_regular_file(fresh.cache_dir / "data.mdb"));
+  EXPECT_LT(fs::exists(fresh.cache_dir / "uses.log") ? fs::file_size(fresh.cache_dir / "uses.log")
+                                                     : 0,
+            k_use_log_fold_at)
+      << "folded";
+  auto kept = open_user_store(fresh, true);
+  ASSERT_TRUE(kept);
+  auto counters = (*kept)->counters();
+  ASSERT_TRUE(counters);
+  EXPECT_EQ(counters->hits("cuda", "system"), 1u);
+  EXPECT_EQ(counters->by_backend["opencl"].size(), big.counters.by_backend["opencl"].size());
 }
 
 // The user tier cannot be made when it is first written to (here a file took its place): the

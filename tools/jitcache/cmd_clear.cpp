@@ -17,6 +17,8 @@ using detail::user_store_dir;
 
 int run_clear(const Config& config, const Output& out) {
   if (!has_user_tier(config)) {
+    if (may_change(config))
+      drop_logged_counters(config); // the counters told before there was a data file
     out.emit({{"cleared", 0}, {"bytes", 0}}, "nothing to clear");
     return 0;
   }

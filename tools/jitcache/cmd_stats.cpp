@@ -20,7 +20,8 @@ using detail::user_store_dir;
 int run_stats_zero(const Config& config, const Output& out) {
   if (auto allowed = may_change(config); !allowed)
     return fail(allowed.error());
-  if (!has_user_tier(config)) { // nothing counted yet: already zero, and nothing is created
+  if (!has_user_tier(config)) { // nothing counted but in the use log: nothing is created
+    drop_logged_counters(config);
     out.emit({{"zeroed", true}}, "statistics zeroed");
     return 0;
   }
@@ -37,7 +38,7 @@ int run_stats(const Config& config, const Output& out) {
   auto store = open_user_tier(config, false);
   if (!store)
     return fail(store.error());
-  Stats counters;
+  Stats counters = *store ? Stats() : logged_counters(config);
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> stored; // entries, bytes
   std::uint64_t file_bytes = 0;
   if (*store) {

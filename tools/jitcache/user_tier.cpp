@@ -1,5 +1,6 @@
 #include "tools/jitcache/user_tier.hpp"
 
+#include "core/tiers/user/use_log.hpp"
 #include "core/tiers/user/user_store.hpp"
 
 #include <filesystem>
@@ -14,6 +15,21 @@ bool has_user_tier(const Config& config) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(user_store_dir(config) / "data.mdb", ec);
   return !config.cache_dir.empty() && !ec && size > 0;
+}
+
+Stats logged_counters(const Config& config) {
+  if (config.cache_dir.empty())
+    return {};
+  return detail::logged_counters(user_store_dir(config));
+}
+
+void drop_logged_counters(const Config& config) {
+  std::error_code ec;
+  const std::filesystem::path dir = user_store_dir(config);
+  if (config.cache_dir.empty() || !std::filesystem::exists(dir / detail::k_use_log_name, ec))
+    return;
+  if (auto cache = detail::CacheDir::open(dir))
+    detail::TakenUseLog::take(*cache).remove();
 }
 
 Expected<void> may_change(const Config& config) {

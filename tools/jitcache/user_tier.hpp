@@ -17,6 +17,14 @@ bool has_user_tier(const Config& config);
 /// false: an absent cache is an empty one. Errors: io_error/read_only with the reason.
 Expected<std::shared_ptr<detail::LmdbStore>> open_user_tier(const Config& config, bool write);
 
+/// The counters of a user tier that has no data file yet, from its use log (a process whose
+/// requests packages served told them there); empty when there are none.
+Stats logged_counters(const Config& config);
+
+/// Drops what the use log of a user tier with no data file holds (its counters), as zeroing or
+/// clearing the tier would. Nothing when there is no log.
+void drop_logged_counters(const Config& config);
+
 /// Whether `config` lets a command change the user tier. Errors: invalid_argument (no cache
 /// directory), read_only (JITCACHE_READONLY).
 Expected<void> may_change(const Config& config);

@@ -1,5 +1,8 @@
 #include "core/tiers/user/deferred_user_tier.hpp"
 
+#include "core/tiers/user/lmdb_env.hpp"
+#include "core/tiers/user/use_log.hpp"
+
 #include <utility>
 
 namespace jitcache::detail {
@@ -113,7 +116,12 @@ DeferredUserTier::for_each_tuning(const std::function<void(const Digest&, std::s
 }
 
 Expected<Stats> DeferredUserTier::counters() {
-  return reading(Expected<Stats>(Stats()), [&](UserTier& tier) { return tier.counters(); });
+  auto tier = existing();
+  if (!tier)
+    return std::move(tier).error();
+  if (*tier)
+    return (*tier)->counters();
+  return logged_counters(m_dir); // told before there was a data file (told_through_log)
 }
 
 Expected<bool> DeferredUserTier::remove(const Digest& key) {
@@ -141,7 +149,26 @@ Expected<void> DeferredUserTier::put_tuning(const Digest& name, std::string_view
 }
 
 Expected<void> DeferredUserTier::add_counters(const Stats& delta) {
+  if (!opened() && told_through_log(delta))
+    return {};
   return writing([&](UserTier& tier) { return tier.add_counters(delta); });
+}
+
+bool DeferredUserTier::told_through_log(const Stats& delta) const {
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_tried)
+      return false;
+  }
+  bool read_only = false;
+  auto cache = prepare_dir(m_dir, read_only); // the tier's folder, made as the tier would make it
+  if (!cache || read_only)
+    return false;
+  // A log due a fold is folded by a teller with the environment open (LmdbStore::add_counters).
+  if (const auto log = cache->stat(k_use_log_name);
+      log && std::uint64_t(log->st_size) >= k_use_log_fold_at)
+    return false;
+  return append_use_log(*cache, UseNews{delta, {}}).has_value();
 }
 
 Expected<CacheDir> DeferredUserTier::lease_dir() const {

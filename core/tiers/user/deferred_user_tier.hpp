@@ -13,7 +13,11 @@ namespace jitcache::detail {
 /// A user tier that does not exist yet, made on its first write. A new machine's first run
 /// whose requests a package serves then loads its first kernel without making an LMDB
 /// environment first (its synced writes cost more than a package hit); the tier is made by the
-/// first write (a compile's entry; the remembered records and the counters at exit).
+/// first write (a compile's entry; the remembered records). Counters told before the tier was
+/// needed (a process whose requests packages served, at exit) are appended to its use log
+/// (use_log.hpp) in its folder, made if need be, without opening or making the environment;
+/// counters() reads them there until the first write folds them in. A log due a fold, or one
+/// that cannot be appended to, is told through the opened tier instead.
 ///
 /// Reads before then find nothing, without making anything: each looks for the data file, and
 /// opens the tier when another process has made it meanwhile. The tier, once open, is the
@@ -66,6 +70,9 @@ private:
   /// The opened tier when there is one to read, opening it when its data file now exists;
   /// nullptr when there is nothing to read yet.
   Expected<std::shared_ptr<UserTier>> existing() const;
+  /// Whether `delta` was appended to the use log in the folder with the tier not opened (see the
+  /// class comment); false when it must go through the tier.
+  bool told_through_log(const Stats& delta) const;
 
   const std::filesystem::path m_dir;
   const Open m_open;

@@ -185,6 +185,16 @@ UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside) {
   return news;
 }
 
+Stats logged_counters(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / k_use_log_name, ec))
+    return {};
+  auto cache = CacheDir::open(dir);
+  if (!cache)
+    return {};
+  return read_use_log(*cache, [] {}).counters;
+}
+
 TakenUseLog TakenUseLog::take(const CacheDir& dir) {
   TakenUseLog taken;
   if (!dir.stat(k_use_log_name))

@@ -7,6 +7,7 @@
 #include <jitcache/stats.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,11 @@ Expected<bool> append_use_log(const CacheDir& dir, const UseNews& news);
 /// before the call returns): what it reads of the tier and what the log said are then of one
 /// moment, a fold's news neither in both nor in neither.
 UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside);
+
+/// The counters the log in the folder `dir` holds, for a user tier that has no data file yet (a
+/// process whose requests packages served told them there: DeferredUserTier). Empty when the
+/// folder or its log does not exist or cannot be read.
+Stats logged_counters(const std::filesystem::path& dir);
 
 /// The log held exclusively for a fold: made inside a write transaction (after LMDB's writer
 /// lock: the only order in which the two locks are taken), applied to it, and removed once the
