@@ -15,7 +15,7 @@
 #include <climits>
 #include <cstdlib>
 #include <deque>
-#include <set>
+#include <unordered_set>
 
 namespace jitcache::detail {
 
@@ -117,11 +117,12 @@ bool FileWatch::open() {
 }
 
 FileWatch::Interest* FileWatch::add(const std::string& path, std::uint32_t mask,
-                                    const std::string* same_fs_as) {
-  auto local = m_local.find(path);
+                                    const std::string* same_fs_as, bool once) {
+  // A file on a folder's filesystem is as watchable as the folder, which is remembered: the
+  // files themselves (a thousand headers per watch()) are not.
+  auto local = m_local.find(same_fs_as ? *same_fs_as : path);
   if (local == m_local.end() && same_fs_as)
-    if (auto known = m_local.find(*same_fs_as); known != m_local.end())
-      local = m_local.emplace(path, known->second).first;
+    local = m_local.find(path);
   if (local == m_local.end()) {
     const Filesystem fs = m_probe(path);
     // Writes made on other machines raise no event here.
@@ -129,7 +130,10 @@ FileWatch::Interest* FileWatch::add(const std::string& path, std::uint32_t mask,
   }
   if (!local->second)
     return nullptr;
-  auto& [wd, added] = m_added[path]; // one inotify_add_watch per path and watch() call
+  // One inotify_add_watch per path and watch() call. A file's path comes once per call (each
+  // stamp's path is walked once, and no path walks through a file): only folders are noted.
+  std::pair<int, std::uint32_t> unnoted{-1, 0};
+  auto& [wd, added] = once ? unnoted : m_added[path];
   if ((mask & ~added) != 0 || added == 0) {
     wd = ::inotify_add_watch(m_fd, path.c_str(), mask | IN_MASK_ADD | IN_DONT_FOLLOW);
     if (wd < 0) {
@@ -152,7 +156,7 @@ FileWatch::Interest* FileWatch::add(const std::string& path, std::uint32_t mask,
 bool FileWatch::add_stamped(const std::string& path, bool directory,
                             const std::string* same_fs_as) {
   const Interest self = stamped(directory);
-  Interest* held = add(path, self.self | self.any_entry, same_fs_as);
+  Interest* held = add(path, self.self | self.any_entry, same_fs_as, !directory);
   if (!held)
     return false;
   held->self |= self.self;
@@ -175,7 +179,11 @@ std::optional<bool> FileWatch::walk(std::deque<std::string>& rest, std::string& 
       continue;
     }
     const std::string next = join(dir, name);
-    auto looked = m_looked.find(next);
+    // A folder is looked up once per watch() for all the paths through it; a stamped path's
+    // last name is looked up once (each path is walked once), and not noted.
+    const bool last = stamp && rest.empty();
+    Looked own;
+    auto looked = last ? m_looked.end() : m_looked.find(next);
     if (looked == m_looked.end()) {
       Interest* folder = add(dir, k_entry);
       if (!folder)
@@ -196,9 +204,12 @@ std::optional<bool> FileWatch::walk(std::deque<std::string>& rest, std::string& 
           return false;
         found.target.assign(target, static_cast<std::size_t>(n));
       }
-      looked = m_looked.emplace(next, std::move(found)).first;
+      if (last)
+        own = std::move(found);
+      else
+        looked = m_looked.emplace(next, std::move(found)).first;
     }
-    const Looked& entry = looked->second;
+    const Looked& entry = last ? own : looked->second;
     if (entry.mode == 0)
       return true; // absent: its creation is an event on `dir`
     if (S_ISLNK(entry.mode)) {
@@ -270,7 +281,8 @@ std::optional<FileWatch::Ticket> FileWatch::watch(std::string_view encoded) {
   m_looked.clear();
   m_folders.clear();
   m_created.clear();
-  std::set<std::string> done;
+  std::unordered_set<std::string_view> done; // views of `stamps`' paths: each walked once
+  done.reserve(stamps->size());
   for (const FileStamp& stamp : *stamps) {
     bool watched = !stamp.path.empty();
     if (watched && stamp.path.front() != '/' && cwd.empty()) {

@@ -88,8 +88,10 @@ private:
   /// Watches `path` for `mask` (once per path and watch() call) and returns what its watch
   /// descriptor's events concern, for the caller to add to; null when it cannot be watched.
   /// `same_fs_as`: a directory known to be on the path's filesystem (no probe needed), or null.
+  /// `once`: the caller adds `path` once in this watch() call (a stamped file), so it is not
+  /// noted in m_added.
   Interest* add(const std::string& path, std::uint32_t mask,
-                const std::string* same_fs_as = nullptr);
+                const std::string* same_fs_as = nullptr, bool once = false);
   /// Watches `path` as a stamped file or directory (stamped()); false when it cannot be.
   bool add_stamped(const std::string& path, bool directory,
                    const std::string* same_fs_as = nullptr);
@@ -115,14 +117,16 @@ private:
   bool m_failed = false; ///< the instance could not be opened: never try again
   std::uint64_t m_generation = 0;
   std::map<int, Interest> m_interests;
-  /// Per directory: whether inotify sees every change.
+  /// Per directory (not per file: a file is on its folder's filesystem unless mounted over, which
+  /// walk() sees by the device): whether inotify sees every change.
   std::unordered_map<std::string, bool> m_local;
-  /// This watch()'s watches: per path, its descriptor and the mask asked.
+  /// This watch()'s watches of folders: per path, its descriptor and the mask asked.
   std::unordered_map<std::string, std::pair<int, std::uint32_t>> m_added;
   std::vector<int> m_created; ///< this watch()'s new watch descriptors
   std::set<int> m_removed;    ///< removed by remove_added(): their IN_IGNORED is no news
-  /// What this watch() found at each entry it looked up (a thousand headers share a few dozen
-  /// folders: each is looked up, watched and lstat'ed once per watch(), not once per header).
+  /// What this watch() found at each entry it looked up on the way to a stamped path's last
+  /// name (a thousand headers share a few dozen folders: each is looked up, watched and lstat'ed
+  /// once per watch(), not once per header).
   struct Looked {
     mode_t mode = 0;    ///< 0: absent
     dev_t device = 0;   ///< its filesystem

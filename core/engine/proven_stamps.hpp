@@ -41,7 +41,8 @@ public:
   static const std::shared_ptr<Watch>& process_watch();
 
   /// Watching through `watch`. `watch_from`: the proofs by stat alone before a set is watched
-  /// (watching costs about a proof: a set proven once in a process should not pay it).
+  /// (watching costs several proofs, an lstat and an inotify_add_watch per file before the proof
+  /// itself: a set proven once in a process should not pay it).
   ProvenStamps(std::shared_ptr<Watch> watch, unsigned watch_from);
   /// Watching through an instance of its own; `probe` tells which filesystem a directory is on
   /// (tests pretend a network one).
