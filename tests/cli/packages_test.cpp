@@ -6,8 +6,11 @@
 #include "tests/support/sample_kernels.hpp"
 #include "tests/support/temp_dir.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -338,6 +341,21 @@ TEST_F(PackagesCliTest, PackageOnlyRunsAreCountedWithoutAUserTierAndZeroedAndCle
   EXPECT_FALSE(fs::exists(user / "v1" / "lock.mdb"));
   EXPECT_TRUE(fs::is_regular_file(user / "v1" / "uses.log"));
   EXPECT_EQ(system_hits(), 3);
+  { // an append stopped mid-way holds the log: its counters cannot be dropped, and are not
+    const int held = ::open((user / "v1" / "uses.log").c_str(), O_RDONLY);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_SH), 0);
+    auto refused = run_cli({"stats", "--zero"}, env(user, package.string()));
+    auto kept = run_cli({"clear"}, env(user, package.string()));
+    ::close(held);
+    EXPECT_EQ(refused.exit_code, 1) << refused.out;
+    EXPECT_NE(refused.err.find("held by another process"), std::string::npos) << refused.err;
+    EXPECT_EQ(kept.exit_code, 1) << kept.out;
+  }
+  auto read_only = env(user, package.string());
+  read_only["JITCACHE_READONLY"] = "1";
+  EXPECT_EQ(run_cli({"clear"}, read_only).exit_code, 1) << "there are counters to clear";
+  EXPECT_EQ(system_hits(), 3);
   auto zeroed = run_cli({"stats", "--zero"}, env(user, package.string()));
   ASSERT_EQ(zeroed.exit_code, 0) << zeroed.err;
   EXPECT_EQ(system_hits(), 0);
@@ -347,6 +365,9 @@ TEST_F(PackagesCliTest, PackageOnlyRunsAreCountedWithoutAUserTierAndZeroedAndCle
   ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
   EXPECT_EQ(json_lines(cleared.out).at(0)["cleared"], 0);
   EXPECT_EQ(system_hits(), 0);
+  auto nothing = run_cli({"clear"}, read_only);
+  EXPECT_EQ(nothing.exit_code, 0) << "nothing left to clear: " << nothing.err;
+  EXPECT_NE(nothing.out.find("nothing to clear"), std::string::npos) << nothing.out;
   EXPECT_FALSE(fs::exists(user / "v1" / "data.mdb")) << "nothing made by reading or clearing";
 }
 

@@ -337,5 +337,75 @@ TEST_F(UseLogStore, ZeroingAndClearingTakeTheLogsCountersToo) {
   EXPECT_FALSE(fs::exists(log()));
 }
 
+// A user tier whose runs packages served has a log and no data file. Its counters are read and
+// dropped from the log alone only while it has none: from the moment a process has made the
+// data file (and may have folded the log into it), readers and droppers are sent to the tier,
+// which is decided with the log held, so that no fold can come between.
+TEST_F(UseLogStore, ALoneLogIsReadAndDroppedOnlyWhileTheTierHasNoDataFile) {
+  fs::create_directories(tier());
+  ASSERT_EQ(::chmod(tier().c_str(), 0700), 0);
+  const auto tell = [&](std::uint64_t amount) {
+    ASSERT_TRUE(
+        detail::append_use_log(CacheDir::open(tier()).value(), UseNews{one("told", amount), {}}));
+  };
+  EXPECT_EQ(detail::drop_logged_counters(tier()).value(), detail::LoggedDrop::nothing);
+  tell(3);
+  tell(4);
+  EXPECT_EQ(detail::logged_counters(tier()).value().by_backend["opencl"]["told"], 7u);
+  EXPECT_EQ(detail::drop_logged_counters(tier()).value(), detail::LoggedDrop::dropped);
+  EXPECT_FALSE(fs::exists(log()));
+  EXPECT_TRUE(detail::logged_counters(tier()).value().by_backend.empty());
+
+  tell(5);
+  ASSERT_TRUE(open()); // another process makes the tier's data file (no write: nothing folded)
+  ASSERT_TRUE(detail::has_data_file(tier()));
+  EXPECT_EQ(detail::logged_counters(tier()), std::nullopt) << "read the tier instead";
+  EXPECT_EQ(detail::drop_logged_counters(tier()).value(), detail::LoggedDrop::tier);
+  EXPECT_TRUE(fs::exists(log())) << "a log of a tier with a data file is the tier's to fold";
+  EXPECT_EQ(counted("told"), 5u);
+  ASSERT_TRUE(fs::remove(log()));
+  EXPECT_EQ(detail::logged_counters(tier()), std::nullopt) << "and without a log";
+  EXPECT_EQ(detail::drop_logged_counters(tier()).value(), detail::LoggedDrop::tier);
+}
+
+// Counters that cannot be dropped are said not to be: a log held by an append stopped mid-way,
+// a folder mounted read-only. The log and its counters stay.
+TEST_F(UseLogStore, ALoneLogThatCannotBeDroppedIsAnErrorAndKeepsItsCounters) {
+  fs::create_directories(tier());
+  ASSERT_EQ(::chmod(tier().c_str(), 0700), 0);
+  ASSERT_TRUE(detail::append_use_log(CacheDir::open(tier()).value(), UseNews{one("told", 2), {}}));
+  {
+    const int held = ::open(log().c_str(), O_RDONLY);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_SH), 0);
+    const auto dropped = detail::drop_logged_counters(tier());
+    ::close(held);
+    ASSERT_FALSE(dropped);
+    EXPECT_EQ(dropped.error().code, ErrorCode::io_error);
+    EXPECT_NE(dropped.error().message.find("held by another process"), std::string::npos)
+        << dropped.error().message;
+  }
+  EXPECT_EQ(detail::logged_counters(tier()).value().by_backend["opencl"]["told"], 2u);
+
+  constexpr int k_skip = 77;
+  ChildProcess child([&] {
+    if (!test::private_mounts() ||
+        ::mount(tier().c_str(), tier().c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount(nullptr, tier().c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+      return k_skip;
+    const auto dropped = detail::drop_logged_counters(tier());
+    if (dropped || dropped.error().code != ErrorCode::io_error)
+      return 1;
+    if (dropped.error().message.find("Read-only file system") == std::string::npos)
+      return 2;
+    return detail::logged_counters(tier()).value().by_backend["opencl"]["told"] == 2u ? 0 : 3;
+  });
+  const int status = child.wait();
+  if (status == k_skip)
+    GTEST_SKIP() << "cannot bind-mount a folder read-only here (needs CAP_SYS_ADMIN)";
+  EXPECT_EQ(status, 0) << child.err();
+  EXPECT_TRUE(fs::exists(log()));
+}
+
 } // namespace
 } // namespace jitcache

@@ -17,11 +17,21 @@ using detail::user_store_dir;
 
 int run_clear(const Config& config, const Output& out) {
   if (!has_user_tier(config)) {
-    if (may_change(config))
-      drop_logged_counters(config); // the counters told before there was a data file
-    out.emit({{"cleared", 0}, {"bytes", 0}}, "nothing to clear");
-    return 0;
-  }
+    if (!has_use_log(config)) {
+      out.emit({{"cleared", 0}, {"bytes", 0}}, "nothing to clear");
+      return 0;
+    }
+    // The counters told before there was a data file (runs that packages served).
+    if (auto ok = may_change(config); !ok)
+      return fail(ok.error());
+    auto dropped = drop_logged_counters(config);
+    if (!dropped)
+      return fail(dropped.error());
+    if (*dropped != detail::LoggedDrop::tier) {
+      out.emit({{"cleared", 0}, {"bytes", 0}}, "cleared the counters (no entries were stored)");
+      return 0;
+    }
+  } // the tier has a data file (made meanwhile, perhaps): it is cleared
   if (auto ok = may_change(config); !ok)
     return fail(ok.error());
   // Without reading the tree when nobody has it open: that works on a file however damaged.

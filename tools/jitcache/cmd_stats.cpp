@@ -21,10 +21,14 @@ int run_stats_zero(const Config& config, const Output& out) {
   if (auto allowed = may_change(config); !allowed)
     return fail(allowed.error());
   if (!has_user_tier(config)) { // nothing counted but in the use log: nothing is created
-    drop_logged_counters(config);
-    out.emit({{"zeroed", true}}, "statistics zeroed");
-    return 0;
-  }
+    auto dropped = drop_logged_counters(config);
+    if (!dropped)
+      return fail(dropped.error());
+    if (*dropped != detail::LoggedDrop::tier) {
+      out.emit({{"zeroed", true}}, "statistics zeroed");
+      return 0;
+    }
+  } // the tier has a data file (made meanwhile, perhaps): its counters are zeroed there
   auto store = open_user_tier(config, true);
   if (!store)
     return fail(store.error());
@@ -38,7 +42,15 @@ int run_stats(const Config& config, const Output& out) {
   auto store = open_user_tier(config, false);
   if (!store)
     return fail(store.error());
-  Stats counters = *store ? Stats() : logged_counters(config);
+  Stats counters;
+  if (!*store) {
+    // No data file: the use log's counters, unless a process made the data file meanwhile (and
+    // may have folded the log into it): then the tier is read.
+    if (auto logged = logged_counters(config))
+      counters = *logged;
+    else if (!(store = open_user_tier(config, false)))
+      return fail(store.error());
+  }
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> stored; // entries, bytes
   std::uint64_t file_bytes = 0;
   if (*store) {

@@ -12,24 +12,25 @@ using detail::open_user_store;
 using detail::user_store_dir;
 
 bool has_user_tier(const Config& config) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(user_store_dir(config) / "data.mdb", ec);
-  return !config.cache_dir.empty() && !ec && size > 0;
+  return !config.cache_dir.empty() && detail::has_data_file(user_store_dir(config));
 }
 
-Stats logged_counters(const Config& config) {
+bool has_use_log(const Config& config) {
+  std::error_code ec;
+  return !config.cache_dir.empty() &&
+         std::filesystem::exists(user_store_dir(config) / detail::k_use_log_name, ec);
+}
+
+std::optional<Stats> logged_counters(const Config& config) {
   if (config.cache_dir.empty())
-    return {};
+    return Stats();
   return detail::logged_counters(user_store_dir(config));
 }
 
-void drop_logged_counters(const Config& config) {
-  std::error_code ec;
-  const std::filesystem::path dir = user_store_dir(config);
-  if (config.cache_dir.empty() || !std::filesystem::exists(dir / detail::k_use_log_name, ec))
-    return;
-  if (auto cache = detail::CacheDir::open(dir))
-    detail::TakenUseLog::take(*cache).remove();
+Expected<detail::LoggedDrop> drop_logged_counters(const Config& config) {
+  if (config.cache_dir.empty())
+    return detail::LoggedDrop::nothing;
+  return detail::drop_logged_counters(user_store_dir(config));
 }
 
 Expected<void> may_change(const Config& config) {

@@ -116,12 +116,16 @@ DeferredUserTier::for_each_tuning(const std::function<void(const Digest&, std::s
 }
 
 Expected<Stats> DeferredUserTier::counters() {
-  auto tier = existing();
-  if (!tier)
-    return std::move(tier).error();
-  if (*tier)
-    return (*tier)->counters();
-  return logged_counters(m_dir); // told before there was a data file (told_through_log)
+  for (int attempt = 0;; ++attempt) {
+    auto tier = existing();
+    if (!tier)
+      return std::move(tier).error();
+    if (*tier)
+      return (*tier)->counters();
+    // Told before there was a data file (told_through_log); unless one was made meanwhile.
+    if (auto logged = logged_counters(m_dir); logged || attempt > 0)
+      return logged ? *logged : Stats();
+  }
 }
 
 Expected<bool> DeferredUserTier::remove(const Digest& key) {

@@ -185,14 +185,54 @@ UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside) {
   return news;
 }
 
-Stats logged_counters(const std::filesystem::path& dir) {
+bool has_data_file(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(dir / "data.mdb", ec);
+  return !ec && size > 0;
+}
+
+std::optional<Stats> logged_counters(const std::filesystem::path& dir) {
+  // Without a log to read, whatever is counted is in the data file, if there is one.
+  const auto unlogged = [&] {
+    return has_data_file(dir) ? std::nullopt : std::optional<Stats>(Stats());
+  };
   std::error_code ec;
   if (!std::filesystem::exists(dir / k_use_log_name, ec))
-    return {};
+    return unlogged();
   auto cache = CacheDir::open(dir);
   if (!cache)
-    return {};
-  return read_use_log(*cache, [] {}).counters;
+    return unlogged();
+  bool tier = false;
+  // Seen with the log held: a fold holds it exclusively and needs a data file, so a fold is then
+  // either over (and the data file seen) or not begun (and the log's counters all there are).
+  Stats counters = read_use_log(*cache, [&] { tier = has_data_file(dir); }).counters;
+  if (tier)
+    return std::nullopt;
+  return counters;
+}
+
+Expected<LoggedDrop> drop_logged_counters(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / k_use_log_name, ec))
+    return has_data_file(dir) ? LoggedDrop::tier : LoggedDrop::nothing;
+  auto cache = CacheDir::open(dir);
+  if (!cache)
+    return std::move(cache).error();
+  TakenUseLog log = TakenUseLog::take(*cache);
+  if (has_data_file(dir)) // seen with the log held, as in logged_counters()
+    return LoggedDrop::tier;
+  if (!log.held()) {
+    if (!cache->stat(k_use_log_name))
+      return LoggedDrop::nothing; // removed meanwhile (another zero): nothing left to drop
+    return Error(ErrorCode::io_error, "the use log " + (dir / k_use_log_name).string() +
+                                          " is held by another process (an append that "
+                                          "stopped mid-way?); its counters were not dropped");
+  }
+  if (!log.remove())
+    return Error(ErrorCode::io_error, "cannot remove the use log " +
+                                          (dir / k_use_log_name).string() + ": " +
+                                          std::strerror(errno));
+  return LoggedDrop::dropped;
 }
 
 TakenUseLog TakenUseLog::take(const CacheDir& dir) {
@@ -228,11 +268,13 @@ TakenUseLog::~TakenUseLog() {
   release();
 }
 
-void TakenUseLog::remove() {
-  if (m_fd >= 0)
-    m_dir.remove(
-        k_use_log_name); // still locked: no append lands in it from now on (open_use_log_locked)
+bool TakenUseLog::remove() {
+  // Still locked: no append lands in it from now on (open_use_log_locked).
+  const bool removed = m_fd < 0 || m_dir.remove(k_use_log_name);
+  const int error = errno;
   release();
+  errno = error;
+  return removed;
 }
 
 void TakenUseLog::release() {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -66,10 +67,30 @@ Expected<bool> append_use_log(const CacheDir& dir, const UseNews& news);
 /// moment, a fold's news neither in both nor in neither.
 UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside);
 
+/// Whether the user tier in the folder `dir` has a data file that is not empty: an LMDB
+/// environment, which a fold of the log needs (a full disk can leave an empty one behind).
+bool has_data_file(const std::filesystem::path& dir);
+
 /// The counters the log in the folder `dir` holds, for a user tier that has no data file yet (a
 /// process whose requests packages served told them there: DeferredUserTier). Empty when the
-/// folder or its log does not exist or cannot be read.
-Stats logged_counters(const std::filesystem::path& dir);
+/// folder or its log does not exist or cannot be read. nullopt when the tier has a data file by
+/// the time the log is held (has_data_file): a fold may have taken the log's counters into it,
+/// so the caller reads the tier instead.
+std::optional<Stats> logged_counters(const std::filesystem::path& dir);
+
+/// What drop_logged_counters() did.
+enum class LoggedDrop {
+  nothing, ///< no log, no data file: nothing is counted
+  dropped, ///< the log's counters were dropped
+  tier,    ///< the tier has a data file (has_data_file): the caller changes the tier instead
+};
+
+/// Drops the counters the log in the folder `dir` holds, for a user tier that has no data file
+/// (zeroing or clearing it): the log, held exclusively, is removed once the tier is seen to have
+/// no data file, so a process that makes the tier and folds the log meanwhile loses nothing.
+/// Errors: io_error when there is a log that cannot be held (another process holds it past a
+/// fold's wait: an append stopped mid-way) or removed (a read-only folder).
+Expected<LoggedDrop> drop_logged_counters(const std::filesystem::path& dir);
 
 /// The log held exclusively for a fold: made inside a write transaction (after LMDB's writer
 /// lock: the only order in which the two locks are taken), applied to it, and removed once the
@@ -89,9 +110,12 @@ public:
 
   /// What the log held (empty news when nothing was taken).
   const UseNews& news() const { return m_news; }
+  /// Whether a log was taken (and is held).
+  bool held() const { return m_fd >= 0; }
   /// Removes the log (its news are in the committed transaction). Appends waiting meanwhile go
-  /// to a new log.
-  void remove();
+  /// to a new log. Returns false when a log was held and could not be removed (a read-only
+  /// folder); the lock is released either way.
+  bool remove();
 
 private:
   void release();
