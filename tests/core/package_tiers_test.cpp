@@ -243,6 +243,47 @@ TEST_F(PackageTiersTest, PackageOnlyProcessesTellTheirCountersWithoutTheEnvironm
   EXPECT_EQ(compiles, 1);
 }
 
+// An empty data file (what a disk that filled while the tier was made leaves behind) is no tier
+// to read: package-only processes count through the log and read it there, and leave the file
+// as it was, as `jitcache stats` does; the first write makes the tier.
+TEST_F(PackageTiersTest, AnEmptyDataFileIsReadAsNoTierAndLeftForTheFirstWrite) {
+  package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
+  const Config fresh = Config::from_variables(
+      {{"JITCACHE_DIR", (m_dir.path() / "user").string()},
+       {"JITCACHE_SYSTEM_PATH", (m_dir.path() / "cuda-sm_90.jcpkg").string()}});
+  fs::create_directories(fresh.cache_dir);
+  fs::permissions(fresh.cache_dir, fs::perms::owner_all);
+  std::ofstream(fresh.cache_dir / "data.mdb").close();
+  const auto hit_a = [&] {
+    Cache cache(fresh);
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(
+        cuda_key_for("a"),
+        [] {
+          return Expected<Entry>(Entry{"cuda", "COMPILED"});
+        },
+        &info));
+    EXPECT_EQ(info.tier, "system");
+  };
+  hit_a();
+  hit_a();
+  EXPECT_EQ(fs::file_size(fresh.cache_dir / "data.mdb"), 0u) << "made into a tier by a read";
+  EXPECT_FALSE(fs::exists(fresh.cache_dir / "lock.mdb"));
+  auto user = cache_user_tier(fresh);
+  ASSERT_TRUE(user);
+  auto* deferred = std::get_if<std::shared_ptr<DeferredUserTier>>(&*user);
+  ASSERT_TRUE(deferred);
+  auto counted = (*deferred)->counters();
+  ASSERT_TRUE(counted) << counted.error().message;
+  EXPECT_EQ(counted->hits("cuda", "system"), 2u) << "read from the log";
+  EXPECT_FALSE((*deferred)->opened());
+  ASSERT_TRUE((*deferred)->put(Digest::of("written"), Entry{"cuda", "COMPILED"}));
+  EXPECT_GT(fs::file_size(fresh.cache_dir / "data.mdb"), 0u);
+  auto after = (*deferred)->counters();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->hits("cuda", "system"), 2u) << "folded by the write, counted once";
+}
+
 // The log stays bounded with no writer at all: a package-only process that finds it due a fold
 // makes the environment and folds it.
 TEST_F(PackageTiersTest, ALogDueAFoldIsFoldedByThePackageOnlyProcessThatFindsIt) {

@@ -45,8 +45,9 @@ Expected<std::shared_ptr<UserTier>> DeferredUserTier::existing() const {
     if (m_tried)
       return m_error;
   }
-  std::error_code ec;
-  if (!fs::exists(m_dir / "data.mdb", ec))
+  // What counts as a tier to read is what the use log's readers go by (an empty data file, a
+  // full disk's leftover, holds nothing: it is made into a tier by the first write only).
+  if (!has_data_file(m_dir))
     return std::shared_ptr<UserTier>(); // nothing to read yet; nothing made
   return tier();
 }

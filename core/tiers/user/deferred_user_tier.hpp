@@ -67,8 +67,8 @@ private:
   template <typename R, typename Use> R reading(R nothing, Use use) const;
   /// `use` on the tier, opened (made) first; the open's error.
   template <typename Use> auto writing(Use use) const -> decltype(use(std::declval<UserTier&>()));
-  /// The opened tier when there is one to read, opening it when its data file now exists;
-  /// nullptr when there is nothing to read yet.
+  /// The opened tier when there is one to read, opening it when its data file now exists and is
+  /// not empty (has_data_file); nullptr when there is nothing to read yet.
   Expected<std::shared_ptr<UserTier>> existing() const;
   /// Whether `delta` was appended to the use log in the folder with the tier not opened (see the
   /// class comment); false when it must go through the tier.
