@@ -59,6 +59,29 @@ protected:
         .add_user(*user);
     return set;
   }
+  // A configuration whose user tier is under `user` (its folder made, 0700) and whose system tier
+  // is the package cuda-sm_90.jcpkg, which holds "a": a process whose requests packages serve.
+  Config package_only(const fs::path& user) {
+    package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
+    Config config = Config::from_variables(
+        {{"JITCACHE_DIR", user.string()},
+         {"JITCACHE_SYSTEM_PATH", (m_dir.path() / "cuda-sm_90.jcpkg").string()}});
+    fs::create_directories(config.cache_dir);
+    fs::permissions(config.cache_dir, fs::perms::owner_all);
+    return config;
+  }
+  // A process asking for "a" (package_only()): the package answers it, nothing compiles.
+  static void hit_a_from_package(const Config& config) {
+    Cache cache(config);
+    BuildInfo info;
+    ASSERT_TRUE(cache.get_or_compile(
+        cuda_key_for("a"),
+        [] {
+          return Expected<Entry>(Entry{"cuda", "COMPILED"});
+        },
+        &info));
+    EXPECT_EQ(info.tier, "system");
+  }
   std::uint64_t user_entries() {
     auto store = open_user_store(config(), true);
     std::uint64_t n = 0;
@@ -247,26 +270,10 @@ TEST_F(PackageTiersTest, PackageOnlyProcessesTellTheirCountersWithoutTheEnvironm
 // to read: package-only processes count through the log and read it there, and leave the file
 // as it was, as `jitcache stats` does; the first write makes the tier.
 TEST_F(PackageTiersTest, AnEmptyDataFileIsReadAsNoTierAndLeftForTheFirstWrite) {
-  package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
-  const Config fresh = Config::from_variables(
-      {{"JITCACHE_DIR", (m_dir.path() / "user").string()},
-       {"JITCACHE_SYSTEM_PATH", (m_dir.path() / "cuda-sm_90.jcpkg").string()}});
-  fs::create_directories(fresh.cache_dir);
-  fs::permissions(fresh.cache_dir, fs::perms::owner_all);
+  const Config fresh = package_only(m_dir.path() / "user");
   std::ofstream(fresh.cache_dir / "data.mdb").close();
-  const auto hit_a = [&] {
-    Cache cache(fresh);
-    BuildInfo info;
-    ASSERT_TRUE(cache.get_or_compile(
-        cuda_key_for("a"),
-        [] {
-          return Expected<Entry>(Entry{"cuda", "COMPILED"});
-        },
-        &info));
-    EXPECT_EQ(info.tier, "system");
-  };
-  hit_a();
-  hit_a();
+  hit_a_from_package(fresh);
+  hit_a_from_package(fresh);
   EXPECT_EQ(fs::file_size(fresh.cache_dir / "data.mdb"), 0u) << "made into a tier by a read";
   EXPECT_FALSE(fs::exists(fresh.cache_dir / "lock.mdb"));
   auto user = cache_user_tier(fresh);
@@ -287,12 +294,7 @@ TEST_F(PackageTiersTest, AnEmptyDataFileIsReadAsNoTierAndLeftForTheFirstWrite) {
 // The log stays bounded with no writer at all: a package-only process that finds it due a fold
 // makes the environment and folds it.
 TEST_F(PackageTiersTest, ALogDueAFoldIsFoldedByThePackageOnlyProcessThatFindsIt) {
-  package("cuda-sm_90.jcpkg", {"a"}, "SYSTEM");
-  const Config fresh = Config::from_variables(
-      {{"JITCACHE_DIR", (m_dir.path() / "user").string()},
-       {"JITCACHE_SYSTEM_PATH", (m_dir.path() / "cuda-sm_90.jcpkg").string()}});
-  fs::create_directories(fresh.cache_dir);
-  fs::permissions(fresh.cache_dir, fs::perms::owner_all);
+  const Config fresh = package_only(m_dir.path() / "user");
   auto dir = CacheDir::open(fresh.cache_dir);
   ASSERT_TRUE(dir);
   UseNews big; // one record past the fold size: many counters of another backend
@@ -300,17 +302,7 @@ TEST_F(PackageTiersTest, ALogDueAFoldIsFoldedByThePackageOnlyProcessThatFindsIt)
     big.counters.by_backend["opencl"]["counter " + std::to_string(i)] = 1;
   ASSERT_TRUE(append_use_log(*dir, big));
   ASSERT_GE(fs::file_size(fresh.cache_dir / "uses.log"), k_use_log_fold_at);
-  {
-    Cache cache(fresh);
-    BuildInfo info;
-    ASSERT_TRUE(cache.get_or_compile(
-        cuda_key_for("a"),
-        [] {
-          return Expected<Entry>(Entry{"cuda", "COMPILED"});
-        },
-        &info));
-    EXPECT_EQ(info.tier, "system");
-  }
+  hit_a_from_package(fresh);
   EXPECT_TRUE(fs::is_regular_file(fresh.cache_dir / "data.mdb"));
   EXPECT_LT(fs::exists(fresh.cache_dir / "uses.log") ? fs::file_size(fresh.cache_dir / "uses.log")
                                                      : 0,
