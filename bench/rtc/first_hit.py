@@ -7,7 +7,9 @@ quartiles of the first request (a user-tier hit: what replaces the runtime's cal
 0.2 ms), of its repeat in the process and of the whole process as this script
 times it (start, load of the libraries and the runtime, both requests, exit), and of its exit
 alone (from main's return, as rtc_bench reports it, until this script has seen the process
-end: a front-end's work at exit, and the process's teardown). With --at-once N,
+end: a front-end's work at exit, and the process's teardown). With --busy-writer MS, every
+process runs while another keeps its user tier's writer lock busy (busy_writer, built beside
+rtc_bench: MS ms held at a time, as a store with a slow write or sync holds it). With --at-once N,
 also each round's N processes per build started at once (hits all, as the ranks of a warm job
 or a parallel test suite start): the median time until the last has exited. With --many N,
 each process asks for N distinct kernels instead (rtc_bench --many: the file's "@N@" replaced by
@@ -16,7 +18,8 @@ the others, and all N.
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
                     [--arch=OPTION] [--include DIR ...] [--at-once N] [--tier-from DIR]
-                    [--many N] [--extra=ARG ...] LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
+                    [--many N] [--extra=ARG ...] [--busy-writer MS]
+                    LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
 CUB (the repeat is then the request that sets the headers' watches): --kernel block_reduce.cu
 --include CUDA/include/cccl --include CUDA/include.
 hipRTC: --bench PATH/rtc_bench_hiprtc --kernel saxpy.hip --arch=--offload-arch=gfx90a and
@@ -62,6 +65,8 @@ def main():
     parser.add_argument("--extra", action="append", default=[],
                         help="an argument passed on to rtc_bench: an option or a name expression "
                         "(repeatable)")
+    parser.add_argument("--busy-writer", type=int, default=0, metavar="MS",
+                        help="hold each user tier's writer lock MS ms at a time while timing")
     parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
     args = parser.parse_args()
     builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
@@ -82,6 +87,15 @@ def main():
                 shutil.copy(os.path.join(args.tier_from, "data.mdb"),
                             os.path.join(tmp, label, "v1", "data.mdb"))
             run(argv, env[label], None)  # the compile
+        writers = []
+        if args.busy_writer:
+            writer = os.path.join(os.path.dirname(os.path.abspath(args.bench)), "busy_writer")
+            for label, _ in builds:
+                writers.append(subprocess.Popen(
+                    [writer, os.path.join(tmp, label, "v1"), str(args.busy_writer)],
+                    stdout=subprocess.PIPE, text=True))
+                if writers[-1].stdout.readline().strip() != "holding":
+                    raise RuntimeError(f"{label}: busy_writer did not start")
         first = {label: [] for label, _ in builds}
         again = {label: [] for label, _ in builds}
         process = {label: [] for label, _ in builds}
@@ -109,7 +123,11 @@ def main():
                     if any(p.wait() != 0 for p in batch):
                         raise RuntimeError(f"{label}: a process started at once failed")
                     at_once[label].append((time.perf_counter() - start) * 1000)
-    print(f"{args.kernel}, {args.runs} fresh processes per build, ms: median (quartiles)")
+        for writer in writers:
+            writer.kill()
+            writer.wait()
+    busy = f", writer lock held {args.busy_writer} ms at a time" if args.busy_writer else ""
+    print(f"{args.kernel}, {args.runs} fresh processes per build{busy}, ms: median (quartiles)")
     if args.many:
         print(f"| build | first kernel (user-tier hit) | each of the other {args.many - 1} | all "
               f"{args.many} | the process | its exit |")

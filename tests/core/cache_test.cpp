@@ -5,11 +5,15 @@
 #include "core/engine/tier_set.hpp"
 #include "core/support/clock.hpp"
 #include "core/tiers/user/lmdb_store.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/faulty_user_tier.hpp"
 #include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <lmdb.h>
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -80,6 +84,44 @@ TEST_F(CacheTest, MissThenMemoryHitThenUserHitInANewCache) {
   EXPECT_EQ(third->entry.payload, "BIN");
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(stored_entries(), 1u);
+}
+
+// A process that only hits never waits for LMDB's writer mutex: another process's store holds
+// it for as long as its write and its sync take (a large entry, a slow disk), and every process
+// starting meanwhile would queue behind it.
+TEST_F(CacheTest, AHitDoesNotWaitForAnotherProcesssWriteTransaction) {
+  std::atomic<int> calls{0};
+  const Key key = key_for("kernel");
+  ASSERT_TRUE(Cache(config()).get_or_compile(key, compiler(calls, "BIN")));
+  const std::string lmdb_dir = (dir.path() / "v1").string();
+  // The writer: a write transaction begun through LMDB itself, held until the test ends.
+  test::ChildProcess writer([&] {
+    ::alarm(60);
+    MDB_env* env = nullptr;
+    MDB_txn* txn = nullptr;
+    if (mdb_env_create(&env) != MDB_SUCCESS || mdb_env_set_maxdbs(env, 8) != MDB_SUCCESS ||
+        mdb_env_open(env, lmdb_dir.c_str(), 0, 0600) != MDB_SUCCESS ||
+        mdb_txn_begin(env, nullptr, 0, &txn) != MDB_SUCCESS)
+      return 2;
+    test::ChildProcess::tell_parent("writing");
+    for (;;)
+      ::pause();
+  });
+  ASSERT_EQ(writer.next_message(), std::optional<std::string>("writing")) << writer.err();
+  // A new process hits, counts its hit and ends; one that waited for the writer ends by SIGALRM.
+  test::ChildProcess reader([&] {
+    ::alarm(30);
+    std::atomic<int> again{0};
+    BuildInfo info;
+    Cache cache(config());
+    auto got = cache.get_or_compile(key, compiler(again, "OTHER"), &info);
+    return got && got->entry.payload == "BIN" && info.tier == "user" && again == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(reader.wait(), 0) << reader.err();
+  writer.kill(SIGKILL);
+  writer.wait();
+  auto stats = LmdbStore::open(dir.path() / "v1", true).value()->counters().value();
+  EXPECT_EQ(stats.hits("opencl", "user"), 1u) << "the reader's hit, counted";
 }
 
 TEST_F(CacheTest, CountersPersistInTheUserTier) {

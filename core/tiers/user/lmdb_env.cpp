@@ -567,8 +567,7 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
     if (stale > 0)
       log::info("cleared " + std::to_string(stale) + " reader slot(s) of dead processes in " +
                 dir.string());
-    rc = env->transact(!read_only, [&](MDB_txn* txn) {
-      const unsigned create = read_only ? 0 : MDB_CREATE;
+    const auto open_dbis = [&](MDB_txn* txn, unsigned create) {
       int r = mdb_dbi_open(txn, "entries", create, &env->entries);
       if (r == MDB_SUCCESS)
         r = mdb_dbi_open(txn, "counters", create, &env->counters);
@@ -582,7 +581,14 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
       if (r == MDB_SUCCESS && !read_only)
         r = mdb_dbi_open(txn, "tuning", create, &env->tuning);
       return r;
-    });
+    };
+    // Where every database exists (each open but a new tier's first), they are opened in a read
+    // transaction: a process that only hits never takes LMDB's writer mutex, which another
+    // process's store holds for as long as its write and its sync take. A writer creates what
+    // is missing in a write transaction.
+    rc = env->transact(false, [&](MDB_txn* txn) { return open_dbis(txn, 0); });
+    if (rc == MDB_NOTFOUND && !read_only)
+      rc = env->transact(true, [&](MDB_txn* txn) { return open_dbis(txn, MDB_CREATE); });
     if (rc == MDB_SUCCESS) {
       env->has_dbs = true;
     } else if (is_damage(rc) && !read_only && attempt == 0) {
