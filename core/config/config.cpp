@@ -573,9 +573,9 @@ std::vector<std::pair<std::string, std::string>>
 Config::compile_environment(std::string_view backend) const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const EnvVariable& v : k_env_variables)
-    if (auto it = variables.find(v.name);
-        v.role == EnvRole::compile && backend == v.backend && it != variables.end())
-      out.emplace_back(v.name, it->second);
+    if (v.role == EnvRole::compile && backend == v.backend)
+      if (auto it = variables.find(v.name); it != variables.end())
+        out.emplace_back(v.name, it->second);
   return out;
 }
 
@@ -586,8 +586,9 @@ namespace {
 Config build(const std::map<std::string, std::string>& vars,
              const std::map<std::string, std::string>& labels, const std::string& refused_key) {
   Config config;
+  std::string name; // one buffer for the lookups: most names are too long for a string's own
   for (const EnvVariable& v : k_env_variables) {
-    auto it = vars.find(v.name);
+    auto it = vars.find(name.assign(v.name));
     if (it == vars.end())
       continue;
     const std::string& value = it->second;

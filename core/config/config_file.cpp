@@ -181,12 +181,17 @@ ConfigFileLocation config_file_location(const std::map<std::string, std::string>
     const std::filesystem::path absolute = std::filesystem::absolute(*named, error);
     return {error ? std::filesystem::path(*named) : absolute, {}};
   }
+  // The path is made as text and parsed once: each `/` of std::filesystem::path parses the
+  // path again, and this runs first in a process's first request.
+  const auto under = [](const std::string& folder, const char* rest) {
+    return std::filesystem::path(folder + (folder.back() == '/' ? "" : "/") + rest);
+  };
   const std::string* xdg = value("XDG_CONFIG_HOME");
   if (xdg && !xdg->empty() && xdg->front() == '/')
-    return {std::filesystem::path(*xdg) / "jitcache" / "jitcache.conf", {}};
+    return {under(*xdg, "jitcache/jitcache.conf"), {}};
   const std::string* home = value("HOME");
   if (home && !home->empty())
-    return {std::filesystem::path(*home) / ".config" / "jitcache" / "jitcache.conf", {}};
+    return {under(*home, ".config/jitcache/jitcache.conf"), {}};
   return {{}, "neither JITCACHE_CONFIG_FILE, XDG_CONFIG_HOME nor HOME is set"};
 }
 

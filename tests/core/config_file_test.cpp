@@ -58,6 +58,11 @@ TEST(ConfigFileLocationTest, NamedFileElseXdgConfigElseHome) {
   EXPECT_EQ(config_file_location({{"HOME", "/h"}}).path, "/h/.config/jitcache/jitcache.conf");
   EXPECT_EQ(config_file_location({{"HOME", "/h"}, {"XDG_CONFIG_HOME", "/x"}}).path,
             "/x/jitcache/jitcache.conf");
+  // A folder given with a closing slash: the same file, written with one slash.
+  EXPECT_EQ(config_file_location({{"HOME", "/h/"}}).path.native(),
+            "/h/.config/jitcache/jitcache.conf");
+  EXPECT_EQ(config_file_location({{"XDG_CONFIG_HOME", "/"}}).path.native(),
+            "/jitcache/jitcache.conf");
   // A relative XDG_CONFIG_HOME is not one (the XDG specification).
   EXPECT_EQ(config_file_location({{"HOME", "/h"}, {"XDG_CONFIG_HOME", "x"}}).path,
             "/h/.config/jitcache/jitcache.conf");
