@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,6 +112,17 @@ TEST_F(CliTest, StatsZeroKeepsEntriesAndZeroMeansNoLimit) {
   ASSERT_EQ(build({k_kernels + "/matmul.cl"}).exit_code, 0);
   const auto opencl = [&] { return json_lines(run_cli({"stats", "--json"}, env()).out).at(0); };
   ASSERT_EQ(opencl()["hits"], 1);
+  { // the hit was told through the use log: while an append stopped mid-way holds it, its
+    // counters cannot be zeroed, and are not
+    const int held = ::open((dir.path() / "v1" / "uses.log").c_str(), O_RDONLY);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_SH), 0);
+    auto refused = run_cli({"stats", "--zero"}, env());
+    ::close(held);
+    EXPECT_EQ(refused.exit_code, 1) << refused.out;
+    EXPECT_NE(refused.err.find("held by another process"), std::string::npos) << refused.err;
+    EXPECT_EQ(opencl()["hits"], 1);
+  }
   for (const char* flag : {"--zero", "-z"}) {
     auto zeroed = run_cli({"stats", flag}, env());
     ASSERT_EQ(zeroed.exit_code, 0) << flag << ": " << zeroed.err;

@@ -337,6 +337,36 @@ TEST_F(UseLogStore, ZeroingAndClearingTakeTheLogsCountersToo) {
   EXPECT_FALSE(fs::exists(log()));
 }
 
+// A log held past the fold's wait (an append stopped mid-way) cannot be taken, and zeroing or
+// clearing without it would leave its counters to come back at the next fold: both fail, saying
+// why, and change nothing; once the log is free, both take its counters too.
+TEST_F(UseLogStore, ZeroingOrClearingWhileAnAppendHoldsTheLogFailsAndChangesNothing) {
+  ASSERT_TRUE(open()->put(k_key, Entry{"opencl", "binary"}));
+  ASSERT_TRUE(open()->add_counters(one("told", 5)));
+  ASSERT_TRUE(fs::exists(log()));
+  const int held = ::open(log().c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_SH), 0);
+  const auto zeroed = open()->zero_counters();
+  const auto cleared = open()->clear();
+  ::close(held);
+  for (const auto* changed : {&zeroed, &cleared}) {
+    ASSERT_FALSE(*changed);
+    EXPECT_EQ(changed->error().code, ErrorCode::io_error);
+    EXPECT_NE(changed->error().message.find("held by another process"), std::string::npos)
+        << changed->error().message;
+  }
+  EXPECT_EQ(counted("told"), 5u);
+  EXPECT_TRUE(open()->visit(k_key, [](const EntryView&) {}).value()) << "the entry is kept";
+  ASSERT_TRUE(open()->zero_counters());
+  EXPECT_EQ(counted("told"), 0u);
+  ASSERT_TRUE(open()->add_counters(one("told", 3)));
+  ASSERT_TRUE(open()->clear());
+  EXPECT_EQ(counted("told"), 0u);
+  EXPECT_FALSE(open()->visit(k_key, [](const EntryView&) {}).value());
+  EXPECT_FALSE(fs::exists(log()));
+}
+
 // A user tier whose runs packages served has a log and no data file. Its counters are read and
 // dropped from the log alone only while it has none: from the moment a process has made the
 // data file (and may have folded the log into it), readers and droppers are sent to the tier,

@@ -62,8 +62,12 @@ Expected<void> LmdbStore::zero_counters() {
     return Error(ErrorCode::read_only, "the cache is read-only: its counters cannot be zeroed");
   if (!e->has_dbs)
     return {};
-  // mdb_drop(..., 0) empties the database and keeps it: one short write transaction.
-  const int rc = write_transaction(*e, [&](MDB_txn* txn) { return mdb_drop(txn, e->counters, 0); });
+  // mdb_drop(..., 0) empties the database and keeps it: one short write transaction, which
+  // folds the use log first (its counters are dropped with the rest).
+  const int rc = write_transaction(
+      *e, [&](MDB_txn* txn) { return mdb_drop(txn, e->counters, 0); }, 0, UseLogFold::required);
+  if (rc == k_use_log_held)
+    return use_log_held_error(e->dir, "the counters were not zeroed");
   if (rc != MDB_SUCCESS)
     return lmdb_error("counter reset", rc, e->dir);
   return {};

@@ -302,11 +302,15 @@ Expected<void> LmdbStore::clear() {
     if (!taken) // a body run again keeps it
       log = TakenUseLog::take(e->cache);
     taken = true;
+    if (log.refused()) // its counters would come back at the next fold
+      return k_use_log_held;
     for (MDB_dbi dbi : {e->entries, e->counters, e->access, e->meta, e->records, e->tuning})
       if (int r = mdb_drop(txn, dbi, 0); r != MDB_SUCCESS)
         return r;
     return MDB_SUCCESS;
   });
+  if (rc == k_use_log_held)
+    return use_log_held_error(e->dir, "nothing was cleared");
   if (rc != MDB_SUCCESS)
     return lmdb_error("clear", rc, e->dir);
   log.remove();

@@ -82,14 +82,25 @@ int add_counters_in(LmdbStore::Env& e, MDB_txn* txn, const Stats& delta);
 /// (lmdb_eviction.cpp). Returns whether it freed anything.
 bool make_room(LmdbStore::Env& e, std::uint64_t bytes, int round);
 
+/// How a write transaction folds the use log: when it can have it (a log another process holds
+/// waits for the next fold), or as a condition of the change (zeroing the counters: a log left
+/// behind would bring its counters back at the next fold), which then fails with
+/// k_use_log_held.
+enum class UseLogFold { if_free, required };
+
+/// write_transaction's status when UseLogFold::required and the log was refused (see
+/// TakenUseLog::refused). Outside LMDB's codes and errno values, like k_poisoned.
+constexpr int k_use_log_held = -30603;
+
 /// A write transaction running `body(txn)` (of about `bytes`) that also writes the uses
 /// recorded since the last one, and folds the use log (see use_log.hpp: its news are written
 /// first, so that eviction sees them, and the log is removed once the transaction commits).
 /// The uses are kept for the next write when this one fails, and the log stays. Under a size
 /// limit, a map full at its bound makes room (make_room) and tries again, a few times. Returns
-/// an LMDB status (ENOSPC for a short write on a full disk).
+/// an LMDB status (ENOSPC for a short write on a full disk), or k_use_log_held (`fold`).
 template <typename Body>
-int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
+int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0,
+                      UseLogFold fold = UseLogFold::if_free) {
   // Writing into a damaged tree is what crashes LMDB or grows it without bound.
   if (const int rc = check_before_first_write(e); rc != MDB_SUCCESS)
     return rc;
@@ -104,6 +115,8 @@ int write_transaction(LmdbStore::Env& e, Body&& body, std::uint64_t bytes = 0) {
           if (!taken) // taken once LMDB's writer lock is held (a body run again keeps it)
             log = TakenUseLog::take(e.cache);
           taken = true;
+          if (fold == UseLogFold::required && log.refused())
+            return k_use_log_held;
           int r = add_counters_in(e, txn, log.news().counters);
           if (r == MDB_SUCCESS)
             r = apply_uses(e, txn, log.news().uses);

@@ -221,13 +221,10 @@ Expected<LoggedDrop> drop_logged_counters(const std::filesystem::path& dir) {
   TakenUseLog log = TakenUseLog::take(*cache);
   if (has_data_file(dir)) // seen with the log held, as in logged_counters()
     return LoggedDrop::tier;
-  if (!log.held()) {
-    if (!cache->stat(k_use_log_name))
-      return LoggedDrop::nothing; // removed meanwhile (another zero): nothing left to drop
-    return Error(ErrorCode::io_error, "the use log " + (dir / k_use_log_name).string() +
-                                          " is held by another process (an append that "
-                                          "stopped mid-way?); its counters were not dropped");
-  }
+  if (log.refused())
+    return use_log_held_error(dir, "its counters were not dropped");
+  if (!log.held())
+    return LoggedDrop::nothing; // removed meanwhile (another zero): nothing left to drop
   if (!log.remove())
     return Error(ErrorCode::io_error, "cannot remove the use log " +
                                           (dir / k_use_log_name).string() + ": " +
@@ -240,8 +237,10 @@ TakenUseLog TakenUseLog::take(const CacheDir& dir) {
   if (!dir.stat(k_use_log_name))
     return taken;
   const int fd = open_use_log_locked(dir, O_RDONLY, LOCK_EX, k_use_fold_wait);
-  if (fd < 0)
+  if (fd < 0) {
+    taken.m_refused = dir.stat(k_use_log_name).has_value(); // not removed meanwhile
     return taken;
+  }
   taken.m_dir = dir;
   taken.m_fd = fd;
   taken.m_news = decode_use_log(read_use_log_bytes(fd));
@@ -249,7 +248,8 @@ TakenUseLog TakenUseLog::take(const CacheDir& dir) {
 }
 
 TakenUseLog::TakenUseLog(TakenUseLog&& other) noexcept
-    : m_dir(std::move(other.m_dir)), m_fd(other.m_fd), m_news(std::move(other.m_news)) {
+    : m_dir(std::move(other.m_dir)), m_fd(other.m_fd), m_refused(other.m_refused),
+      m_news(std::move(other.m_news)) {
   other.m_fd = -1;
 }
 
@@ -258,6 +258,7 @@ TakenUseLog& TakenUseLog::operator=(TakenUseLog&& other) noexcept {
     release();
     m_dir = std::move(other.m_dir);
     m_fd = other.m_fd;
+    m_refused = other.m_refused;
     m_news = std::move(other.m_news);
     other.m_fd = -1;
   }
@@ -266,6 +267,13 @@ TakenUseLog& TakenUseLog::operator=(TakenUseLog&& other) noexcept {
 
 TakenUseLog::~TakenUseLog() {
   release();
+}
+
+Error use_log_held_error(const std::filesystem::path& dir, const std::string& not_done) {
+  return Error(ErrorCode::io_error, "the use log " + (dir / k_use_log_name).string() +
+                                        " is held by another process (an append that stopped "
+                                        "mid-way?); " +
+                                        not_done);
 }
 
 bool TakenUseLog::remove() {

@@ -95,8 +95,9 @@ Expected<LoggedDrop> drop_logged_counters(const std::filesystem::path& dir);
 /// The log held exclusively for a fold: made inside a write transaction (after LMDB's writer
 /// lock: the only order in which the two locks are taken), applied to it, and removed once the
 /// transaction committed. Empty when there is no log, or when its lock was not had within
-/// 100 ms (an append stopped mid-way: the log waits for the next fold). Move-only; the lock is
-/// released when the object goes.
+/// 100 ms (an append stopped mid-way: the log waits for the next fold; refused() says so, for
+/// the changes that must not leave its counters behind: zeroing, clearing). Move-only; the lock
+/// is released when the object goes.
 class TakenUseLog {
 public:
   TakenUseLog() = default;
@@ -112,6 +113,9 @@ public:
   const UseNews& news() const { return m_news; }
   /// Whether a log was taken (and is held).
   bool held() const { return m_fd >= 0; }
+  /// Whether there is a log that was not taken: another process held it past the wait (or it
+  /// could not be opened). A log removed meanwhile is not one.
+  bool refused() const { return m_refused; }
   /// Removes the log (its news are in the committed transaction). Appends waiting meanwhile go
   /// to a new log. Returns false when a log was held and could not be removed (a read-only
   /// folder); the lock is released either way.
@@ -122,7 +126,12 @@ private:
 
   CacheDir m_dir;
   int m_fd = -1;
+  bool m_refused = false;
   UseNews m_news;
 };
+
+/// The error of a change that needs the log's counters (zeroing, clearing) when refused():
+/// io_error naming the log in `dir` and what was `not_done`.
+Error use_log_held_error(const std::filesystem::path& dir, const std::string& not_done);
 
 } // namespace jitcache::detail
