@@ -1,8 +1,8 @@
 // The use log (core/tiers/user/use_log.hpp): what a process that wrote nothing else tells the
 // user tier (its counters, the uses of the entries it hit), appended instead of a write
 // transaction and folded in by the next write. Damage loses only the records it touches;
-// appends and folds of many processes at once lose and repeat nothing; a hit-only process
-// leaves the data file as it was.
+// appends, folds and zeroes of many processes at once lose and repeat nothing; a hit-only
+// process leaves the data file as it was.
 #include "core/tiers/user/lmdb_store.hpp"
 #include "core/tiers/user/use_log.hpp"
 
@@ -18,7 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -225,6 +227,72 @@ TEST_F(UseLogStore, ManyProcessesTellingAndFoldingAtOnceLoseAndRepeatNothing) {
     ASSERT_EQ(hit_only_process(k_key, 1), 0);
   EXPECT_EQ(counted("told"), 8u * 40u + 30u);
   EXPECT_EQ(open()->entry_use(k_key).value().hits, 8u * 40u + 30u);
+}
+
+// Zeroing while other processes tell the tier (appends) and write to it (folds): a zero takes
+// every count told before it began and none told after it ended, and no count is taken twice.
+// So the count left at the end lies between the tells that began after the last zero ended and
+// those that ended after it began. A zero refused while an append holds the log (see above)
+// changes nothing and is tried again.
+TEST_F(UseLogStore, ZeroingWhileOthersTellAndFoldTakesEachCountOnceOrNotAtAll) {
+  ASSERT_TRUE(open()->put(k_key, Entry{"opencl", "binary"}));
+  const auto now_ns = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_MONOTONIC, &t);
+    return std::int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+  };
+  constexpr int k_tellers = 4, k_tells = 60;
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int p = 0; p < k_tellers; ++p)
+    children.push_back(std::make_unique<ChildProcess>([&, p] {
+      auto store = open();
+      std::ofstream times(dir.path() / ("tells." + std::to_string(p)));
+      std::mt19937 pause(p);
+      for (int i = 0; i < k_tells; ++i) {
+        ::usleep(pause() % 500); // the tells spread over the zeros
+        const std::int64_t began = now_ns();
+        if (!store->add_counters(one("told")))
+          return 2;
+        times << began << ' ' << now_ns() << '\n';
+      }
+      return times.flush() ? 0 : 3;
+    }));
+  children.push_back(std::make_unique<ChildProcess>([&] { // folds the log now and then
+    auto store = open();
+    for (int i = 0; i < 15; ++i)
+      if (!store->put(Digest::of("w" + std::to_string(i)), Entry{"opencl", "binary"}))
+        return 4;
+    return 0;
+  }));
+  std::int64_t zero_began = 0, zero_ended = 0;
+  std::mt19937 rng(7);
+  for (int zeros = 0; zeros < 4;) {
+    ::usleep(rng() % 8000);
+    const std::int64_t began = now_ns();
+    const auto zeroed = open()->zero_counters();
+    if (!zeroed) {
+      ASSERT_NE(zeroed.error().message.find("held by another process"), std::string::npos)
+          << zeroed.error().message;
+      continue;
+    }
+    zero_began = began;
+    zero_ended = now_ns();
+    ++zeros;
+  }
+  for (auto& child : children)
+    ASSERT_EQ(child->wait(), 0) << child->err();
+  std::uint64_t after = 0, not_before = 0, tells = 0;
+  for (int p = 0; p < k_tellers; ++p) {
+    std::ifstream times(dir.path() / ("tells." + std::to_string(p)));
+    for (std::int64_t began, ended; times >> began >> ended; ++tells) {
+      after += began > zero_ended;
+      not_before += ended > zero_began;
+    }
+  }
+  ASSERT_EQ(tells, std::uint64_t(k_tellers * k_tells));
+  const std::uint64_t left = counted("told");
+  EXPECT_GE(left, after);
+  EXPECT_LE(left, not_before);
 }
 
 // A log that grows to k_use_log_fold_at is folded by the process whose append reached it: the
