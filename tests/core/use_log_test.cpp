@@ -322,12 +322,20 @@ TEST_F(UseLogStore, ALogThatIsNotAFileIsNotUsedAndTheNewsStillLand) {
   ASSERT_EQ(::mkfifo(log().c_str(), 0600), 0);
   EXPECT_TRUE(open()->add_counters(one("told")));
   EXPECT_EQ(counted("told"), 1u);
+  // Nor does it hold up a zero: it has no counters to take (it is not one held by an append).
+  const auto zeroed = open()->zero_counters();
+  EXPECT_TRUE(zeroed) << zeroed.error().message;
+  EXPECT_EQ(counted("told"), 0u);
+  EXPECT_TRUE(open()->add_counters(one("told")));
   fs::remove(log());
   const fs::path elsewhere = dir.path() / "elsewhere";
   write_file(elsewhere, "theirs");
   fs::create_symlink(elsewhere, log());
   EXPECT_TRUE(open()->add_counters(one("told")));
   EXPECT_EQ(counted("told"), 2u);
+  const auto cleared = open()->clear();
+  EXPECT_TRUE(cleared) << cleared.error().message;
+  EXPECT_EQ(counted("told"), 0u);
   EXPECT_EQ(read_file(elsewhere), "theirs");
   EXPECT_TRUE(fs::is_symlink(log()));
 }

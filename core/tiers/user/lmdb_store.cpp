@@ -295,8 +295,8 @@ Expected<void> LmdbStore::clear() {
   auto e = env();
   if (!writes(*e))
     return read_only_error(e->dir);
-  e->uses.take();
-  TakenUseLog log; // its counters and uses go too
+  const AccessLog::Batch uses = e->uses.take(); // dropped with the rest, or kept on failure
+  TakenUseLog log;                              // its counters and uses go too
   bool taken = false;
   const int rc = e->transact(true, [&](MDB_txn* txn) {
     if (!taken) // a body run again keeps it
@@ -309,6 +309,8 @@ Expected<void> LmdbStore::clear() {
         return r;
     return MDB_SUCCESS;
   });
+  if (rc != MDB_SUCCESS)
+    e->uses.restore(uses);
   if (rc == k_use_log_held)
     return use_log_held_error(e->dir, "nothing was cleared");
   if (rc != MDB_SUCCESS)

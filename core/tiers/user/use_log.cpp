@@ -238,7 +238,10 @@ TakenUseLog TakenUseLog::take(const CacheDir& dir) {
     return taken;
   const int fd = open_use_log_locked(dir, O_RDONLY, LOCK_EX, k_use_fold_wait);
   if (fd < 0) {
-    taken.m_refused = dir.stat(k_use_log_name).has_value(); // not removed meanwhile
+    // Held past the wait (or swapped under every round), and still there; a log that is not a
+    // regular file, or cannot be opened, holds no counters anyone reads.
+    const bool held = errno == ETIMEDOUT || errno == EAGAIN;
+    taken.m_refused = held && dir.stat(k_use_log_name).has_value();
     return taken;
   }
   taken.m_dir = dir;

@@ -113,8 +113,9 @@ public:
   const UseNews& news() const { return m_news; }
   /// Whether a log was taken (and is held).
   bool held() const { return m_fd >= 0; }
-  /// Whether there is a log that was not taken: another process held it past the wait (or it
-  /// could not be opened). A log removed meanwhile is not one.
+  /// Whether there is a log that was not taken because another process held it past the wait.
+  /// A log removed meanwhile is not one, nor one that is not a regular file or cannot be opened
+  /// (it holds no counters anyone reads).
   bool refused() const { return m_refused; }
   /// Removes the log (its news are in the committed transaction). Appends waiting meanwhile go
   /// to a new log. Returns false when a log was held and could not be removed (a read-only
