@@ -95,6 +95,8 @@ def main():
                     [writer, os.path.join(tmp, label, "v1"), str(args.busy_writer)],
                     stdout=subprocess.PIPE, text=True))
                 if writers[-1].stdout.readline().strip() != "holding":
+                    for started in writers:
+                        started.kill()
                     raise RuntimeError(f"{label}: busy_writer did not start")
         first = {label: [] for label, _ in builds}
         again = {label: [] for label, _ in builds}
@@ -102,30 +104,32 @@ def main():
         at_once = {label: [] for label, _ in builds}
         exit_ms = {label: [] for label, _ in builds}
         every = {label: [] for label, _ in builds}
-        for _ in range(args.runs):
-            for label, _ in builds:
-                start = time.perf_counter()
-                line = run(argv, env[label], None)
-                process[label].append((time.perf_counter() - start) * 1000)
-                exit_ms[label].append(time.monotonic() * 1000 - line["end_ms"])
-                if args.many:  # the first kernel; each of the others; all of them
-                    first[label].append(line["first_ms"])
-                    again[label].append((line["ms"] - line["first_ms"]) / max(args.many - 1, 1))
-                    every[label].append(line["ms"])
-                else:
-                    first[label].append(line["ms"])
-                    again[label].append(line["again_ms"])
-                if args.at_once:
+        try:
+            for _ in range(args.runs):
+                for label, _ in builds:
                     start = time.perf_counter()
-                    batch = [subprocess.Popen(argv, env={**os.environ, **env[label]},
-                                              stdout=subprocess.DEVNULL)
-                             for _ in range(args.at_once)]
-                    if any(p.wait() != 0 for p in batch):
-                        raise RuntimeError(f"{label}: a process started at once failed")
-                    at_once[label].append((time.perf_counter() - start) * 1000)
-        for writer in writers:
-            writer.kill()
-            writer.wait()
+                    line = run(argv, env[label], None)
+                    process[label].append((time.perf_counter() - start) * 1000)
+                    exit_ms[label].append(time.monotonic() * 1000 - line["end_ms"])
+                    if args.many:  # the first kernel; each of the others; all of them
+                        first[label].append(line["first_ms"])
+                        again[label].append((line["ms"] - line["first_ms"]) / max(args.many - 1, 1))
+                        every[label].append(line["ms"])
+                    else:
+                        first[label].append(line["ms"])
+                        again[label].append(line["again_ms"])
+                    if args.at_once:
+                        start = time.perf_counter()
+                        batch = [subprocess.Popen(argv, env={**os.environ, **env[label]},
+                                                  stdout=subprocess.DEVNULL)
+                                 for _ in range(args.at_once)]
+                        if any(p.wait() != 0 for p in batch):
+                            raise RuntimeError(f"{label}: a process started at once failed")
+                        at_once[label].append((time.perf_counter() - start) * 1000)
+        finally:
+            for writer in writers:
+                writer.kill()
+                writer.wait()
     busy = f", writer lock held {args.busy_writer} ms at a time" if args.busy_writer else ""
     print(f"{args.kernel}, {args.runs} fresh processes per build{busy}, ms: median (quartiles)")
     if args.many:

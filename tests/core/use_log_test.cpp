@@ -232,8 +232,8 @@ TEST_F(UseLogStore, ManyProcessesTellingAndFoldingAtOnceLoseAndRepeatNothing) {
 // Zeroing while other processes tell the tier (appends) and write to it (folds): a zero takes
 // every count told before it began and none told after it ended, and no count is taken twice.
 // So the count left at the end lies between the tells that began after the last zero ended and
-// those that ended after it began. A zero refused while an append holds the log (see above)
-// changes nothing and is tried again.
+// those that ended after it began. A zero refused because the log was held past the fold's wait
+// (rare here; ZeroingOrClearingWhileAnAppendHoldsTheLog... makes it happen) is tried again.
 TEST_F(UseLogStore, ZeroingWhileOthersTellAndFoldTakesEachCountOnceOrNotAtAll) {
   ASSERT_TRUE(open()->put(k_key, Entry{"opencl", "binary"}));
   const auto now_ns = [] {

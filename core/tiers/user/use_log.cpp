@@ -224,7 +224,7 @@ Expected<LoggedDrop> drop_logged_counters(const std::filesystem::path& dir) {
   if (log.refused())
     return use_log_held_error(dir, "its counters were not dropped");
   if (!log.held())
-    return LoggedDrop::nothing; // removed meanwhile (another zero): nothing left to drop
+    return LoggedDrop::nothing; // removed meanwhile (another zero), or not a log anyone reads
   if (!log.remove())
     return Error(ErrorCode::io_error, "cannot remove the use log " +
                                           (dir / k_use_log_name).string() + ": " +
@@ -273,10 +273,11 @@ TakenUseLog::~TakenUseLog() {
 }
 
 Error use_log_held_error(const std::filesystem::path& dir, const std::string& not_done) {
-  return Error(ErrorCode::io_error, "the use log " + (dir / k_use_log_name).string() +
-                                        " is held by another process (an append that stopped "
-                                        "mid-way?); " +
-                                        not_done);
+  return Error(ErrorCode::io_error,
+               "the use log " + (dir / k_use_log_name).string() +
+                   " is held by another process past the fold's wait (an append or a read, or one "
+                   "stopped mid-way); " +
+                   not_done + " (try again)");
 }
 
 bool TakenUseLog::remove() {
