@@ -25,6 +25,7 @@ namespace jitcache {
 
 using detail::LmdbStore;
 namespace {
+using test::ChildProcess;
 using test::key_for;
 
 std::function<Expected<Entry>()> compiler(std::atomic<int>& calls, const std::string& binary,
@@ -35,6 +36,18 @@ std::function<Expected<Entry>()> compiler(std::atomic<int>& calls, const std::st
       std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     return Entry{"", binary, {}, 0};
   };
+}
+
+// A write transaction begun through LMDB itself on the user tier in `dir`, as another program
+// (or an older jitcache) would; null when it cannot be. For a child process, which ends with it.
+MDB_txn* lmdb_write_transaction(const std::filesystem::path& dir) {
+  MDB_env* env = nullptr;
+  MDB_txn* txn = nullptr;
+  if (mdb_env_create(&env) != MDB_SUCCESS || mdb_env_set_maxdbs(env, 8) != MDB_SUCCESS ||
+      mdb_env_open(env, dir.c_str(), 0, 0600) != MDB_SUCCESS ||
+      mdb_txn_begin(env, nullptr, 0, &txn) != MDB_SUCCESS)
+    return nullptr;
+  return txn;
 }
 
 class CacheTest : public ::testing::Test {
@@ -93,15 +106,12 @@ TEST_F(CacheTest, AHitDoesNotWaitForAnotherProcesssWriteTransaction) {
   std::atomic<int> calls{0};
   const Key key = key_for("kernel");
   ASSERT_TRUE(Cache(config()).get_or_compile(key, compiler(calls, "BIN")));
-  const std::string lmdb_dir = (dir.path() / "v1").string();
+  const auto lmdb_dir = dir.path() / "v1";
   // The writer: a write transaction begun through LMDB itself, held until the test ends.
   test::ChildProcess writer([&] {
     ::alarm(60);
-    MDB_env* env = nullptr;
-    MDB_txn* txn = nullptr;
-    if (mdb_env_create(&env) != MDB_SUCCESS || mdb_env_set_maxdbs(env, 8) != MDB_SUCCESS ||
-        mdb_env_open(env, lmdb_dir.c_str(), 0, 0600) != MDB_SUCCESS ||
-        mdb_txn_begin(env, nullptr, 0, &txn) != MDB_SUCCESS)
+    MDB_txn* txn = lmdb_write_transaction(lmdb_dir);
+    if (!txn)
       return 2;
     test::ChildProcess::tell_parent("writing");
     for (;;)
@@ -122,6 +132,42 @@ TEST_F(CacheTest, AHitDoesNotWaitForAnotherProcesssWriteTransaction) {
   writer.wait();
   auto stats = LmdbStore::open(dir.path() / "v1", true).value()->counters().value();
   EXPECT_EQ(stats.hits("opencl", "user"), 1u) << "the reader's hit, counted";
+}
+
+// A tier an older jitcache wrote, before the records and the tuning databases existed: a
+// read-only open reads its entries without them, and a writable open, which finds them missing
+// in its read transaction, makes them in a write transaction and keeps every entry.
+TEST_F(CacheTest, ATierWithoutTheNewerDatabasesIsReadAndGetsThemOnAWritableOpen) {
+  const auto lmdb_dir = dir.path() / "older";
+  const Digest kept = Digest::of("kept");
+  ChildProcess older([&] { // another process: LMDB allows one environment per file per process
+    if (!LmdbStore::open(lmdb_dir, false).value()->put(kept, Entry{"opencl", "BIN"}))
+      return 1;
+    MDB_txn* txn = lmdb_write_transaction(lmdb_dir);
+    if (!txn)
+      return 2;
+    for (const char* name : {"records", "tuning"}) {
+      MDB_dbi dbi = 0;
+      if (mdb_dbi_open(txn, name, 0, &dbi) != MDB_SUCCESS || mdb_drop(txn, dbi, 1) != MDB_SUCCESS)
+        return 3;
+    }
+    return mdb_txn_commit(txn) == MDB_SUCCESS ? 0 : 4;
+  });
+  ASSERT_EQ(older.wait(), 0) << older.err();
+  const auto has_entry = [&](LmdbStore& store) {
+    return store.visit(kept, [](const EntryView& view) { EXPECT_EQ(view.payload, "BIN"); }).value();
+  };
+  {
+    auto reader = LmdbStore::open(lmdb_dir, true);
+    ASSERT_TRUE(reader) << reader.error().message;
+    EXPECT_TRUE(has_entry(**reader));
+    EXPECT_FALSE((*reader)->visit_record(kept, [](std::string_view) {}).value());
+  }
+  auto writer = LmdbStore::open(lmdb_dir, false);
+  ASSERT_TRUE(writer) << writer.error().message;
+  EXPECT_TRUE(has_entry(**writer));
+  ASSERT_TRUE((*writer)->put_records({{kept, "record"}}));
+  EXPECT_TRUE((*writer)->visit_record(kept, [](std::string_view) {}).value());
 }
 
 TEST_F(CacheTest, CountersPersistInTheUserTier) {

@@ -70,6 +70,24 @@ protected:
     fs::permissions(config.cache_dir, fs::perms::owner_all);
     return config;
   }
+  // What a Cache reads a package-only tier's counters through (cache_user_tier): a
+  // DeferredUserTier. Null, with a failure, when it is not one.
+  static std::shared_ptr<DeferredUserTier> deferred_tier(const Config& config) {
+    auto user = cache_user_tier(config);
+    auto* deferred = user ? std::get_if<std::shared_ptr<DeferredUserTier>>(&*user) : nullptr;
+    if (!deferred) {
+      ADD_FAILURE() << "the user tier is not a deferred one";
+      return nullptr;
+    }
+    return *deferred;
+  }
+  // The system tier's hits `tier` counts, read from the use log: the tier is not opened for it.
+  static std::uint64_t logged_system_hits(DeferredUserTier& tier) {
+    auto counted = tier.counters();
+    EXPECT_TRUE(counted) << counted.error().message;
+    EXPECT_FALSE(tier.opened());
+    return counted ? counted->hits("cuda", "system") : 0;
+  }
   // A process asking for "a" (package_only()): the package answers it, nothing compiles.
   static void hit_a_from_package(const Config& config) {
     Cache cache(config);
@@ -235,14 +253,9 @@ TEST_F(PackageTiersTest, PackageOnlyProcessesTellTheirCountersWithoutTheEnvironm
   EXPECT_TRUE(fs::is_regular_file(fresh.cache_dir / "uses.log"));
   EXPECT_EQ(fs::status(fresh.cache_dir).permissions() & fs::perms::all, fs::perms::owner_all);
   {
-    auto user = cache_user_tier(fresh); // what a Cache reads its counters through
-    ASSERT_TRUE(user);
-    auto* deferred = std::get_if<std::shared_ptr<DeferredUserTier>>(&*user);
+    auto deferred = deferred_tier(fresh);
     ASSERT_TRUE(deferred);
-    auto counted = (*deferred)->counters();
-    ASSERT_TRUE(counted) << counted.error().message;
-    EXPECT_EQ(counted->hits("cuda", "system"), 3u) << "read from the log";
-    EXPECT_FALSE((*deferred)->opened());
+    EXPECT_EQ(logged_system_hits(*deferred), 3u) << "read from the log";
   }
   {
     Cache cache(fresh);
@@ -276,17 +289,12 @@ TEST_F(PackageTiersTest, AnEmptyDataFileIsReadAsNoTierAndLeftForTheFirstWrite) {
   hit_a_from_package(fresh);
   EXPECT_EQ(fs::file_size(fresh.cache_dir / "data.mdb"), 0u) << "made into a tier by a read";
   EXPECT_FALSE(fs::exists(fresh.cache_dir / "lock.mdb"));
-  auto user = cache_user_tier(fresh);
-  ASSERT_TRUE(user);
-  auto* deferred = std::get_if<std::shared_ptr<DeferredUserTier>>(&*user);
+  auto deferred = deferred_tier(fresh);
   ASSERT_TRUE(deferred);
-  auto counted = (*deferred)->counters();
-  ASSERT_TRUE(counted) << counted.error().message;
-  EXPECT_EQ(counted->hits("cuda", "system"), 2u) << "read from the log";
-  EXPECT_FALSE((*deferred)->opened());
-  ASSERT_TRUE((*deferred)->put(Digest::of("written"), Entry{"cuda", "COMPILED"}));
+  EXPECT_EQ(logged_system_hits(*deferred), 2u) << "read from the log";
+  ASSERT_TRUE(deferred->put(Digest::of("written"), Entry{"cuda", "COMPILED"}));
   EXPECT_GT(fs::file_size(fresh.cache_dir / "data.mdb"), 0u);
-  auto after = (*deferred)->counters();
+  auto after = deferred->counters();
   ASSERT_TRUE(after);
   EXPECT_EQ(after->hits("cuda", "system"), 2u) << "folded by the write, counted once";
 }
