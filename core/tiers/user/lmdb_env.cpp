@@ -234,6 +234,8 @@ LmdbStore::Env::~Env() {
       mdb_txn_abort(txn);
     if (env)
       mdb_env_close(env);
+    if (m_read_env) // after the writable one: see open_for_writing
+      mdb_env_close(m_read_env);
     return MDB_SUCCESS;
   });
   if (rc == fault::k_fault)
@@ -263,6 +265,49 @@ void LmdbStore::Env::give_back_reader(MDB_txn* txn) {
     }
   }
   mdb_txn_abort(txn);
+}
+
+int LmdbStore::Env::open_for_writing() {
+  std::unique_lock<std::shared_mutex> lock(resize_mutex); // no transaction of ours runs
+  if (!reading_until_write.load(std::memory_order_relaxed))
+    return MDB_SUCCESS;
+  int rc = fault::guarded([&] {
+    std::lock_guard<std::mutex> readers(m_reader_mutex);
+    for (MDB_txn* txn : m_idle_readers) // the read-only environment's
+      mdb_txn_abort(txn);
+    m_idle_readers.clear();
+    return MDB_SUCCESS;
+  });
+  MDB_env* writable = nullptr;
+  if (rc == MDB_SUCCESS)
+    rc = create_env(&writable, dir, MDB_NOTLS, initial_map_size);
+  if (rc == MDB_SUCCESS) {
+    Env& self = *this;
+    rc = fault::guarded([&] {
+      MDB_txn* txn = nullptr;
+      int r = mdb_txn_begin(writable, nullptr, 0, &txn);
+      if (r != MDB_SUCCESS)
+        return r;
+      r = open_databases(self, txn, MDB_CREATE);
+      if (r != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return r;
+      }
+      return mdb_txn_commit(txn);
+    });
+    if (rc != MDB_SUCCESS && rc != fault::k_fault)
+      mdb_env_close(writable);
+  }
+  if (rc == fault::k_fault)
+    poison(fault::last_fault());
+  else if (is_damage(rc))
+    poison(describe(rc));
+  if (rc != MDB_SUCCESS)
+    return rc;
+  m_read_env = env;
+  env = writable;
+  reading_until_write.store(false, std::memory_order_release);
+  return MDB_SUCCESS;
 }
 
 int LmdbStore::Env::grow_map(std::uint64_t bytes) {
@@ -397,6 +442,22 @@ Error lmdb_error(const std::string& what, int rc, const fs::path& dir) {
   return Error(code, what + " failed in " + dir.string() + ": " + describe(rc));
 }
 
+int open_databases(LmdbStore::Env& e, MDB_txn* txn, unsigned create) {
+  int r = mdb_dbi_open(txn, "entries", create, &e.entries);
+  if (r == MDB_SUCCESS)
+    r = mdb_dbi_open(txn, "counters", create, &e.counters);
+  // Only writers keep use times and the stored size.
+  if (r == MDB_SUCCESS && !e.read_only)
+    r = mdb_dbi_open(txn, "access", create, &e.access);
+  if (r == MDB_SUCCESS && !e.read_only)
+    r = mdb_dbi_open(txn, "meta", create, &e.meta);
+  if (r == MDB_SUCCESS && !e.read_only)
+    r = mdb_dbi_open(txn, "records", create, &e.records);
+  if (r == MDB_SUCCESS && !e.read_only)
+    r = mdb_dbi_open(txn, "tuning", create, &e.tuning);
+  return r;
+}
+
 int create_env(MDB_env** out, const fs::path& dir, unsigned flags, std::size_t map_size) {
   fault::install();
   int rc = mdb_env_create(out);
@@ -523,8 +584,11 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
     const auto data = cache.stat("data.mdb");
     if (read_only && (!data || data->st_size == 0))
       return Error(ErrorCode::io_error, "no user tier in " + dir.string() + " yet");
-    const unsigned flags =
-        MDB_NOTLS | (read_only ? MDB_RDONLY : 0u) | (env->lock_fd < 0 ? MDB_NOLOCK : 0u);
+    // A writer opens an environment that exists read-only until its first write: a process
+    // that only hits never allocates LMDB's write buffers (see Env::reading_until_write).
+    env->reading_until_write = !read_only && data && data->st_size > 0;
+    const unsigned flags = MDB_NOTLS | (read_only || env->reading_until_write ? MDB_RDONLY : 0u) |
+                           (env->lock_fd < 0 ? MDB_NOLOCK : 0u);
     int rc = create_env(&env->env, dir, flags, options.map_size);
     if (rc != MDB_SUCCESS && read_only && (rc == EACCES || rc == EROFS)) {
       // A lock file this process may not write (another user's cache), or a read-only
@@ -562,25 +626,16 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
         return Error(ErrorCode::io_error, "no user tier in " + dir.string() + " yet");
       return lmdb_error("mdb_env_open", rc, dir);
     }
+    MDB_stat st{};
+    if (mdb_env_stat(env->env, &st) == MDB_SUCCESS)
+      env->page_size = st.ms_psize;
     int stale = 0;
     mdb_reader_check(env->env, &stale); // clear reader slots of dead processes
     if (stale > 0)
       log::info("cleared " + std::to_string(stale) + " reader slot(s) of dead processes in " +
                 dir.string());
     const auto open_dbis = [&](MDB_txn* txn, unsigned create) {
-      int r = mdb_dbi_open(txn, "entries", create, &env->entries);
-      if (r == MDB_SUCCESS)
-        r = mdb_dbi_open(txn, "counters", create, &env->counters);
-      // Only writers keep use times and the stored size.
-      if (r == MDB_SUCCESS && !read_only)
-        r = mdb_dbi_open(txn, "access", create, &env->access);
-      if (r == MDB_SUCCESS && !read_only)
-        r = mdb_dbi_open(txn, "meta", create, &env->meta);
-      if (r == MDB_SUCCESS && !read_only)
-        r = mdb_dbi_open(txn, "records", create, &env->records);
-      if (r == MDB_SUCCESS && !read_only)
-        r = mdb_dbi_open(txn, "tuning", create, &env->tuning);
-      return r;
+      return open_databases(*env, txn, create);
     };
     // Where every database exists (each open but a new tier's first), they are opened in a read
     // transaction: a process that only hits never takes LMDB's writer mutex, which another

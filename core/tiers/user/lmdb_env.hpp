@@ -51,6 +51,7 @@ struct LmdbStore::Env {
   CacheDir cache; ///< `dir`, opened once: every file jitcache itself touches there goes through it
   bool read_only = false;
   std::uint64_t max_size = 0; ///< size limit (0: none); the map never grows past map_bound()
+  unsigned page_size = 4096;  ///< the data file's, read once at open (`env` may be replaced)
   unsigned generation = 0;    ///< fork_generation() at open
   EnvGate gate;               ///< held shared while the environment is open
   /// lock.mdb (when LMDB uses it), kept open until after mdb_env_close (see open_env)
@@ -82,8 +83,12 @@ struct LmdbStore::Env {
   template <typename Body>
   int transact(bool write, Body&& body, bool pooled = false, std::uint64_t bytes = 0) {
     std::unique_lock<std::mutex> writer(m_writer_mutex, std::defer_lock);
-    if (write)
+    if (write) {
       writer.lock();
+      if (reading_until_write.load(std::memory_order_acquire))
+        if (const int rc = open_for_writing(); rc != MDB_SUCCESS)
+          return rc;
+    }
     for (int attempt = 0; attempt < k_max_grow_attempts; ++attempt) {
       if (poisoned.load(std::memory_order_acquire))
         return k_poisoned;
@@ -128,6 +133,12 @@ struct LmdbStore::Env {
   /// k_runaway past the cap; or LMDB's status when it refuses.
   int grow_map(std::uint64_t bytes);
 
+  /// Whether `env` is opened read-only (MDB_RDONLY) in an environment this process may write:
+  /// its first write transaction opens the writable one (open_for_writing). Opening LMDB
+  /// writable allocates its write buffers (3 MiB), which a process that only hits never uses
+  /// (0.1 ms of a CUDA process's first hit on an H200 host).
+  std::atomic<bool> reading_until_write{false};
+
   /// A reset read transaction from the pool, or null when it is empty.
   MDB_txn* take_reader();
   /// Returns a reset read transaction to the pool (aborts it when the pool is full).
@@ -171,12 +182,22 @@ private:
     return rc;
   }
 
+  /// Makes `env` writable where reading_until_write: opens the environment again, writable,
+  /// with every database (made where missing), and keeps the read-only one open, unused, until
+  /// this Env closes: closing it would drop this process's locks on lock.mdb, which the
+  /// writable one holds too (POSIX locks belong to the process). The caller holds
+  /// m_writer_mutex. Returns MDB_SUCCESS or the status that stopped it (the environment is
+  /// poisoned when it means damage, and stays read-only otherwise).
+  int open_for_writing();
+
   static constexpr int k_max_grow_attempts = 16;
   /// Idle readers kept: each keeps a reader slot (k_max_readers in all, shared by processes).
   static constexpr std::size_t k_pooled_readers = 8;
   std::mutex m_reader_mutex;
   std::vector<MDB_txn*> m_idle_readers;
   std::mutex m_writer_mutex; // see transact
+  /// The read-only environment, once `env` is the writable one (see open_for_writing).
+  MDB_env* m_read_env = nullptr;
 };
 
 /// LMDB reports a short write - what a full disk gives - as EIO. Returns ENOSPC for an EIO
@@ -202,6 +223,10 @@ void quarantine(const CacheDir& cache, const std::string& why);
 /// Like quarantine, but removes the data file instead of keeping it (clearing the tier).
 /// Errors: io_error naming the file that could not be removed.
 Expected<void> remove_data_files(const CacheDir& cache);
+
+/// Opens `e`'s databases in `txn` (entries and counters; the others too where `e` is not
+/// read-only), with `create` (0 or MDB_CREATE). Returns LMDB's status.
+int open_databases(LmdbStore::Env& e, MDB_txn* txn, unsigned create);
 
 /// After a fault in an environment that is not an Env (create_env, compaction): releases what
 /// the faulting thread may hold of LMDB's lock file (see Env::poison); the environment itself

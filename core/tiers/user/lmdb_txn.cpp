@@ -15,9 +15,7 @@ constexpr char k_total_key[] = "footprint";
 } // namespace
 
 std::uint64_t footprint(LmdbStore::Env& e, std::uint64_t value_bytes) {
-  MDB_stat st{};
-  mdb_env_stat(e.env, &st);
-  return entry_footprint(value_bytes, st.ms_psize);
+  return entry_footprint(value_bytes, e.page_size);
 }
 
 Error read_only_error(const std::filesystem::path& dir) {
