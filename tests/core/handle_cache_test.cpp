@@ -5,6 +5,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/inotify_instances.hpp"
+#include "tests/support/pretend_nfs.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@ namespace jitcache {
 
 using detail::Filesystem;
 namespace {
+using test::pretend_nfs;
 using test::write_file;
 
 namespace fs = std::filesystem;
@@ -33,10 +35,6 @@ RequestHash request_of(std::string_view options, std::string_view source) {
   hasher.add(options);
   hasher.add(source);
   return hasher.digest();
-}
-
-Filesystem pretend_nfs(const fs::path&) {
-  return Filesystem{0x6969, "nfs", true};
 }
 
 // A header found in link/ (a symlink to real/) after first/, where a header would shadow it:

@@ -50,7 +50,7 @@ std::vector<int> access_modes_of(const fs::path& file) {
 }
 
 // A payload of `size` bytes that names `seed` throughout (over LMDB's page size: overflow pages).
-std::string payload(const std::string& seed, std::size_t size = 20000) {
+std::string filled_with(const std::string& seed, std::size_t size = 20000) {
   std::string out;
   while (out.size() < size)
     out += seed + ";";
@@ -58,7 +58,7 @@ std::string payload(const std::string& seed, std::size_t size = 20000) {
   return out;
 }
 
-std::string read_payload(LmdbStore& store, const Digest& key) {
+std::string payload_in(LmdbStore& store, const Digest& key) {
   std::string got = "(none)";
   auto seen = store.visit(key, [&](const EntryView& view) { got = std::string(view.payload); });
   return seen ? got : "(error: " + seen.error().message + ")";
@@ -69,7 +69,7 @@ protected:
   void SetUp() override {
     ChildProcess maker([&] { // LMDB: one environment per file per process, so another one
       auto store = LmdbStore::open(lmdb_dir(), false);
-      return store && (*store)->put(shared, Entry{"opencl", payload("shared")}) ? 0 : 1;
+      return store && (*store)->put(shared, Entry{"opencl", filled_with("shared")}) ? 0 : 1;
     });
     ASSERT_EQ(maker.wait(), 0) << maker.err();
   }
@@ -81,7 +81,7 @@ protected:
 TEST_F(LmdbReadUntilWrite, AProcessThatOnlyReadsNeverOpensTheDataFileForWriting) {
   ChildProcess reader([&] {
     auto store = LmdbStore::open(lmdb_dir(), false);
-    if (!store || read_payload(**store, shared) != payload("shared"))
+    if (!store || payload_in(**store, shared) != filled_with("shared"))
       return 1;
     for (int mode : access_modes_of(lmdb_dir() / "data.mdb"))
       if (mode != O_RDONLY)
@@ -93,15 +93,15 @@ TEST_F(LmdbReadUntilWrite, AProcessThatOnlyReadsNeverOpensTheDataFileForWriting)
       writable = writable || mode != O_RDONLY;
     if (!writable)
       return 4; // the write did not go through a writable environment
-    return read_payload(**store, Digest::of("own")) == "BIN" &&
-                   read_payload(**store, shared) == payload("shared")
+    return payload_in(**store, Digest::of("own")) == "BIN" &&
+                   payload_in(**store, shared) == filled_with("shared")
                ? 0
                : 5;
   });
   EXPECT_EQ(reader.wait(), 0) << reader.err();
   auto after = LmdbStore::open(lmdb_dir(), true);
   ASSERT_TRUE(after) << after.error().message;
-  EXPECT_EQ(read_payload(**after, Digest::of("own")), "BIN");
+  EXPECT_EQ(payload_in(**after, Digest::of("own")), "BIN");
 }
 
 // Eight threads read and write at once from the open on: whichever writes first opens the
@@ -120,10 +120,11 @@ TEST_F(LmdbReadUntilWrite, TheFirstWriteOfOneThreadWhileOthersReadLosesNothing) 
         while (ready.load() < k_threads) {
         }
         for (int round = 0; round < k_rounds; ++round) {
-          if (read_payload(**store, shared) != payload("shared"))
+          if (payload_in(**store, shared) != filled_with("shared"))
             ++wrong;
           const std::string name = std::to_string(t) + "." + std::to_string(round);
-          if (t % 2 == 0 && !(*store)->put(Digest::of(name), Entry{"opencl", payload(name, 100)}))
+          if (t % 2 == 0 &&
+              !(*store)->put(Digest::of(name), Entry{"opencl", filled_with(name, 100)}))
             ++wrong;
         }
       });
@@ -137,7 +138,7 @@ TEST_F(LmdbReadUntilWrite, TheFirstWriteOfOneThreadWhileOthersReadLosesNothing) 
   for (int t = 0; t < 8; t += 2)
     for (int round = 0; round < 20; ++round) {
       const std::string name = std::to_string(t) + "." + std::to_string(round);
-      EXPECT_EQ(read_payload(**after, Digest::of(name)), payload(name, 100)) << name;
+      EXPECT_EQ(payload_in(**after, Digest::of(name)), filled_with(name, 100)) << name;
     }
 }
 
@@ -159,7 +160,7 @@ TEST_F(LmdbReadUntilWrite, ASnapshotReadAfterTheFirstWriteKeepsItsPagesFromOther
       ChildProcess::tell_parent("reading");
       while (!fs::exists(go))
         ::usleep(1000);
-      intact = before == payload("shared") && view.payload == before;
+      intact = before == filled_with("shared") && view.payload == before;
     });
     return seen && *seen && intact ? 0 : 2;
   });
@@ -170,7 +171,7 @@ TEST_F(LmdbReadUntilWrite, ASnapshotReadAfterTheFirstWriteKeepsItsPagesFromOther
       return 1;
     for (int i = 0; i < 60; ++i) { // each a commit: freed pages are reused from the second on
       const std::string name = "other " + std::to_string(i);
-      if (!(*store)->put(Digest::of(name), Entry{"opencl", payload(name)}))
+      if (!(*store)->put(Digest::of(name), Entry{"opencl", filled_with(name)}))
         return 2;
     }
     return 0;
@@ -185,9 +186,9 @@ TEST_F(LmdbReadUntilWrite, ASnapshotReadAfterTheFirstWriteKeepsItsPagesFromOther
 TEST_F(LmdbReadUntilWrite, ManyProcessesReadThenWriteAndEveryEntryLands) {
   const auto read_then_write = [&](const std::string& name) {
     auto store = LmdbStore::open(lmdb_dir(), false);
-    if (!store || read_payload(**store, shared) != payload("shared"))
+    if (!store || payload_in(**store, shared) != filled_with("shared"))
       return 1;
-    return (*store)->put(Digest::of(name), Entry{"opencl", payload(name, 3000)}) ? 0 : 2;
+    return (*store)->put(Digest::of(name), Entry{"opencl", filled_with(name, 3000)}) ? 0 : 2;
   };
   std::vector<std::string> names;
   {
@@ -207,9 +208,9 @@ TEST_F(LmdbReadUntilWrite, ManyProcessesReadThenWriteAndEveryEntryLands) {
   }
   auto after = LmdbStore::open(lmdb_dir(), true);
   ASSERT_TRUE(after) << after.error().message;
-  EXPECT_EQ(read_payload(**after, shared), payload("shared"));
+  EXPECT_EQ(payload_in(**after, shared), filled_with("shared"));
   for (const std::string& name : names)
-    EXPECT_EQ(read_payload(**after, Digest::of(name)), payload(name, 3000)) << name;
+    EXPECT_EQ(payload_in(**after, Digest::of(name)), filled_with(name, 3000)) << name;
   for (const auto& file : fs::directory_iterator(lmdb_dir()))
     EXPECT_EQ(file.path().filename().string().find("corrupt"), std::string::npos) << file.path();
   EXPECT_FALSE(fs::exists(lmdb_dir() / "damaged"));

@@ -6,6 +6,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/inotify_instances.hpp"
+#include "tests/support/pretend_nfs.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <grp.h>
@@ -25,6 +26,7 @@
 
 namespace jitcache {
 namespace {
+using test::pretend_nfs;
 using test::write_file;
 
 namespace fs = std::filesystem;
@@ -186,10 +188,6 @@ TEST(ProvenStamps, AHeaderBehindAFolderThatMayNotBeSearchedIsStatedAtEveryProof)
   });
   EXPECT_EQ(child.wait(), 0) << "10: could not become uid 65534; 11: a proof failed; 12: the set "
                                 "was watched; 13: chmod failed; 14: the opened folder was missed";
-}
-
-Filesystem pretend_nfs(const fs::path&) {
-  return Filesystem{0x6969, "nfs", true};
 }
 
 // On a network filesystem another machine's writes raise no event here: every proof stats.

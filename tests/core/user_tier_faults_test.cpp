@@ -7,6 +7,7 @@
 #include "core/tiers/user/user_store.hpp"
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/pretend_nfs.hpp"
 #include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -34,6 +35,7 @@ namespace {
 using test::has_aside_file;
 using test::numbered_entry;
 using test::numbered_key;
+using test::pretend_nfs;
 
 namespace fs = std::filesystem;
 using test::ChildProcess;
@@ -213,10 +215,6 @@ TEST_F(UserTierFaults, ADirectoryOwnedByAnotherUserIsOnlyRead) {
   EXPECT_FALSE(store->writable());
   EXPECT_NE(err.find("owned by uid 65534, not by this user (uid 0)"), std::string::npos) << err;
   ASSERT_EQ(::chown(dir.path().c_str(), 0, 0), 0);
-}
-
-Filesystem pretend_nfs(const fs::path&) {
-  return {0x6969, "nfs", true};
 }
 
 TEST_F(UserTierFaults, LmdbIsNeverOpenedOnANetworkFilesystem) {
