@@ -7,6 +7,7 @@
 #include "core/tiers/user/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/faulty_user_tier.hpp"
+#include "tests/support/lmdb_writer.hpp"
 #include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -27,6 +28,7 @@ using detail::LmdbStore;
 namespace {
 using test::ChildProcess;
 using test::key_for;
+using test::lmdb_write_transaction;
 
 std::function<Expected<Entry>()> compiler(std::atomic<int>& calls, const std::string& binary,
                                           int sleep_ms = 0) {
@@ -36,18 +38,6 @@ std::function<Expected<Entry>()> compiler(std::atomic<int>& calls, const std::st
       std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     return Entry{"", binary, {}, 0};
   };
-}
-
-// A write transaction begun through LMDB itself on the user tier in `dir`, as another program
-// (or an older jitcache) would; null when it cannot be. For a child process, which ends with it.
-MDB_txn* lmdb_write_transaction(const std::filesystem::path& dir) {
-  MDB_env* env = nullptr;
-  MDB_txn* txn = nullptr;
-  if (mdb_env_create(&env) != MDB_SUCCESS || mdb_env_set_maxdbs(env, 8) != MDB_SUCCESS ||
-      mdb_env_open(env, dir.c_str(), 0, 0600) != MDB_SUCCESS ||
-      mdb_txn_begin(env, nullptr, 0, &txn) != MDB_SUCCESS)
-    return nullptr;
-  return txn;
 }
 
 class CacheTest : public ::testing::Test {

@@ -6,11 +6,15 @@
 #include "core/tiers/user/lmdb_store.hpp"
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/lmdb_writer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,6 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::ChildProcess;
+using test::lmdb_write_transaction;
 
 // The access modes (O_RDONLY, O_WRONLY, O_RDWR) of this process's descriptors of `file`.
 std::vector<int> access_modes_of(const fs::path& file) {
@@ -62,6 +67,17 @@ std::string payload_in(LmdbStore& store, const Digest& key) {
   std::string got = "(none)";
   auto seen = store.visit(key, [&](const EntryView& view) { got = std::string(view.payload); });
   return seen ? got : "(error: " + seen.error().message + ")";
+}
+
+// Waits until thread `tid` of this process sleeps in a futex (a mutex or a lock's wait).
+void wait_until_in_futex(pid_t tid) {
+  for (;;) {
+    std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
+    long number = -1;
+    if (in >> number && number == SYS_futex)
+      return;
+    ::usleep(1000);
+  }
 }
 
 class LmdbReadUntilWrite : public ::testing::Test {
@@ -179,6 +195,132 @@ TEST_F(LmdbReadUntilWrite, ASnapshotReadAfterTheFirstWriteKeepsItsPagesFromOther
   EXPECT_EQ(writer.wait(), 0) << writer.err();
   std::ofstream(go).put('\n');
   EXPECT_EQ(reader.wait(), 0) << reader.err();
+}
+
+// A writable open that fails past LMDB's lock setup (here: no descriptor left for the data
+// file) has LMDB close the lock file, which drops every lock this process holds on it, the
+// read-only environment's too. They are taken again: another process sees this one's shared lock on
+// byte 0 (no process initialises the file again under it) and its lock on the byte at its id (its
+// reader slots are live). The write fails with the reason; the next one opens the environment and
+// works.
+TEST_F(LmdbReadUntilWrite, AWritableOpenThatFailsKeepsTheProcesssLocksAndTheNextWriteWorks) {
+  const fs::path go = dir.path() / "go";
+  ChildProcess reader([&] {
+    ::alarm(60);
+    auto store = LmdbStore::open(lmdb_dir(), false);
+    if (!store || payload_in(**store, shared) != filled_with("shared"))
+      return 1;
+    rlimit before{};
+    ::getrlimit(RLIMIT_NOFILE, &before);
+    const int lowest = ::open("/dev/null", O_RDONLY); // the one number left below the limit
+    ::close(lowest);
+    rlimit tight = before;
+    tight.rlim_cur = static_cast<rlim_t>(lowest) + 1;
+    if (::setrlimit(RLIMIT_NOFILE, &tight) != 0)
+      return 2;
+    const auto failed = (*store)->put(Digest::of("own"), Entry{"opencl", "BIN"});
+    ::setrlimit(RLIMIT_NOFILE, &before);
+    if (failed)
+      return 3; // LMDB opened the data file: the test did not test
+    ChildProcess::tell_parent(failed.error().message);
+    while (!fs::exists(go))
+      ::usleep(1000);
+    if (!(*store)->put(Digest::of("own"), Entry{"opencl", "BIN"}))
+      return 4;
+    return payload_in(**store, Digest::of("own")) == "BIN" &&
+                   payload_in(**store, shared) == filled_with("shared")
+               ? 0
+               : 5;
+  });
+  const auto message = reader.next_message();
+  ASSERT_TRUE(message) << reader.err();
+  EXPECT_NE(message->find("Too many open files"), std::string::npos) << *message;
+  const int fd = ::open((lmdb_dir() / "lock.mdb").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const auto holder = [&](short type, off_t at) { // the lock another process holds there
+    struct flock probe {};
+    probe.l_type = type;
+    probe.l_whence = SEEK_SET;
+    probe.l_start = at;
+    probe.l_len = 1;
+    EXPECT_EQ(::fcntl(fd, F_GETLK, &probe), 0);
+    return std::pair<int, pid_t>(probe.l_type, probe.l_type == F_UNLCK ? 0 : probe.l_pid);
+  };
+  using Held = std::pair<int, pid_t>;
+  EXPECT_EQ(holder(F_WRLCK, 0), Held(F_RDLCK, reader.pid())) << "byte 0, shared";
+  EXPECT_EQ(holder(F_RDLCK, reader.pid()), Held(F_WRLCK, reader.pid())) << "its id's byte";
+  ::close(fd); // this process holds no lock there
+  std::ofstream(go).put('\n');
+  EXPECT_EQ(reader.wait(), 0) << reader.err();
+}
+
+// A read that faults poisons the environment while it is still read-only: a write then fails at
+// once and opens nothing (the poisoned environment gave up its locks and its gate; another
+// process may be moving the file aside).
+TEST_F(LmdbReadUntilWrite, AWriteAfterAFaultInAReadOpensNothing) {
+  const Digest record = Digest::of("record");
+  ChildProcess writer([&] {
+    auto store = LmdbStore::open(lmdb_dir(), false);
+    return store && (*store)->put_records({{record, "bytes"}}) ? 0 : 1;
+  });
+  ASSERT_EQ(writer.wait(), 0) << writer.err();
+  ChildProcess reader([&] {
+    auto store = LmdbStore::open(lmdb_dir(), false);
+    if (!store)
+      return 1;
+    static char* forbidden =
+        static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    // A record is used inside the store's read transaction: a fault there is the store's.
+    const auto faulted = (*store)->visit_record(record, [](std::string_view) {
+      static_cast<void>(*static_cast<volatile char*>(forbidden)); // as a damaged page would
+    });
+    if (faulted || faulted.error().code != ErrorCode::corrupt)
+      return 2;
+    const auto written = (*store)->put(Digest::of("own"), Entry{"opencl", "BIN"});
+    if (written || written.error().code != ErrorCode::corrupt)
+      return 3;
+    for (int mode : access_modes_of(lmdb_dir() / "data.mdb"))
+      if (mode != O_RDONLY)
+        return 4; // a writable environment was opened on the poisoned tier
+    return 0;
+  });
+  EXPECT_EQ(reader.wait(), 0) << reader.err();
+}
+
+// The first write of a process opens the environment for writing while another process's
+// store holds LMDB's writer lock: the write waits for that store, this process's reads do not.
+TEST_F(LmdbReadUntilWrite, ReadsGoOnWhileTheFirstWriteWaitsForAnotherProcesssStore) {
+  ChildProcess other([&] {
+    ::alarm(60);
+    if (!lmdb_write_transaction(lmdb_dir()))
+      return 2;
+    ChildProcess::tell_parent("writing");
+    for (;;)
+      ::pause();
+  });
+  ASSERT_EQ(other.next_message(), std::optional<std::string>("writing")) << other.err();
+  ChildProcess process([&] {
+    ::alarm(30); // a read that waits for the other store ends the process, and sends nothing
+    auto store = LmdbStore::open(lmdb_dir(), false);
+    if (!store)
+      return 1;
+    std::atomic<pid_t> writer_tid{0};
+    std::thread writer([&] {
+      writer_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      static_cast<void>((*store)->put(Digest::of("own"), Entry{"opencl", "BIN"}));
+    });
+    while (writer_tid.load() == 0) {
+    }
+    wait_until_in_futex(writer_tid.load()); // waiting for the other process's store
+    ChildProcess::tell_parent(payload_in(**store, shared) == filled_with("shared") ? "read"
+                                                                                   : "wrong");
+    writer.join(); // once the other process is gone
+    return 0;
+  });
+  EXPECT_EQ(process.next_message(), std::optional<std::string>("read")) << process.err();
+  other.kill(SIGKILL);
+  other.wait();
+  EXPECT_EQ(process.wait(), 0) << process.err();
 }
 
 // Eight processes at once, then thirty one after another, each reads the tier and writes an entry

@@ -234,8 +234,9 @@ LmdbStore::Env::~Env() {
       mdb_txn_abort(txn);
     if (env)
       mdb_env_close(env);
-    if (m_read_env) // after the writable one: see open_for_writing
-      mdb_env_close(m_read_env);
+    for (MDB_env* other : {m_read_env, m_writable}) // see open_for_writing
+      if (other)
+        mdb_env_close(other);
     return MDB_SUCCESS;
   });
   if (rc == fault::k_fault)
@@ -267,8 +268,38 @@ void LmdbStore::Env::give_back_reader(MDB_txn* txn) {
   mdb_txn_abort(txn);
 }
 
+void LmdbStore::Env::adopt(const Databases& opened) {
+  for (auto [ours, theirs] : {std::pair{&entries, opened.entries},
+                              {&counters, opened.counters},
+                              {&access, opened.access},
+                              {&meta, opened.meta},
+                              {&records, opened.records},
+                              {&tuning, opened.tuning}})
+    if (*ours != theirs)
+      *ours = theirs;
+}
+
+bool LmdbStore::Env::restore_locks() {
+  if (lock_fd < 0)
+    return false;
+  struct flock shared {};
+  shared.l_type = F_RDLCK;
+  shared.l_whence = SEEK_SET;
+  shared.l_start = 0;
+  shared.l_len = 1;
+  int rc;
+  while ((rc = ::fcntl(lock_fd, F_SETLKW, &shared)) != 0 && errno == EINTR) {
+  }
+  struct flock live = shared;
+  live.l_type = F_WRLCK;
+  live.l_start = ::getpid();
+  return rc == 0 && ::fcntl(lock_fd, F_SETLK, &live) == 0;
+}
+
 int LmdbStore::Env::open_for_writing() {
   std::unique_lock<std::shared_mutex> lock(resize_mutex); // no transaction of ours runs
+  if (poisoned.load(std::memory_order_acquire))
+    return k_poisoned; // its locks and its gate are given up: nothing may be opened again
   if (!reading_until_write.load(std::memory_order_relaxed))
     return MDB_SUCCESS;
   int rc = fault::guarded([&] {
@@ -278,34 +309,46 @@ int LmdbStore::Env::open_for_writing() {
     m_idle_readers.clear();
     return MDB_SUCCESS;
   });
-  MDB_env* writable = nullptr;
-  if (rc == MDB_SUCCESS)
-    rc = create_env(&writable, dir, MDB_NOTLS, initial_map_size);
+  if (rc == MDB_SUCCESS && !m_writable) {
+    rc = create_env(&m_writable, dir, MDB_NOTLS, initial_map_size);
+    if (rc != MDB_SUCCESS && rc != fault::k_fault && !restore_locks()) {
+      poison("its lock file's locks were lost when LMDB could not open it for writing (" +
+                 describe(rc) + ")",
+             false);
+      return k_poisoned;
+    }
+  }
+  Databases opened;
   if (rc == MDB_SUCCESS) {
-    Env& self = *this;
-    rc = fault::guarded([&] {
+    const auto open_in = [&](unsigned flags, unsigned create) {
       MDB_txn* txn = nullptr;
-      int r = mdb_txn_begin(writable, nullptr, 0, &txn);
-      if (r != MDB_SUCCESS)
-        return r;
-      r = open_databases(self, txn, MDB_CREATE);
+      int r = mdb_txn_begin(m_writable, nullptr, flags, &txn);
+      if (r == MDB_SUCCESS)
+        r = open_databases(txn, create, true, opened);
       if (r != MDB_SUCCESS) {
-        mdb_txn_abort(txn);
+        if (txn)
+          mdb_txn_abort(txn);
         return r;
       }
       return mdb_txn_commit(txn);
+    };
+    rc = fault::guarded([&] {
+      int r = open_in(MDB_RDONLY, 0);
+      if (r == MDB_MAP_RESIZED && (r = mdb_env_set_mapsize(m_writable, 0)) == MDB_SUCCESS)
+        r = open_in(MDB_RDONLY, 0);
+      return r == MDB_NOTFOUND ? open_in(0, MDB_CREATE) : r;
     });
-    if (rc != MDB_SUCCESS && rc != fault::k_fault)
-      mdb_env_close(writable);
   }
   if (rc == fault::k_fault)
     poison(fault::last_fault());
   else if (is_damage(rc))
     poison(describe(rc));
   if (rc != MDB_SUCCESS)
-    return rc;
+    return rc; // a writable environment that opened stays for the next write to try again
   m_read_env = env;
-  env = writable;
+  env = m_writable;
+  m_writable = nullptr;
+  adopt(opened);
   reading_until_write.store(false, std::memory_order_release);
   return MDB_SUCCESS;
 }
@@ -350,7 +393,7 @@ int LmdbStore::Env::grow_map(std::uint64_t bytes) {
   return fault::guarded([&] { return mdb_env_set_mapsize(env, grown); });
 }
 
-void LmdbStore::Env::poison(const std::string& why) {
+void LmdbStore::Env::poison(const std::string& why, bool damaged) {
   if (poisoned.exchange(true))
     return;
   release_lock_file_mutexes(dir, lock_fd);
@@ -360,13 +403,18 @@ void LmdbStore::Env::poison(const std::string& why) {
     ::close(lock_fd);
     lock_fd = -1;
   }
-  if (!read_only)
+  if (!read_only && damaged)
     mark_damaged(cache);
   gate = EnvGate();
-  log::write_once(LogLevel::warn, "damaged:" + dir.string(),
-                  "user tier " + dir.string() + " is damaged (" + why +
-                      "); this process does not use it any more, and it is moved aside when "
-                      "no process has it open");
+  if (damaged)
+    log::write_once(LogLevel::warn, "damaged:" + dir.string(),
+                    "user tier " + dir.string() + " is damaged (" + why +
+                        "); this process does not use it any more, and it is moved aside when "
+                        "no process has it open");
+  else
+    log::write_once(LogLevel::warn, "unusable:" + dir.string(),
+                    "user tier " + dir.string() + ": " + why +
+                        "; this process does not use it any more");
 }
 
 // The file operations of the directory's data files, in one place.
@@ -442,19 +490,19 @@ Error lmdb_error(const std::string& what, int rc, const fs::path& dir) {
   return Error(code, what + " failed in " + dir.string() + ": " + describe(rc));
 }
 
-int open_databases(LmdbStore::Env& e, MDB_txn* txn, unsigned create) {
-  int r = mdb_dbi_open(txn, "entries", create, &e.entries);
+int open_databases(MDB_txn* txn, unsigned create, bool writer, LmdbStore::Env::Databases& out) {
+  int r = mdb_dbi_open(txn, "entries", create, &out.entries);
   if (r == MDB_SUCCESS)
-    r = mdb_dbi_open(txn, "counters", create, &e.counters);
+    r = mdb_dbi_open(txn, "counters", create, &out.counters);
   // Only writers keep use times and the stored size.
-  if (r == MDB_SUCCESS && !e.read_only)
-    r = mdb_dbi_open(txn, "access", create, &e.access);
-  if (r == MDB_SUCCESS && !e.read_only)
-    r = mdb_dbi_open(txn, "meta", create, &e.meta);
-  if (r == MDB_SUCCESS && !e.read_only)
-    r = mdb_dbi_open(txn, "records", create, &e.records);
-  if (r == MDB_SUCCESS && !e.read_only)
-    r = mdb_dbi_open(txn, "tuning", create, &e.tuning);
+  if (r == MDB_SUCCESS && writer)
+    r = mdb_dbi_open(txn, "access", create, &out.access);
+  if (r == MDB_SUCCESS && writer)
+    r = mdb_dbi_open(txn, "meta", create, &out.meta);
+  if (r == MDB_SUCCESS && writer)
+    r = mdb_dbi_open(txn, "records", create, &out.records);
+  if (r == MDB_SUCCESS && writer)
+    r = mdb_dbi_open(txn, "tuning", create, &out.tuning);
   return r;
 }
 
@@ -635,7 +683,11 @@ Expected<std::shared_ptr<LmdbStore::Env>> open_env(const CacheDir& cache, bool r
       log::info("cleared " + std::to_string(stale) + " reader slot(s) of dead processes in " +
                 dir.string());
     const auto open_dbis = [&](MDB_txn* txn, unsigned create) {
-      return open_databases(*env, txn, create);
+      LmdbStore::Env::Databases opened;
+      const int r = open_databases(txn, create, !read_only, opened);
+      if (r == MDB_SUCCESS)
+        env->adopt(opened);
+      return r;
     };
     // Where every database exists (each open but a new tier's first), they are opened in a read
     // transaction: a process that only hits never takes LMDB's writer mutex, which another

@@ -37,6 +37,11 @@ std::string describe(int rc);
 /// One open LMDB environment, shared by every LmdbStore of its directory in this process.
 /// Internal to the user tier (the core/lmdb_*.cpp files).
 struct LmdbStore::Env {
+  /// The handles of the databases (see the members of the same names).
+  struct Databases {
+    MDB_dbi entries = 0, counters = 0, access = 0, meta = 0, records = 0, tuning = 0;
+  };
+
   MDB_env* env = nullptr;
   MDB_dbi entries = 0;      ///< digest -> encoded entry
   MDB_dbi counters = 0;     ///< "backend\x1fname" -> u64
@@ -139,6 +144,10 @@ struct LmdbStore::Env {
   /// (0.1 ms of a CUDA process's first hit on an H200 host).
   std::atomic<bool> reading_until_write{false};
 
+  /// Takes the handles in `opened` where they differ from the members (a handle read outside a
+  /// transaction, as some are, is never written when it stays the same).
+  void adopt(const Databases& opened);
+
   /// A reset read transaction from the pool, or null when it is empty.
   MDB_txn* take_reader();
   /// Returns a reset read transaction to the pool (aborts it when the pool is full).
@@ -151,8 +160,9 @@ struct LmdbStore::Env {
   /// (so that the next process to open it alone re-initialises it), and the gate (so that
   /// another process can move the file aside). Writes the damage marker (when writable), so
   /// that the next open moves the file aside, and warns once. Thread-safe; later calls do
-  /// nothing.
-  void poison(const std::string& why);
+  /// nothing. With `damaged` false (the file is sound, the environment unusable), no marker is
+  /// written and the warning says the tier is not used, not that it is damaged.
+  void poison(const std::string& why, bool damaged = true);
 
   std::atomic<bool> poisoned{false};
   /// Initial map size (LmdbStore::Options::map_size), the floor of grow_map's cap.
@@ -183,12 +193,22 @@ private:
   }
 
   /// Makes `env` writable where reading_until_write: opens the environment again, writable,
-  /// with every database (made where missing), and keeps the read-only one open, unused, until
-  /// this Env closes: closing it would drop this process's locks on lock.mdb, which the
-  /// writable one holds too (POSIX locks belong to the process). The caller holds
-  /// m_writer_mutex. Returns MDB_SUCCESS or the status that stopped it (the environment is
-  /// poisoned when it means damage, and stays read-only otherwise).
+  /// with every database (opened in a read transaction where they exist, so that no reader of
+  /// this process waits for another process's store; made in a write transaction otherwise).
+  /// No LMDB environment of this Env is closed before the Env is: closing one drops this
+  /// process's locks on lock.mdb, which the others hold too (POSIX locks belong to the
+  /// process). LMDB closes the lock file itself when the writable open fails past its locks,
+  /// so they are taken again (restore_locks). The caller holds m_writer_mutex. Returns
+  /// MDB_SUCCESS; k_poisoned on a poisoned environment; or the status that stopped it (the
+  /// environment is poisoned when it means damage or when its locks could not be taken again,
+  /// and stays read-only otherwise).
   int open_for_writing();
+
+  /// After a failed writable open: takes this process's locks on lock.mdb again through
+  /// `lock_fd`, as LMDB holds them for an open environment (shared on byte 0, waiting for a
+  /// process that initialises the file; exclusive on the byte at this process's id, which
+  /// tells others that its reader slots are live). Returns whether both are held.
+  bool restore_locks();
 
   static constexpr int k_max_grow_attempts = 16;
   /// Idle readers kept: each keeps a reader slot (k_max_readers in all, shared by processes).
@@ -196,8 +216,10 @@ private:
   std::mutex m_reader_mutex;
   std::vector<MDB_txn*> m_idle_readers;
   std::mutex m_writer_mutex; // see transact
-  /// The read-only environment, once `env` is the writable one (see open_for_writing).
+  /// The read-only environment once `env` is writable, and a writable one whose databases could
+  /// not be opened yet: closed with this Env (see open_for_writing).
   MDB_env* m_read_env = nullptr;
+  MDB_env* m_writable = nullptr;
 };
 
 /// LMDB reports a short write - what a full disk gives - as EIO. Returns ENOSPC for an EIO
@@ -224,9 +246,9 @@ void quarantine(const CacheDir& cache, const std::string& why);
 /// Errors: io_error naming the file that could not be removed.
 Expected<void> remove_data_files(const CacheDir& cache);
 
-/// Opens `e`'s databases in `txn` (entries and counters; the others too where `e` is not
-/// read-only), with `create` (0 or MDB_CREATE). Returns LMDB's status.
-int open_databases(LmdbStore::Env& e, MDB_txn* txn, unsigned create);
+/// Opens the databases of an environment into `out` in `txn` (entries and counters; the others
+/// too where `writer`), with `create` (0 or MDB_CREATE). Returns LMDB's status.
+int open_databases(MDB_txn* txn, unsigned create, bool writer, LmdbStore::Env::Databases& out);
 
 /// After a fault in an environment that is not an Env (create_env, compaction): releases what
 /// the faulting thread may hold of LMDB's lock file (see Env::poison); the environment itself
