@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 
 namespace jitcache::fault {
 
@@ -29,7 +28,6 @@ constexpr int k_signals[] = {SIGSEGV, SIGBUS};
 // The actions the application had before install(); written once, before our handler is in
 // place, and only read afterwards.
 struct sigaction g_previous[2];
-std::once_flag g_installed;
 
 const struct sigaction& previous(int signal) {
   return g_previous[signal == SIGSEGV ? 0 : 1];
@@ -93,7 +91,9 @@ void on_fault(int signal, siginfo_t* info, void* context) {
 } // namespace
 
 void install() {
-  std::call_once(g_installed, [] {
+  // A function's static, not std::call_once: its first pass makes no futex call (call_once's
+  // wakes waiters every time), and every later one is a load.
+  static const bool installed = [] {
     for (int i = 0; i < 2; ++i) {
       ::sigaction(k_signals[i], nullptr, &g_previous[i]);
       struct sigaction ours {};
@@ -104,7 +104,9 @@ void install() {
       sigemptyset(&ours.sa_mask);
       ::sigaction(k_signals[i], &ours, nullptr);
     }
-  });
+    return true;
+  }();
+  static_cast<void>(installed);
 }
 
 namespace detail {
