@@ -7,6 +7,7 @@
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/lmdb_writer.hpp"
+#include "tests/support/lock_holder.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -33,6 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::ChildProcess;
 using test::lmdb_write_transaction;
+using test::lock_holder;
 
 // The access modes (O_RDONLY, O_WRONLY, O_RDWR) of this process's descriptors of `file`.
 std::vector<int> access_modes_of(const fs::path& file) {
@@ -235,21 +237,11 @@ TEST_F(LmdbReadUntilWrite, AWritableOpenThatFailsKeepsTheProcesssLocksAndTheNext
   const auto message = reader.next_message();
   ASSERT_TRUE(message) << reader.err();
   EXPECT_NE(message->find("Too many open files"), std::string::npos) << *message;
-  const int fd = ::open((lmdb_dir() / "lock.mdb").c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  const auto holder = [&](short type, off_t at) { // the lock another process holds there
-    struct flock probe {};
-    probe.l_type = type;
-    probe.l_whence = SEEK_SET;
-    probe.l_start = at;
-    probe.l_len = 1;
-    EXPECT_EQ(::fcntl(fd, F_GETLK, &probe), 0);
-    return std::pair<int, pid_t>(probe.l_type, probe.l_type == F_UNLCK ? 0 : probe.l_pid);
-  };
   using Held = std::pair<int, pid_t>;
-  EXPECT_EQ(holder(F_WRLCK, 0), Held(F_RDLCK, reader.pid())) << "byte 0, shared";
-  EXPECT_EQ(holder(F_RDLCK, reader.pid()), Held(F_WRLCK, reader.pid())) << "its id's byte";
-  ::close(fd); // this process holds no lock there
+  const fs::path lock = lmdb_dir() / "lock.mdb";
+  EXPECT_EQ(lock_holder(lock, F_WRLCK, 0), Held(F_RDLCK, reader.pid())) << "byte 0, shared";
+  EXPECT_EQ(lock_holder(lock, F_RDLCK, reader.pid()), Held(F_WRLCK, reader.pid()))
+      << "its id's byte";
   std::ofstream(go).put('\n');
   EXPECT_EQ(reader.wait(), 0) << reader.err();
 }

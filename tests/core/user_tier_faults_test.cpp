@@ -7,6 +7,7 @@
 #include "core/tiers/user/user_store.hpp"
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/lock_holder.hpp"
 #include "tests/support/pretend_nfs.hpp"
 #include "tests/support/samples.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -33,6 +34,7 @@ using detail::open_user_store;
 using detail::probe_filesystem;
 namespace {
 using test::has_aside_file;
+using test::lock_holder;
 using test::numbered_entry;
 using test::numbered_key;
 using test::pretend_nfs;
@@ -109,6 +111,35 @@ TEST_F(UserTierFaults, AChildAfterForkUsesItsOwnEnvironment) {
   std::uint64_t valid = 0;
   ASSERT_TRUE(store->for_each([&](const Store::Item& item) { valid += item.valid; }));
   EXPECT_EQ(valid, 3u);
+}
+
+// A child that drops its copy of its parent's environment (replaced by its own at its first use)
+// keeps the locks its own environment holds on lock.mdb: closing any descriptor of a file drops
+// every POSIX lock the process holds on it, so the copy's descriptor is left open.
+TEST_F(UserTierFaults, AChildDroppingItsParentsEnvironmentKeepsItsOwnLocks) {
+  auto store = open();
+  ASSERT_TRUE(store->put(numbered_key(0), numbered_entry(0, 5000)));
+  const fs::path go = dir.path() / "go";
+  ChildProcess child([&] {
+    ::alarm(60);
+    auto got = store->get(numbered_key(0)); // opens the child's own; the parent's copy is dropped
+    if (!got || !*got)
+      return 1;
+    ChildProcess::tell_parent("open");
+    while (!fs::exists(go))
+      ::usleep(1000);
+    auto again = store->get(numbered_key(0));
+    return again && *again ? 0 : 2;
+  });
+  ASSERT_EQ(child.next_message(), std::optional<std::string>("open")) << child.err();
+  using Held = std::pair<int, pid_t>;
+  const fs::path lock = dir.path() / "lock.mdb";
+  ChildProcess observer([&] { // this process holds locks there, which would hide the child's
+    return lock_holder(lock, F_RDLCK, child.pid()) == Held(F_WRLCK, child.pid()) ? 0 : 1;
+  });
+  EXPECT_EQ(observer.wait(), 0) << "the child's reader slots are not marked live";
+  std::ofstream(go).put('\n');
+  EXPECT_EQ(child.wait(), 0) << child.err();
 }
 
 TEST_F(UserTierFaults, StaleReaderSlotsOfKilledProcessesAreCleared) {

@@ -221,10 +221,10 @@ bool opened_what_was_checked(MDB_env* env, const CacheDir& cache, int lock_fd) {
 
 LmdbStore::Env::~Env() {
   if (generation != fork_generation()) {
-    // A child's copy of its parent's environment: LMDB forbids using or closing it. The lock
-    // file descriptor carries no POSIX lock in the child (they are not inherited).
-    if (lock_fd >= 0)
-      ::close(lock_fd);
+    // A child's copy of its parent's environment: LMDB forbids using or closing it, and its lock
+    // file descriptor stays open too. It carries no POSIX lock in the child (they are not
+    // inherited), but closing any descriptor of lock.mdb would drop every lock the child holds
+    // there: those of the environment it opened of its own (LmdbStore::env).
     return;
   }
   if (poisoned) // see poison(): LMDB's handles leak; our descriptors are closed already
