@@ -9,23 +9,15 @@ Prints the medians and each build's median excess over the floor, in ms.
 
 BUILD_DIR is a build folder holding bench/cuda/bench_cuda.
 """
-import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from compare import KERNELS  # noqa: E402
-
-
-def run(args, tier=None):
-    env = dict(os.environ, **({"JITCACHE_DIR": tier} if tier else {}))
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(" ".join(args) + ": " + done.stderr)
-    return done.stdout.strip().splitlines()[-1]
+from fresh_process import median, run  # noqa: E402
 
 
 def main():
@@ -41,23 +33,24 @@ def main():
         symbol = None
         for label, build in builds.items():
             bench = os.path.join(build, "bench", "cuda", "bench_cuda")
-            run([bench, "cold", source, function] + flags, tiers[label])
-            if symbol is None:
+            run([bench, "cold", source, function] + flags, {"JITCACHE_DIR": tiers[label]}, None)
+            if symbol is None:  # export prints the symbol's name, not a measurement
                 export = [bench, "export", source, function]
-                symbol = run(export + (["--expression"] if expression else []) + [cubin],
-                             tiers[label])
+                symbol = subprocess.run(export + (["--expression"] if expression else [])
+                                        + [cubin], env={**os.environ, "JITCACHE_DIR": tiers[label]},
+                                        capture_output=True, text=True, check=True).stdout.strip()
         hits = {label: [] for label in builds}
         floor = []
         for _ in range(rounds):
             for label, build in builds.items():
                 bench = os.path.join(build, "bench", "cuda", "bench_cuda")
-                hits[label].append(json.loads(run([bench, "warm", source, function] + flags,
-                                                  tiers[label]))["ms"])
-            floor.append(json.loads(run([bench, "floor", cubin, symbol, "--launch", spec]))["ms"])
-        line = f"| {file} | {statistics.median(floor):.3f} |"
+                hits[label].append(run([bench, "warm", source, function] + flags,
+                                       {"JITCACHE_DIR": tiers[label]}, None))
+            floor.append(run([bench, "floor", cubin, symbol, "--launch", spec], {}, None))
+        line = f"| {file} | {median(floor):.3f} |"
         for label in builds:
-            median = statistics.median(hits[label])
-            line += f" {label} {median:.3f} (+{median - statistics.median(floor):.3f}) |"
+            hit = median(hits[label])
+            line += f" {label} {hit:.3f} (+{hit - median(floor):.3f}) |"
         print(line, flush=True)
 
 
