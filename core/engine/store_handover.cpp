@@ -2,6 +2,7 @@
 
 #include "core/config/config_table.hpp"
 #include "core/support/fd_write.hpp"
+#include "core/support/flock_within.hpp"
 #include "core/support/shared_library.hpp"
 
 #include <atomic>
@@ -144,7 +145,7 @@ bool worker_alive(const fs::path& pending) {
   // Held for an instant when free: a worker that finds it so while unlocked gives up its
   // relock, and the worker started below lists the folder after taking it.
   const bool held = ::flock(*lock, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(*lock);
+  unlock_and_close(*lock); // not left held by a child forked in that instant
   return held;
 }
 

@@ -3,6 +3,7 @@
 #include "core/support/clock.hpp"
 
 #include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +24,13 @@ bool flock_within(int fd, int operation, std::chrono::milliseconds wait) {
     clock.sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
+}
+
+void unlock_and_close(int fd) {
+  const int error = errno;
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  errno = error;
 }
 
 } // namespace jitcache::detail

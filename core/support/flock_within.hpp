@@ -10,4 +10,11 @@ namespace jitcache::detail {
 /// whether the lock is held (errno says why not).
 bool flock_within(int fd, int operation, std::chrono::milliseconds wait);
 
+/// Lets go of the flock this process took on `fd` (LOCK_UN), then closes `fd`. A flock belongs
+/// to the open file description, which a child forked meanwhile shares through its copy of the
+/// descriptor: a close alone would leave the lock held for as long as the child lives. Only
+/// the process that took the lock calls it; a child drops its copy of a parent's descriptor
+/// with close() alone. Never fails (errno is kept).
+void unlock_and_close(int fd);
+
 } // namespace jitcache::detail

@@ -1,5 +1,6 @@
 #include "core/tuning/measuring_lock.hpp"
 
+#include "core/support/flock_within.hpp"
 #include "core/tuning/tuning_record.hpp"
 
 #include <cerrno>
@@ -36,7 +37,7 @@ MeasuringLock::MeasuringLock(const std::optional<CacheDir>& leases, const tuning
 
 MeasuringLock::~MeasuringLock() {
   if (m_fd >= 0)
-    ::close(m_fd); // drops the flock
+    unlock_and_close(m_fd);
 }
 
 } // namespace jitcache::detail

@@ -1,6 +1,7 @@
 #include "core/tiers/user/env_gate.hpp"
 
 #include "core/support/flock_within.hpp"
+#include "core/support/fork_guard.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,23 +12,37 @@
 
 namespace jitcache::detail {
 
-EnvGate::EnvGate(EnvGate&& other) noexcept : m_fd(other.m_fd) {
+EnvGate::EnvGate(int fd) : m_fd(fd), m_generation(fork_generation()) {}
+
+EnvGate::EnvGate(EnvGate&& other) noexcept : m_fd(other.m_fd), m_generation(other.m_generation) {
   other.m_fd = -1;
 }
 
 EnvGate& EnvGate::operator=(EnvGate&& other) noexcept {
   if (this != &other) {
-    if (m_fd >= 0)
-      ::close(m_fd);
+    let_go();
     m_fd = other.m_fd;
+    m_generation = other.m_generation;
     other.m_fd = -1;
   }
   return *this;
 }
 
 EnvGate::~EnvGate() {
-  if (m_fd >= 0)
+  let_go();
+}
+
+void EnvGate::let_go() {
+  if (m_fd < 0)
+    return;
+  // A close alone would leave the hold with a child forked meanwhile (it shares the open file
+  // description): with an exclusive one (a compaction, a clean end), every other process's
+  // open would wait for that child to exit.
+  if (m_generation == fork_generation())
+    unlock_and_close(m_fd);
+  else
     ::close(m_fd);
+  m_fd = -1;
 }
 
 Expected<EnvGate> EnvGate::enter_alone(const CacheDir& dir) {
@@ -66,10 +81,8 @@ bool EnvGate::try_exclusive(std::chrono::milliseconds wait) {
     return true;
   // A failed conversion may have dropped the shared hold (flock(2)): take it again, or hold
   // nothing and say so through held().
-  if (!flock_within(m_fd, LOCK_SH, wait)) {
-    ::close(m_fd);
-    m_fd = -1;
-  }
+  if (!flock_within(m_fd, LOCK_SH, wait))
+    let_go(); // holds nothing now
   return false;
 }
 

@@ -12,7 +12,10 @@ namespace jitcache::detail {
 /// shared for as long as it has the environment open, and that moving the data file aside
 /// (quarantine, compaction) needs exclusively. LMDB ties its lock file to its data file; with
 /// the gate no process can ever pair an old lock file with a new data file, or keep using a
-/// file that was replaced. Move-only; the destructor lets go (closing the descriptor).
+/// file that was replaced. Move-only; the destructor lets go: unlocking, then closing the
+/// descriptor, in the process that entered; a forked child's copy is only closed (the child
+/// shares the parent's hold through it, and must neither release it nor keep it past the
+/// parent's release).
 class EnvGate {
 public:
   EnvGate() = default; ///< holds nothing
@@ -50,8 +53,10 @@ public:
   bool held() const { return m_fd >= 0; }
 
 private:
-  explicit EnvGate(int fd) : m_fd(fd) {}
+  explicit EnvGate(int fd);
+  void let_go();
   int m_fd = -1;
+  unsigned m_generation = 0; ///< the fork generation that entered
 };
 
 } // namespace jitcache::detail

@@ -2,14 +2,17 @@
 #include "core/tiers/user/lmdb_store.hpp"
 
 #include "core/support/fork_guard.hpp"
+#include "core/support/fork_safe_mutex.hpp"
 #include "core/support/log.hpp"
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/user/eviction.hpp"
 #include "core/tiers/user/lmdb_txn.hpp"
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace jitcache::detail {
 
@@ -17,27 +20,71 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One environment per directory per process (LMDB's rule), found by device and inode.
-std::mutex g_registry_mutex;
-std::map<std::pair<dev_t, ino_t>, std::weak_ptr<LmdbStore::Env>> g_registry;
+using EnvPlace = std::pair<dev_t, ino_t>; // a directory, by device and inode
 
-// Entries found damaged and not written since, by directory: each is counted and warned about
-// once per process, however many paths read it (a request walks the tiers up to three times
-// before it compiles; CUDA's speculative serve() once more) and however often the environment
-// is opened again.
-std::mutex g_damaged_mutex;
-std::set<std::pair<std::string, Digest>> g_damaged;
+// A directory's environment in this process.
+struct EnvSlot {
+  std::weak_ptr<LmdbStore::Env> env; ///< its stores' handle
+  /// The environment last made here until it has closed (its last handle dropped, then LMDB
+  /// closed): set while `env` is expired but the close still runs. Closing an environment
+  /// clears this process's reader slots in the lock file and drops every POSIX lock this
+  /// process holds there (closing any descriptor of a file does), so no environment for the
+  /// same directory may be opened until it ends.
+  const LmdbStore::Env* unclosed = nullptr;
+  unsigned generation = 0; ///< the fork generation `unclosed` was set in
+};
+
+// The process's environments and the damage it found, made before main() and never destroyed
+// (a store may be dropped during exit, after this file's statics are gone).
+struct Registry {
+  // One environment per directory per process (LMDB's rule). A ForkSafeMutex: a child forked
+  // while another thread opens or closes a tier opens its own.
+  ForkSafeMutex mutex;
+  std::map<EnvPlace, EnvSlot> envs;
+  // Entries found damaged and not written since, by directory: each is counted and warned
+  // about once per process, however many paths read it (a request walks the tiers up to three
+  // times before it compiles; CUDA's speculative serve() once more) and however often the
+  // environment is opened again. Made after `mutex`, and taken inside it (ForkSafeMutex's order).
+  ForkSafeMutex damaged_mutex;
+  std::set<std::pair<std::string, Digest>> damaged;
+
+  static Registry& process() {
+    static Registry* const made = new Registry;
+    return *made;
+  }
+};
+
+[[maybe_unused]] const bool g_lmdb_store_made_before_main =
+    (Registry::process(), true); // see ForkSafeMutex
 
 // Whether `key` in `e` was not yet known to be damaged (now it is).
 bool first_sight_of_damage(const LmdbStore::Env& e, const Digest& key) {
-  std::lock_guard<std::mutex> lock(g_damaged_mutex);
-  return g_damaged.emplace(e.dir.string(), key).second;
+  Registry& registry = Registry::process();
+  std::lock_guard<ForkSafeMutex> lock(registry.damaged_mutex);
+  return registry.damaged.emplace(e.dir.string(), key).second;
 }
 
 // `key` was written or removed: damage found in it again is new damage.
 void forget_damage(const LmdbStore::Env& e, const Digest& key) {
-  std::lock_guard<std::mutex> lock(g_damaged_mutex);
-  g_damaged.erase({e.dir.string(), key});
+  Registry& registry = Registry::process();
+  std::lock_guard<ForkSafeMutex> lock(registry.damaged_mutex);
+  registry.damaged.erase({e.dir.string(), key});
+}
+
+// `env`, made for the directory at `place`, owned so that the registry knows when it has closed:
+// its last handle closes LMDB (outside the registry's lock: opens of other directories and a
+// fork need not wait), then clears the slot's `unclosed`.
+std::shared_ptr<LmdbStore::Env> closing_known(std::shared_ptr<LmdbStore::Env> env, EnvPlace place) {
+  LmdbStore::Env* raw = env.get();
+  return std::shared_ptr<LmdbStore::Env>(
+      raw, [owned = std::move(env), place, made_in = fork_generation()](LmdbStore::Env* e) mutable {
+        owned.reset();
+        Registry& registry = Registry::process();
+        std::lock_guard<ForkSafeMutex> lock(registry.mutex);
+        EnvSlot& slot = registry.envs[place];
+        if (slot.unclosed == e && slot.generation == made_in) // not a child's own at that address
+          slot.unclosed = nullptr;
+      });
 }
 
 } // namespace
@@ -54,11 +101,22 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
   if (!cache)
     return std::move(cache).error();
   const struct stat& st = cache->status();
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  auto& slot = g_registry[{st.st_dev, st.st_ino}];
+  const EnvPlace place{st.st_dev, st.st_ino};
+  std::shared_ptr<Env> env; // declared before the lock: a last handle dropped here takes it
+  Registry& registry = Registry::process();
+  std::unique_lock<ForkSafeMutex> lock(registry.mutex);
+  EnvSlot& slot = registry.envs[place]; // a std::map's elements stay where they are
+  // Wait for an environment of this directory whose last handle is gone but whose close runs
+  // (rare, and short: a poll is enough). One a fork's parent was closing is not this process's.
+  while (!(env = slot.env.lock()) && slot.unclosed && slot.generation == fork_generation()) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    lock.lock();
+  }
   // A poisoned environment (see Env::poison) stays with the stores that have it; a new open
-  // gets a fresh one, moving the damaged file aside when no other process has it open.
-  if (auto env = slot.lock(); env && env->generation == fork_generation() && !env->poisoned) {
+  // gets a fresh one, moving the damaged file aside when no other process has it open. Its
+  // close leaves LMDB's handles and the lock file alone (Env::~Env).
+  if (env && env->generation == fork_generation() && !env->poisoned) {
     if (env->read_only && !read_only)
       log::write_once(LogLevel::warn, "ro-shared:" + dir.string(),
                       "user tier " + dir.string() +
@@ -74,13 +132,16 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
     if (data && std::uint64_t(data->st_size) > file_bound(*options.max_size))
       static_cast<void>(compact(dir)); // not done: freed pages are reused, evictions free more
   }
-  auto env = open_env(*cache, read_only, bounded);
-  if (!env)
-    return std::move(env).error();
+  auto opened = open_env(*cache, read_only, bounded);
+  if (!opened)
+    return std::move(opened).error();
   if (options.max_size && !read_only)
-    (*env)->max_size = *options.max_size;
-  slot = *env;
-  return std::shared_ptr<LmdbStore>(new LmdbStore(*env, read_only, options));
+    (*opened)->max_size = *options.max_size;
+  slot.unclosed = opened->get();
+  slot.generation = fork_generation();
+  std::shared_ptr<Env> fresh = closing_known(std::move(*opened), place);
+  slot.env = fresh;
+  return std::shared_ptr<LmdbStore>(new LmdbStore(std::move(fresh), read_only, options));
 }
 
 LmdbStore::LmdbStore(std::shared_ptr<Env> env, bool read_only, Options options)

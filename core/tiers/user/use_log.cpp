@@ -78,7 +78,7 @@ int open_use_log_locked(const CacheDir& dir, int flags, int operation,
     if (::fstat(*fd, &held) == 0 && held.st_nlink == 1 && named && named->st_ino == held.st_ino &&
         named->st_dev == held.st_dev)
       return *fd;
-    ::close(*fd); // removed by a fold meanwhile
+    unlock_and_close(*fd); // removed by a fold meanwhile
   }
   errno = EAGAIN;
   return -1;
@@ -168,7 +168,7 @@ Expected<bool> append_use_log(const CacheDir& dir, const UseNews& news) {
   const int error = wrote < 0 ? errno : ENOSPC;
   struct stat st {};
   const bool fold = ::fstat(fd, &st) == 0 && std::uint64_t(st.st_size) >= k_use_log_fold_at;
-  ::close(fd);
+  unlock_and_close(fd);
   if (wrote != static_cast<ssize_t>(record.size()))
     return Error(error == ENOSPC || error == EDQUOT ? ErrorCode::store_full : ErrorCode::io_error,
                  "cannot append to " + path + ": " + std::strerror(error));
@@ -181,7 +181,7 @@ UseNews read_use_log(const CacheDir& dir, const std::function<void()>& beside) {
   UseNews news = fd >= 0 ? decode_use_log(read_use_log_bytes(fd)) : UseNews{};
   beside();
   if (fd >= 0)
-    ::close(fd);
+    unlock_and_close(fd);
   return news;
 }
 
@@ -291,7 +291,7 @@ bool TakenUseLog::remove() {
 
 void TakenUseLog::release() {
   if (m_fd >= 0)
-    ::close(m_fd);
+    unlock_and_close(m_fd);
   m_fd = -1;
   m_news = {};
 }
