@@ -88,3 +88,36 @@ def test_load_module_without_a_context_raises_jitcache_error(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, env=os.environ.copy()).stdout.strip()
     assert out in ("runtime_missing", "invalid_argument", "no_device"), out
+
+
+def _compile_in_a_fork(go, results):
+    """A multiprocessing worker: waits for `go`, then compiles SCALE with a Cache of its own."""
+    go.wait(60)
+    with jitcache.Cache() as own:
+        binary = cuda.compile(SCALE, "sm_80", name_expressions=["scale<float, 4>"], cache=own)
+        results.put((binary.info.outcome, binary.info.tier))
+
+
+def test_workers_forked_before_the_parent_closes_its_cache_hit_its_user_tier(dirs):
+    # multiprocessing's fork: the workers share the parent's descriptor of the user tier's gate.
+    # The parent's close, alone with the tier, holds the gate exclusively to mark a clean end;
+    # it used to let go by closing its descriptor only, which left the gate held by the workers:
+    # each worker's own open then waited 30 s for it and went on without the user tier.
+    import multiprocessing
+    context = multiprocessing.get_context("fork")
+    go = context.Event()
+    results = context.Queue()
+    cache = jitcache.Cache()
+    first = cuda.compile(SCALE, "sm_80", name_expressions=["scale<float, 4>"], cache=cache)
+    assert first.info.outcome == "miss"
+    workers = [context.Process(target=_compile_in_a_fork, args=(go, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    cache.close()
+    assert (dirs["jitcache"] / "v1" / "closed").exists()  # the close held the gate alone
+    go.set()
+    outcomes = [results.get(timeout=20) for _ in workers]
+    for worker in workers:
+        worker.join(20)
+        assert worker.exitcode == 0
+    assert outcomes == [("hit", "user")] * len(workers)

@@ -61,8 +61,6 @@ void spin_for(int micros) {
   }
 }
 
-} // namespace
-
 TEST_F(LmdbRegistry, ATierClosedByOneThreadWhileAnotherOpensItLeavesTheNewOneItsLocks) {
   // Many trials, each with the opening thread started at a random point of the other's close,
   // while another process has the tier open (so the close does not take the gate alone, which
@@ -198,5 +196,7 @@ TEST_F(LmdbRegistry, AChildForkedBeforeItsParentClosesTheTierKeepsNoneOfTheParen
   std::ofstream(go).put('\n');
   EXPECT_EQ(child.wait(), 0) << child.err();
 }
+
+} // namespace
 
 } // namespace jitcache
