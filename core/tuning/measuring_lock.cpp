@@ -1,6 +1,7 @@
 #include "core/tuning/measuring_lock.hpp"
 
 #include "core/support/flock_within.hpp"
+#include "core/support/fork_guard.hpp"
 #include "core/tuning/tuning_record.hpp"
 
 #include <cerrno>
@@ -27,6 +28,7 @@ MeasuringLock::MeasuringLock(const std::optional<CacheDir>& leases, const tuning
       }
       if (rc == 0) {
         m_fd = *fd;
+        m_generation = fork_generation();
         return;
       }
       ::close(*fd); // no flock here (ENOLCK): the mutex at least
@@ -36,8 +38,12 @@ MeasuringLock::MeasuringLock(const std::optional<CacheDir>& leases, const tuning
 }
 
 MeasuringLock::~MeasuringLock() {
-  if (m_fd >= 0)
+  if (m_fd < 0)
+    return;
+  if (m_generation == fork_generation())
     unlock_and_close(m_fd);
+  else
+    ::close(m_fd); // a child's copy: the parent's hold is not the child's to let go
 }
 
 } // namespace jitcache::detail

@@ -15,7 +15,8 @@ namespace jitcache::detail {
 /// It is an flock on `measure-<digest of the device's fields>` in `leases` (the user tier's
 /// leases/), on a descriptor of its own, so that threads exclude each other too; without
 /// `leases`, or when that file cannot be opened, a process-wide mutex. The kernel drops the lock
-/// of a process that dies. Waits as long as the holder holds it.
+/// of a process that dies. Waits as long as the holder holds it. A child forked while it is held
+/// (by code that the timed runs call) neither keeps it nor lets it go for the parent.
 class MeasuringLock {
 public:
   MeasuringLock(const std::optional<CacheDir>& leases, const tuning::Device& device);
@@ -25,6 +26,7 @@ public:
 
 private:
   int m_fd = -1;
+  unsigned m_generation = 0; ///< the fork generation that took it
   std::unique_lock<std::mutex> m_held;
 };
 

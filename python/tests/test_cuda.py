@@ -113,11 +113,16 @@ def test_workers_forked_before_the_parent_closes_its_cache_hit_its_user_tier(dir
     workers = [context.Process(target=_compile_in_a_fork, args=(go, results)) for _ in range(4)]
     for worker in workers:
         worker.start()
-    cache.close()
-    assert (dirs["jitcache"] / "v1" / "closed").exists()  # the close held the gate alone
-    go.set()
-    outcomes = [results.get(timeout=20) for _ in workers]
-    for worker in workers:
-        worker.join(20)
-        assert worker.exitcode == 0
-    assert outcomes == [("hit", "user")] * len(workers)
+    try:
+        cache.close()
+        assert (dirs["jitcache"] / "v1" / "closed").exists()  # the close held the gate alone
+        go.set()
+        outcomes = [results.get(timeout=20) for _ in workers]
+        for worker in workers:
+            worker.join(20)
+            assert worker.exitcode == 0
+        assert outcomes == [("hit", "user")] * len(workers)
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.join()

@@ -9,6 +9,7 @@
 #include "tests/support/lmdb_writer.hpp"
 #include "tests/support/lock_holder.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/thread_syscall.hpp"
 
 #include <gtest/gtest.h>
 
@@ -69,17 +70,6 @@ std::string payload_in(LmdbStore& store, const Digest& key) {
   std::string got = "(none)";
   auto seen = store.visit(key, [&](const EntryView& view) { got = std::string(view.payload); });
   return seen ? got : "(error: " + seen.error().message + ")";
-}
-
-// Waits until thread `tid` of this process sleeps in a futex (a mutex or a lock's wait).
-void wait_until_in_futex(pid_t tid) {
-  for (;;) {
-    std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
-    long number = -1;
-    if (in >> number && number == SYS_futex)
-      return;
-    ::usleep(1000);
-  }
 }
 
 class LmdbReadUntilWrite : public ::testing::Test {
@@ -303,7 +293,8 @@ TEST_F(LmdbReadUntilWrite, ReadsGoOnWhileTheFirstWriteWaitsForAnotherProcesssSto
     });
     while (writer_tid.load() == 0) {
     }
-    wait_until_in_futex(writer_tid.load()); // waiting for the other process's store
+    // Waiting for the other process's store.
+    test::wait_until_in_syscall(writer_tid.load(), {SYS_futex});
     ChildProcess::tell_parent(payload_in(**store, shared) == filled_with("shared") ? "read"
                                                                                    : "wrong");
     writer.join(); // once the other process is gone

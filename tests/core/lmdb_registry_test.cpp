@@ -9,10 +9,13 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/lock_holder.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/thread_syscall.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -183,7 +186,8 @@ TEST_F(LmdbRegistry, AChildForkedBeforeItsParentClosesTheTierKeepsNoneOfTheParen
     return own && hits(**own) ? 0 : 1;
   });
   ASSERT_EQ(child.next_message(), std::optional<std::string>("forked")) << child.err();
-  store->reset(); // the last handle: the parent's environment closes
+  fs::remove(tier() / "closed"); // SetUp's process left it: made again only by a close alone
+  store->reset();                // the last handle: the parent's environment closes
   EXPECT_TRUE(fs::exists(tier() / "closed")) << "the close did not hold the gate alone";
   ChildProcess other([&] {
     ::alarm(60);
@@ -195,6 +199,43 @@ TEST_F(LmdbRegistry, AChildForkedBeforeItsParentClosesTheTierKeepsNoneOfTheParen
   EXPECT_EQ(other.wait(), 0) << other.err();
   std::ofstream(go).put('\n');
   EXPECT_EQ(child.wait(), 0) << child.err();
+}
+
+TEST_F(LmdbRegistry, AForkWhileAnotherThreadWaitsToOpenATierDoesNotWaitForIt) {
+  // Another process holds the gate exclusively (as a compaction does), so a thread's open waits
+  // at it (up to 30 s). The registry's lock is not held meanwhile: a fork (whose prepare step
+  // waits until no thread holds a ForkSafeMutex) goes ahead at once.
+  const fs::path go = dir.path() / "go";
+  ChildProcess compacting([&] {
+    ::alarm(60);
+    const int fd = ::open((tier() / "gate").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0)
+      return 1;
+    ChildProcess::tell_parent("held");
+    while (!fs::exists(go))
+      ::usleep(1000);
+    return 0;
+  });
+  ASSERT_EQ(compacting.next_message(), std::optional<std::string>("held")) << compacting.err();
+  std::atomic<pid_t> opener_tid{0};
+  std::atomic<bool> opened{false};
+  bool hit = false;
+  std::thread opener([&] {
+    opener_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    auto store = LmdbStore::open(tier(), false);
+    hit = store && hits(**store);
+    opened = true;
+  });
+  while (opener_tid.load() == 0)
+    std::this_thread::yield();
+  test::wait_until_in_syscall(opener_tid.load(), {SYS_clock_nanosleep, SYS_nanosleep}); // gate
+  ChildProcess forked([] { return 0; });
+  EXPECT_EQ(forked.wait(), 0);
+  EXPECT_FALSE(opened.load()) << "the fork waited for the open";
+  std::ofstream(go).put('\n');
+  opener.join();
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(compacting.wait(), 0);
 }
 
 } // namespace

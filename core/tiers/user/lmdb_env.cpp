@@ -406,6 +406,7 @@ void LmdbStore::Env::poison(const std::string& why, bool damaged) {
   if (!read_only && damaged)
     mark_damaged(cache);
   gate = EnvGate();
+  given_up.store(true, std::memory_order_release);
   if (damaged)
     log::write_once(LogLevel::warn, "damaged:" + dir.string(),
                     "user tier " + dir.string() + " is damaged (" + why +

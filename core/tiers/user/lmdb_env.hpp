@@ -165,6 +165,10 @@ struct LmdbStore::Env {
   void poison(const std::string& why, bool damaged = true);
 
   std::atomic<bool> poisoned{false};
+  /// Set by poison() once its locks, its gate and the damage marker are given up: until then an
+  /// open of the same directory waits (LmdbStore::open), or poison's close of the lock file
+  /// would drop the new environment's locks.
+  std::atomic<bool> given_up{false};
   /// Initial map size (LmdbStore::Options::map_size), the floor of grow_map's cap.
   std::size_t initial_map_size = 0;
 

@@ -22,29 +22,33 @@ namespace {
 
 using EnvPlace = std::pair<dev_t, ino_t>; // a directory, by device and inode
 
-// A directory's environment in this process.
+// A directory's environment in this process. Closing an environment clears this process's
+// reader slots in the lock file and drops every POSIX lock this process holds there (closing any
+// descriptor of a file does), and so does a poisoned one giving up its locks: no environment for
+// the same directory may be opened while one of these runs.
 struct EnvSlot {
   std::weak_ptr<LmdbStore::Env> env; ///< its stores' handle
-  /// The environment last made here until it has closed (its last handle dropped, then LMDB
-  /// closed): set while `env` is expired but the close still runs. Closing an environment
-  /// clears this process's reader slots in the lock file and drops every POSIX lock this
-  /// process holds there (closing any descriptor of a file does), so no environment for the
-  /// same directory may be opened until it ends.
-  const LmdbStore::Env* unclosed = nullptr;
-  unsigned generation = 0; ///< the fork generation `unclosed` was set in
+  /// The serial of the environment last made here until it has closed (its last handle
+  /// dropped, then LMDB closed): nonzero while `env` is expired but the close still runs.
+  std::uint64_t unclosed = 0;
+  bool opening = false;    ///< a thread is making the next environment here
+  unsigned generation = 0; ///< the fork generation `unclosed` and `opening` were set in
 };
 
 // The process's environments and the damage it found, made before main() and never destroyed
 // (a store may be dropped during exit, after this file's statics are gone).
 struct Registry {
-  // One environment per directory per process (LMDB's rule). A ForkSafeMutex: a child forked
-  // while another thread opens or closes a tier opens its own.
+  // One environment per directory per process (LMDB's rule). Held only for the slots, never
+  // while an environment opens or closes (which may wait for a gate and writes warnings), so no
+  // other ForkSafeMutex is ever taken with it held. A ForkSafeMutex: a child forked while
+  // another thread opens or closes a tier opens its own.
   ForkSafeMutex mutex;
   std::map<EnvPlace, EnvSlot> envs;
+  std::uint64_t serials = 0; ///< environments made
   // Entries found damaged and not written since, by directory: each is counted and warned
   // about once per process, however many paths read it (a request walks the tiers up to three
   // times before it compiles; CUDA's speculative serve() once more) and however often the
-  // environment is opened again. Made after `mutex`, and taken inside it (ForkSafeMutex's order).
+  // environment is opened again. Never taken with `mutex` held.
   ForkSafeMutex damaged_mutex;
   std::set<std::pair<std::string, Digest>> damaged;
 
@@ -71,20 +75,32 @@ void forget_damage(const LmdbStore::Env& e, const Digest& key) {
   registry.damaged.erase({e.dir.string(), key});
 }
 
-// `env`, made for the directory at `place`, owned so that the registry knows when it has closed:
-// its last handle closes LMDB (outside the registry's lock: opens of other directories and a
-// fork need not wait), then clears the slot's `unclosed`.
-std::shared_ptr<LmdbStore::Env> closing_known(std::shared_ptr<LmdbStore::Env> env, EnvPlace place) {
+// `env`, made for the directory at `place` with serial `serial`, owned so that the registry
+// knows when it has closed: its last handle closes LMDB (outside the registry's lock), then
+// clears the slot's `unclosed`.
+std::shared_ptr<LmdbStore::Env> closing_known(std::shared_ptr<LmdbStore::Env> env, EnvPlace place,
+                                              std::uint64_t serial) {
   LmdbStore::Env* raw = env.get();
   return std::shared_ptr<LmdbStore::Env>(
-      raw, [owned = std::move(env), place, made_in = fork_generation()](LmdbStore::Env* e) mutable {
+      raw, [owned = std::move(env), place, serial](LmdbStore::Env*) mutable {
         owned.reset();
         Registry& registry = Registry::process();
         std::lock_guard<ForkSafeMutex> lock(registry.mutex);
         EnvSlot& slot = registry.envs[place];
-        if (slot.unclosed == e && slot.generation == made_in) // not a child's own at that address
-          slot.unclosed = nullptr;
+        if (slot.unclosed == serial) // serials are never reused, in a forked child either
+          slot.unclosed = 0;
       });
+}
+
+// Whether an open of `slot` must wait, `env` being what its handle gives: another thread is
+// making its environment, or the last one is still closing, or a poisoned one has not yet
+// given up its locks. What a fork's parent was doing is not this process's.
+bool must_wait(const EnvSlot& slot, const std::shared_ptr<LmdbStore::Env>& env) {
+  const bool ours = slot.generation == fork_generation();
+  if (env)
+    return env->generation == fork_generation() && env->poisoned &&
+           !env->given_up.load(std::memory_order_acquire);
+  return ours && (slot.opening || slot.unclosed != 0);
 }
 
 } // namespace
@@ -102,27 +118,52 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
     return std::move(cache).error();
   const struct stat& st = cache->status();
   const EnvPlace place{st.st_dev, st.st_ino};
-  std::shared_ptr<Env> env; // declared before the lock: a last handle dropped here takes it
   Registry& registry = Registry::process();
-  std::unique_lock<ForkSafeMutex> lock(registry.mutex);
-  EnvSlot& slot = registry.envs[place]; // a std::map's elements stay where they are
-  // Wait for an environment of this directory whose last handle is gone but whose close runs
-  // (rare, and short: a poll is enough). One a fork's parent was closing is not this process's.
-  while (!(env = slot.env.lock()) && slot.unclosed && slot.generation == fork_generation()) {
-    lock.unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-    lock.lock();
+  std::shared_ptr<Env> env; // outside the lock: a last handle dropped here takes it
+  std::uint64_t serial = 0;
+  {
+    std::unique_lock<ForkSafeMutex> lock(registry.mutex);
+    EnvSlot& slot = registry.envs[place]; // a std::map's elements stay where they are
+    // Rare, and as long as an open or a close: a poll is enough.
+    while (env = slot.env.lock(), must_wait(slot, env)) {
+      env.reset();
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      lock.lock();
+    }
+    // A poisoned environment (see Env::poison) stays with the stores that have it; a new open
+    // gets a fresh one, moving the damaged file aside when no other process has it open. Its
+    // close leaves LMDB's handles and the lock file alone (Env::~Env).
+    if (!env || env->generation != fork_generation() || env->poisoned) {
+      slot.opening = true;
+      slot.generation = fork_generation();
+      serial = ++registry.serials;
+    }
   }
-  // A poisoned environment (see Env::poison) stays with the stores that have it; a new open
-  // gets a fresh one, moving the damaged file aside when no other process has it open. Its
-  // close leaves LMDB's handles and the lock file alone (Env::~Env).
-  if (env && env->generation == fork_generation() && !env->poisoned) {
+  if (!serial) {
     if (env->read_only && !read_only)
       log::write_once(LogLevel::warn, "ro-shared:" + dir.string(),
                       "user tier " + dir.string() +
                           " is already open read-only in this process; using it read-only");
     return std::shared_ptr<LmdbStore>(new LmdbStore(env, read_only || env->read_only, options));
   }
+  env.reset(); // a parent's, or a poisoned one: not this open's
+  std::shared_ptr<Env> fresh;
+  struct Opened { // the slot told how this open ended, however it ends
+    Registry& registry;
+    EnvPlace place;
+    std::uint64_t serial;
+    std::shared_ptr<Env>& fresh;
+    ~Opened() {
+      std::lock_guard<ForkSafeMutex> lock(registry.mutex);
+      EnvSlot& slot = registry.envs[place];
+      slot.opening = false;
+      if (fresh) {
+        slot.unclosed = serial;
+        slot.env = fresh;
+      }
+    }
+  } opened_here{registry, place, serial, fresh};
   // A data file over its bound (grown by a process with a larger limit or none, or before
   // there was a bound) is compacted, when no other process has it open: never waiting.
   Options bounded = options;
@@ -137,11 +178,8 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
     return std::move(opened).error();
   if (options.max_size && !read_only)
     (*opened)->max_size = *options.max_size;
-  slot.unclosed = opened->get();
-  slot.generation = fork_generation();
-  std::shared_ptr<Env> fresh = closing_known(std::move(*opened), place);
-  slot.env = fresh;
-  return std::shared_ptr<LmdbStore>(new LmdbStore(std::move(fresh), read_only, options));
+  fresh = closing_known(std::move(*opened), place, serial);
+  return std::shared_ptr<LmdbStore>(new LmdbStore(fresh, read_only, options));
 }
 
 LmdbStore::LmdbStore(std::shared_ptr<Env> env, bool read_only, Options options)
