@@ -26,9 +26,10 @@ bool flock_within(int fd, int operation, std::chrono::milliseconds wait) {
   }
 }
 
-void unlock_and_close(int fd) {
+void unlock_and_close(int fd, unsigned taken_in) {
   const int error = errno;
-  ::flock(fd, LOCK_UN);
+  if (taken_in == fork_generation())
+    ::flock(fd, LOCK_UN);
   ::close(fd);
   errno = error;
 }

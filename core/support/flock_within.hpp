@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/support/fork_guard.hpp"
+
 #include <chrono>
 
 namespace jitcache::detail {
@@ -10,11 +12,11 @@ namespace jitcache::detail {
 /// whether the lock is held (errno says why not).
 bool flock_within(int fd, int operation, std::chrono::milliseconds wait);
 
-/// Lets go of the flock this process took on `fd` (LOCK_UN), then closes `fd`. A flock belongs
-/// to the open file description, which a child forked meanwhile shares through its copy of the
-/// descriptor: a close alone would leave the lock held for as long as the child lives. Only
-/// the process that took the lock calls it; a child drops its copy of a parent's descriptor
-/// with close() alone. Never fails (errno is kept).
-void unlock_and_close(int fd);
+/// Lets go of the flock taken on `fd` in fork generation `taken_in` (LOCK_UN), then closes `fd`.
+/// A flock belongs to the open file description, which a child forked meanwhile shares through
+/// its copy of the descriptor: a close alone would leave the lock held for as long as the child
+/// lives. In another generation (a child dropping its copy of a parent's descriptor) `fd` is
+/// only closed: the lock is the parent's to let go. Never fails (errno is kept).
+void unlock_and_close(int fd, unsigned taken_in = fork_generation());
 
 } // namespace jitcache::detail

@@ -38,12 +38,8 @@ MeasuringLock::MeasuringLock(const std::optional<CacheDir>& leases, const tuning
 }
 
 MeasuringLock::~MeasuringLock() {
-  if (m_fd < 0)
-    return;
-  if (m_generation == fork_generation())
-    unlock_and_close(m_fd);
-  else
-    ::close(m_fd); // a child's copy: the parent's hold is not the child's to let go
+  if (m_fd >= 0)
+    unlock_and_close(m_fd, m_generation); // in a forked child: closed only
 }
 
 } // namespace jitcache::detail

@@ -38,10 +38,7 @@ void EnvGate::let_go() {
   // A close alone would leave the hold with a child forked meanwhile (it shares the open file
   // description): with an exclusive one (a compaction, a clean end), every other process's
   // open would wait for that child to exit.
-  if (m_generation == fork_generation())
-    unlock_and_close(m_fd);
-  else
-    ::close(m_fd);
+  unlock_and_close(m_fd, m_generation);
   m_fd = -1;
 }
 
