@@ -56,6 +56,24 @@ Expected<detail::ProbedLibraries<Fields>> probe() {
       *fields, {runtime.runtime_file.path, runtime.hiprtc_file.path, (**hip::comgr()).file.path}};
 }
 
+// What hiprtcVersion answers.
+Expected<detail::ProbedLibraries<rtc::LibraryAnswers>> ask_library() {
+  const Api::Real* opened = Api::real();
+  if (!opened)
+    return Error(ErrorCode::runtime_missing, "hipRTC could not be opened");
+  rtc::LibraryAnswers answers;
+  if (opened->hiprtcVersion(&answers.major, &answers.minor) != HIPRTC_SUCCESS)
+    return Error(ErrorCode::runtime_error, "hipRTC did not tell its version");
+  return detail::ProbedLibraries<rtc::LibraryAnswers>{std::move(answers), {opened->file}};
+}
+
+// hip::library_search() with the answers' record kind.
+detail::LibrarySearch answers_search() {
+  detail::LibrarySearch search = hip::library_search();
+  search.kind = "hiprtc front-end answers";
+  return search;
+}
+
 } // namespace
 
 const rtc::FrontEnd& Api::front_end() {
@@ -75,7 +93,8 @@ const rtc::FrontEnd& Api::front_end() {
       "",
       false,
       hip::library_search(),
-      probe};
+      probe,
+      {answers_search(), ask_library}};
   return front_end;
 }
 

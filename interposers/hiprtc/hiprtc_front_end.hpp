@@ -4,6 +4,7 @@
 // the options it does not model. Shared by libjitcache-hiprtc's C API (hiprtc_interposer.cpp) and
 // the command-line tool's `hiprtc` backend (`jitcache warm` of a recorded application).
 
+#include "interposers/rtc/real_library.hpp"
 #include "interposers/rtc/rtc_interposer.hpp"
 
 #include <hip/hiprtc.h>
@@ -39,8 +40,7 @@ struct Api {
   };
 
   static const Real* real() {
-    static const Real* const opened = open();
-    return opened;
+    return rtc::OpenOnce<Real>::get(open);
   }
 
   static const rtc::FrontEnd& front_end();

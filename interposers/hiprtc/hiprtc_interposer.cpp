@@ -56,7 +56,7 @@ JITCACHE_API const char* hiprtcGetErrorString(hiprtcResult result) {
   return I::pass([&](const Real& real) { return real.hiprtcGetErrorString(result); },
                  [] { return "Invalid HIPRTC error code"; });
 }
+// The library's answer: remembered, so that asking it opens no hipRTC (LibraryAnswers).
 JITCACHE_API hiprtcResult hiprtcVersion(int* major, int* minor) {
-  return I::pass([&](const Real& real) { return real.hiprtcVersion(major, minor); },
-                 [] { return HIPRTC_ERROR_INTERNAL_ERROR; });
+  return I::version(major, minor, &Real::hiprtcVersion);
 }

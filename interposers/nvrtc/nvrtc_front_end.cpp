@@ -37,6 +37,26 @@ const Api::Real* Api::open() {
   return real;
 }
 
+namespace {
+
+// What nvrtcVersion, nvrtcGetNumSupportedArchs and nvrtcGetSupportedArchs answer.
+Expected<detail::ProbedLibraries<rtc::LibraryAnswers>> ask_library() {
+  const Api::Real* opened = Api::real();
+  if (!opened)
+    return Error(ErrorCode::runtime_missing, "NVRTC could not be opened");
+  rtc::LibraryAnswers answers;
+  int count = 0;
+  if (opened->nvrtcVersion(&answers.major, &answers.minor) != NVRTC_SUCCESS ||
+      opened->nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count < 0)
+    return Error(ErrorCode::runtime_error, "NVRTC did not tell its version and targets");
+  answers.targets.resize(static_cast<std::size_t>(count));
+  if (count > 0 && opened->nvrtcGetSupportedArchs(answers.targets.data()) != NVRTC_SUCCESS)
+    return Error(ErrorCode::runtime_error, "NVRTC did not tell its targets");
+  return detail::ProbedLibraries<rtc::LibraryAnswers>{std::move(answers), {opened->nvrtc.file}};
+}
+
+} // namespace
+
 const rtc::FrontEnd& Api::front_end() {
   static const rtc::FrontEnd front_end{
       "nvrtc",
@@ -63,7 +83,9 @@ const rtc::FrontEnd& Api::front_end() {
              {"nvrtc_build", toolchain->build},
              {"jitcache_version", k_version}},
             {opened->nvrtc.file}};
-      }};
+      },
+      {{"nvrtc front-end answers", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
+       ask_library}};
   return front_end;
 }
 

@@ -5,6 +5,7 @@
 // command-line tool's `nvrtc` backend (`jitcache warm` of a recorded application).
 
 #include "backends/cuda/cuda_api.hpp"
+#include "interposers/rtc/real_library.hpp"
 #include "interposers/rtc/rtc_interposer.hpp"
 
 #include <nvrtc.h>
@@ -50,8 +51,7 @@ struct Api {
   };
 
   static const Real* real() {
-    static const Real* const opened = open();
-    return opened;
+    return rtc::OpenOnce<Real>::get(open);
   }
 
   static const rtc::FrontEnd& front_end();

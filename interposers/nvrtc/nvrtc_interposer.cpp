@@ -3,6 +3,9 @@
 
 #include "interposers/nvrtc/nvrtc_front_end.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #define JITCACHE_API extern "C" __attribute__((visibility("default")))
 
 namespace jitcache::nvrtc {
@@ -11,12 +14,14 @@ namespace {
 
 using I = Api::Interposer;
 using Real = Api::Real;
+using rtc::LibraryAnswers;
 
 } // namespace
 
 } // namespace jitcache::nvrtc
 
 using jitcache::nvrtc::I;
+using jitcache::nvrtc::LibraryAnswers;
 using jitcache::nvrtc::Real;
 
 JITCACHE_API nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name,
@@ -53,22 +58,35 @@ JITCACHE_NVRTC_OUTPUT(OptiXIR)
 JITCACHE_NVRTC_OUTPUT(ProgramLog)
 #undef JITCACHE_NVRTC_OUTPUT
 
+// The library's answers: remembered, so that asking them opens no NVRTC (LibraryAnswers).
+JITCACHE_API nvrtcResult nvrtcVersion(int* major, int* minor) {
+  return I::version(major, minor, &Real::nvrtcVersion);
+}
+JITCACHE_API nvrtcResult nvrtcGetNumSupportedArchs(int* numArchs) {
+  return I::known(
+      [&](const LibraryAnswers& known) -> std::optional<nvrtcResult> {
+        if (!numArchs)
+          return std::nullopt;
+        *numArchs = static_cast<int>(known.targets.size());
+        return NVRTC_SUCCESS;
+      },
+      [&](const Real& real) { return real.nvrtcGetNumSupportedArchs(numArchs); });
+}
+JITCACHE_API nvrtcResult nvrtcGetSupportedArchs(int* supportedArchs) {
+  return I::known(
+      [&](const LibraryAnswers& known) -> std::optional<nvrtcResult> {
+        if (!supportedArchs)
+          return std::nullopt;
+        std::copy(known.targets.begin(), known.targets.end(), supportedArchs);
+        return NVRTC_SUCCESS;
+      },
+      [&](const Real& real) { return real.nvrtcGetSupportedArchs(supportedArchs); });
+}
+
 // The calls the front-end does not model: the real NVRTC's answers.
 JITCACHE_API const char* nvrtcGetErrorString(nvrtcResult result) {
   return I::pass([&](const Real& real) { return real.nvrtcGetErrorString(result); },
                  [] { return "NVRTC_ERROR unknown"; });
-}
-JITCACHE_API nvrtcResult nvrtcVersion(int* major, int* minor) {
-  return I::pass([&](const Real& real) { return real.nvrtcVersion(major, minor); },
-                 [] { return NVRTC_ERROR_INTERNAL_ERROR; });
-}
-JITCACHE_API nvrtcResult nvrtcGetNumSupportedArchs(int* numArchs) {
-  return I::pass([&](const Real& real) { return real.nvrtcGetNumSupportedArchs(numArchs); },
-                 [] { return NVRTC_ERROR_INTERNAL_ERROR; });
-}
-JITCACHE_API nvrtcResult nvrtcGetSupportedArchs(int* supportedArchs) {
-  return I::pass([&](const Real& real) { return real.nvrtcGetSupportedArchs(supportedArchs); },
-                 [] { return NVRTC_ERROR_INTERNAL_ERROR; });
 }
 JITCACHE_API nvrtcResult nvrtcGetPCHHeapSize(size_t* ret) {
   return I::pass([&](const Real& real) { return real.nvrtcGetPCHHeapSize(ret); },

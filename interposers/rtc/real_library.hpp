@@ -2,6 +2,7 @@
 
 #include <jitcache/expected.hpp>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,26 @@ struct RealLibrary {
 /// and that defines `symbol` itself. Errors: runtime_missing naming what was tried.
 Expected<RealLibrary> open_real_library(const std::vector<std::string>& sonames,
                                         const std::vector<std::string>& dirs, const char* symbol);
+
+/// The real runtime of a front-end (its `Real`, the functions it passes calls to), opened once
+/// per process: `Api::real()` returns get(Api::open). Never closed: calls may come during exit.
+template <typename Real> class OpenOnce {
+public:
+  /// The runtime `open` opens (null when missing), opened by the first call of any thread.
+  template <typename Open> static const Real* get(Open open) {
+    static const Real* const opened = [&] {
+      const Real* real = open();
+      s_opened.store(true, std::memory_order_release);
+      return real;
+    }();
+    return opened;
+  }
+
+  /// Whether get() has opened the runtime (or found it missing), told without opening it.
+  static bool opened() { return s_opened.load(std::memory_order_acquire); }
+
+private:
+  static inline std::atomic<bool> s_opened{false};
+};
 
 } // namespace jitcache::rtc

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "interposers/rtc/real_library.hpp"
 #include "interposers/rtc/rtc_request.hpp"
 
 #include <cstring>
@@ -237,6 +238,38 @@ public:
       return through([&](const Real& real) { return call(real, program); });
     wrapper->through = true;
     return on_real(wrapper, call);
+  }
+
+  /// A call that takes no program and whose answer depends on the runtime's library alone (its
+  /// version, its targets): `from` answers it from the LibraryAnswers remembered for the library
+  /// (nullopt where they cannot: a null pointer given), so that a process that asks opens no
+  /// runtime. The real runtime answers instead when it is open already, when the front-end is
+  /// off, and when anything fails.
+  template <typename From, typename Call> static Result known(From from, Call call) {
+    if (!OpenOnce<Real>::opened() && !off()) {
+      try {
+        const FrontEnd& front_end = Api::front_end();
+        if (auto answers = library_answers(process_cache(), front_end.name, front_end.answers))
+          if (std::optional<Result> answer = from(*answers))
+            return *answer;
+      } catch (...) {
+        // Out of memory: the real runtime answers, below.
+      }
+    }
+    return through(call);
+  }
+
+  /// The runtime's version call (`call`, the Real member that makes it), answered as known() does.
+  static Result version(int* major, int* minor, Result (*Real::*call)(int*, int*)) {
+    return known(
+        [&](const LibraryAnswers& answers) -> std::optional<Result> {
+          if (!major || !minor)
+            return std::nullopt;
+          *major = answers.major;
+          *minor = answers.minor;
+          return Api::k_success;
+        },
+        [&](const Real& real) { return (real.*call)(major, minor); });
   }
 
   /// A call that takes no program: the real runtime's, or `missing` without one.

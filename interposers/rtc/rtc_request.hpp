@@ -3,6 +3,7 @@
 #include "core/engine/runtime.hpp"
 #include "core/key/dependencies.hpp"
 #include "core/key/library_identity.hpp"
+#include "interposers/rtc/library_answers.hpp"
 
 #include <jitcache/cache.hpp>
 #include <jitcache/expected.hpp>
@@ -90,6 +91,9 @@ struct FrontEnd {
   std::function<
       Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>>()>
       probe;
+  /// The answers of the calls that depend on the runtime's library alone (its version, its
+  /// targets), remembered so that asking them opens no runtime (library_answers()).
+  AnswersSource answers;
 };
 
 /// Runs the real runtime's compile of a request: the outputs of a successful compile, or an

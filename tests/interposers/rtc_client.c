@@ -7,7 +7,11 @@
  * link: the runtime's functions as linked; handle: dlopen(RTC_SONAME) and dlsym on its handle;
  * global: dlopen(RTC_SONAME, RTLD_GLOBAL) and dlsym(RTLD_DEFAULT) (cuda.core's way).
  * HEADERS_DIR holds rtc_test_helper.h (an include path's file). RTC_ARCH=T: every program
- * compiles for target T instead of its own. */
+ * compiles for target T instead of its own.
+ * First the calls that depend on the runtime's library alone (its version; NVRTC: its archs),
+ * as applications make them at their start. RTC_LOADED=FILE: then writes into FILE the path of
+ * each mapped file named like the real runtime's library (RTC_SONAME up to ".so"), one a line:
+ * whether anything had opened it by then. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -38,6 +42,11 @@ typedef const char* const* Strings;
 #define RTC_STR(x) RTC_STR2(x)
 
 static struct {
+  Result (*Version)(int*, int*);
+#ifndef RTC_HIP
+  Result (*GetNumSupportedArchs)(int*);
+  Result (*GetSupportedArchs)(int*);
+#endif
   Result (*CreateProgram)(Program*, const char*, const char*, int, Strings, Strings);
   Result (*DestroyProgram)(Program*);
   Result (*AddNameExpression)(Program, const char*);
@@ -63,6 +72,11 @@ static void* symbol(void* handle, const char* name) {
 
 static void load(const char* mode) {
   if (strcmp(mode, "link") == 0) {
+    api.Version = &RTC(Version);
+#ifndef RTC_HIP
+    api.GetNumSupportedArchs = &nvrtcGetNumSupportedArchs;
+    api.GetSupportedArchs = &nvrtcGetSupportedArchs;
+#endif
     api.CreateProgram = (void*)&RTC(CreateProgram);
     api.DestroyProgram = &RTC(DestroyProgram);
     api.AddNameExpression = (void*)&RTC(AddNameExpression);
@@ -85,6 +99,11 @@ static void load(const char* mode) {
   }
   void* handle = global ? RTLD_DEFAULT : library;
 #define RTC_NAME(name) RTC_STR(RTC(name))
+  api.Version = symbol(handle, RTC_NAME(Version));
+#ifndef RTC_HIP
+  api.GetNumSupportedArchs = symbol(handle, "nvrtcGetNumSupportedArchs");
+  api.GetSupportedArchs = symbol(handle, "nvrtcGetSupportedArchs");
+#endif
   api.CreateProgram = symbol(handle, RTC_NAME(CreateProgram));
   api.DestroyProgram = symbol(handle, RTC_NAME(DestroyProgram));
   api.AddNameExpression = symbol(handle, RTC_NAME(AddNameExpression));
@@ -117,6 +136,43 @@ static char* read_file(const char* dir, const char* name) {
 }
 
 static FILE* dump;
+
+/* The library's answers into the dump, then (RTC_LOADED) the real library's mapped files. */
+static void ask_library(void) {
+  int major = -1, minor = -1;
+  Result rc = api.Version(&major, &minor);
+  fprintf(dump, "version %d %d.%d\n", (int)rc, major, minor);
+#ifndef RTC_HIP
+  int count = -1;
+  rc = api.GetNumSupportedArchs(&count);
+  fprintf(dump, "archs %d %d", (int)rc, count);
+  if (rc == 0 && count > 0) {
+    int* archs = malloc(sizeof(int) * (size_t)count);
+    fprintf(dump, " %d", (int)api.GetSupportedArchs(archs));
+    for (int i = 0; i < count; ++i)
+      fprintf(dump, " %d", archs[i]);
+    free(archs);
+  }
+  fputc('\n', dump);
+#endif
+  const char* report = getenv("RTC_LOADED");
+  if (!report)
+    return;
+  FILE* out = fopen(report, "w");
+  FILE* maps = fopen("/proc/self/maps", "r");
+  if (!out || !maps)
+    exit(2);
+  const size_t stem = (size_t)(strstr(RTC_SONAME, ".so") - RTC_SONAME) + 3;
+  char line[8192];
+  while (fgets(line, sizeof line, maps)) {
+    const char* path = strchr(line, '/');
+    const char* base = path ? strrchr(path, '/') + 1 : NULL;
+    if (base && strncmp(base, RTC_SONAME, stem) == 0)
+      fputs(path, out);
+  }
+  fclose(maps);
+  fclose(out);
+}
 
 /* One program: created with `headers` in memory, `expressions` added, compiled with `options`;
  * every answer written to the dump. */
@@ -194,6 +250,7 @@ int main(int argc, char** argv) {
   snprintf(include_cccl, sizeof include_cccl, "-I%s/cccl", argv[4]);
   if (!(dump = fopen(argv[5], "wb")))
     return 2;
+  ask_library();
   const char* helper =
       "#include \"rtc_test_helper.h\"\n"
       "extern \"C\" __global__ void twice(float* x) { x[0] = helper_twice(x[0]); }\n";

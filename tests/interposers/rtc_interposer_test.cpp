@@ -195,6 +195,41 @@ TEST_P(RtcInterposerTest, EveryWayInAnswersByteForByteAndTheSecondProcessHits) {
   }
 }
 
+// The calls that depend on the runtime's library alone (its version; NVRTC's archs), asked by
+// applications at their start, are answered as the runtime answers them, and a process that
+// finds them remembered opens no runtime to answer them.
+TEST_P(RtcInterposerTest, AWarmProcessAsksTheLibraryWithoutOpeningTheRuntime) {
+  // Only where the front-end stands in for the runtime's soname (its folder first on
+  // LD_LIBRARY_PATH) does the loader map no real library of its own.
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> ways;
+  for (const auto& way : GetParam().ways)
+    if (way.second.count("LD_LIBRARY_PATH"))
+      ways.push_back(way);
+  if (ways.empty())
+    GTEST_SKIP() << GetParam().name << "'s client is linked with the real library, which the "
+                 << "loader maps whichever way the front-end comes in";
+  const fs::path report = m_dir.path() / "loaded";
+  const auto mapped = [&] { return read_bytes(report); };
+  const std::string expected = baseline();
+  // Without the front-end, the real library is mapped when the calls return: what is looked for.
+  std::map<std::string, std::string> without{{"RTC_LOADED", report.string()}};
+  without["LD_LIBRARY_PATH"] = ways.front()
+                                   .second.at("LD_LIBRARY_PATH")
+                                   .substr(ways.front().second.at("LD_LIBRARY_PATH").find(':') + 1);
+  EXPECT_EQ(dump(ways.front().first, without), expected);
+  EXPECT_NE(mapped(), "");
+  for (const auto& [mode, env] : ways) {
+    SCOPED_TRACE(mode);
+    fs::remove_all(m_cache);
+    const auto with = env_with(env, "RTC_LOADED", report.string());
+    EXPECT_EQ(dump(mode, with), expected) << "first run";
+    EXPECT_NE(mapped(), "") << "the first process opens the runtime to ask it";
+    EXPECT_EQ(dump(mode, with), expected) << "second run";
+    EXPECT_EQ(mapped(), "") << "the second process opened the runtime to answer";
+    EXPECT_EQ(counters().first, std::uint64_t(GetParam().stored));
+  }
+}
+
 TEST_P(RtcInterposerTest, ADamagedCacheChangesNoAnswer) {
   const auto& [mode, env] = GetParam().ways.front();
   const std::string expected = baseline();
