@@ -8,14 +8,14 @@ namespace jitcache::rtc {
 
 namespace {
 
-constexpr std::string_view k_magic = "jitcache-rtc-answers";
-constexpr std::uint32_t k_format = 1;
+constexpr std::string_view k_answers_magic = "jitcache-rtc-answers";
+constexpr std::uint32_t k_answers_format = 1;
 
 // The stored form of `answers` (the record's payload), and back; nullopt on bytes that are not a
 // whole one.
 std::string encode_answers(const LibraryAnswers& answers) {
-  std::string out(k_magic);
-  detail::append_le<std::uint32_t>(out, k_format);
+  std::string out(k_answers_magic);
+  detail::append_le<std::uint32_t>(out, k_answers_format);
   detail::append_le<std::int32_t>(out, answers.major);
   detail::append_le<std::int32_t>(out, answers.minor);
   detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(answers.targets.size()));
@@ -25,12 +25,12 @@ std::string encode_answers(const LibraryAnswers& answers) {
 }
 
 std::optional<LibraryAnswers> decode_answers(std::string_view in) {
-  if (in.substr(0, k_magic.size()) != k_magic)
+  if (in.substr(0, k_answers_magic.size()) != k_answers_magic)
     return std::nullopt;
-  in.remove_prefix(k_magic.size());
+  in.remove_prefix(k_answers_magic.size());
   std::uint32_t format = 0, count = 0;
   LibraryAnswers answers;
-  if (!detail::take_le(in, format) || format != k_format ||
+  if (!detail::take_le(in, format) || format != k_answers_format ||
       !detail::take_le<std::int32_t>(in, answers.major) ||
       !detail::take_le<std::int32_t>(in, answers.minor) || !detail::take_le(in, count) ||
       count > in.size() / 4)
