@@ -90,6 +90,19 @@ def executed_functions(profile, build):
     return [n for n in names if not n.startswith("0x")]
 
 
+def valgrind_library_path(env):
+    """LD_LIBRARY_PATH as a program run under valgrind sees it with `env`: Debian's valgrind
+    script adds a folder to it, and the user tier remembers a runtime's identity per library
+    path, so the run that fills the tier must see the same (else the recorded run is no warm
+    process: it opens the runtime to read its identity again)."""
+    seen = subprocess.run(["valgrind", "-q", "--tool=none", "/usr/bin/env"], env=env, check=True,
+                          stdout=subprocess.PIPE, text=True).stdout
+    for line in seen.splitlines():
+        if line.startswith("LD_LIBRARY_PATH="):
+            return line[len("LD_LIBRARY_PATH="):]
+    return None
+
+
 def recorded_run(argv, extra, build, work):
     """The functions of `build` that `argv` ran under callgrind, after a first run that filled a
     user tier of its own (both in `work`)."""
@@ -97,7 +110,11 @@ def recorded_run(argv, extra, build, work):
     os.makedirs(here)
     env = dict(os.environ, JITCACHE_DIR=os.path.join(work, "tier"),
                POCL_CACHE_DIR=os.path.join(work, "pocl"), **extra)
-    subprocess.run(argv, env=env, cwd=here, check=True, stdout=subprocess.DEVNULL)
+    filling = dict(env)
+    library_path = valgrind_library_path(env)
+    if library_path is not None:
+        filling["LD_LIBRARY_PATH"] = library_path
+    subprocess.run(argv, env=filling, cwd=here, check=True, stdout=subprocess.DEVNULL)
     profile = os.path.join(work, "callgrind.out")
     subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no",
                     f"--callgrind-out-file={profile}", *argv], env=env, cwd=here, check=True,

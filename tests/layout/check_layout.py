@@ -27,14 +27,16 @@ SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this test
 
 
 def text_symbols(path):
-    """{name: (address, size)} of the functions `path` defines."""
+    """{name: {(address, size), ...}} of the functions `path` defines: a name may be several
+    functions (a local function of the same name in several files), which the linker places
+    together by that name."""
     out = subprocess.run(["nm", "--defined-only", "-S", path], check=True, capture_output=True,
                          text=True).stdout
     symbols = {}
     for line in out.splitlines():
         fields = line.split()
         if len(fields) == 4 and fields[2] in "tTwW":
-            symbols[fields[3]] = (int(fields[0], 16), int(fields[1], 16))
+            symbols.setdefault(fields[3], set()).add((int(fields[0], 16), int(fields[1], 16)))
     return symbols
 
 
@@ -83,7 +85,7 @@ def main():
     failures, present = [], set()
     for path in sys.argv[3:]:
         symbols = text_symbols(path)
-        ranges = {symbols[name] for name in hot if name in symbols}  # aliases once
+        ranges = {span for name in hot for span in symbols.get(name, ())}  # aliases once
         present.update(name for name in hot if name in symbols)
         if not ranges:
             failures.append(f"{path}: none of the listed functions")
