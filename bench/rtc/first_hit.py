@@ -3,8 +3,10 @@
 process per build, in turn, so that drift hits every build alike. Each process is rtc_bench
 (create, compile, get the binary, destroy) under the build's front-end, in a user tier of that
 build's own where the first process of the run compiled. Prints, per build, the median and the
-quartiles of the first request (a user-tier hit: what replaces the runtime's calls, goal under
-0.2 ms), of its repeat in the process and of the whole process as this script
+quartiles of the version call that precedes the programs (as CuPy's start makes it; the real
+library's load, or the front-end's remembered answer and the open of its user tier; none with
+--no-version), of the first request (a user-tier hit: what replaces the runtime's calls, goal
+under 0.2 ms; without a version call before it, it opens the user tier itself), of its repeat in the process and of the whole process as this script
 times it (start, load of the libraries and the runtime, both requests, exit), and of its exit
 alone (from main's return, as rtc_bench reports it, until this script has seen the process
 end: a front-end's work at exit, and the process's teardown). With --busy-writer MS, every
@@ -18,7 +20,7 @@ the others, and all N.
 
 usage: first_hit.py --bench PATH/rtc_bench_nvrtc --kernels DIR [--runs N] [--kernel FILE]
                     [--arch=OPTION] [--include DIR ...] [--at-once N] [--tier-from DIR]
-                    [--many N] [--extra=ARG ...] [--busy-writer MS]
+                    [--many N] [--extra=ARG ...] [--busy-writer MS] [--no-version]
                     LABEL=PATH/libjitcache-nvrtc.so [LABEL=...]
 CUB (the repeat is then the request that sets the headers' watches): --kernel block_reduce.cu
 --include CUDA/include/cccl --include CUDA/include.
@@ -67,11 +69,14 @@ def main():
                         "(repeatable)")
     parser.add_argument("--busy-writer", type=int, default=0, metavar="MS",
                         help="hold each user tier's writer lock MS ms at a time while timing")
+    parser.add_argument("--no-version", action="store_true",
+                        help="ask no version before the programs (rtc_bench --no-version)")
     parser.add_argument("builds", nargs="+", help="LABEL=front-end library")
     args = parser.parse_args()
     builds = [(label, os.path.abspath(lib)) for label, lib in (b.split("=", 1) for b in args.builds)]
     kernels = os.path.abspath(args.kernels)
-    argv = [os.path.abspath(args.bench)] + (["--many", str(args.many)] if args.many else []) + [
+    argv = [os.path.abspath(args.bench)] + (["--no-version"] if args.no_version else []) + (
+        ["--many", str(args.many)] if args.many else []) + [
         os.path.join(kernels, args.kernel), args.arch]
     for folder in args.include + [kernels]:
         argv += ["-I", os.path.abspath(folder)]
@@ -104,6 +109,7 @@ def main():
         at_once = {label: [] for label, _ in builds}
         exit_ms = {label: [] for label, _ in builds}
         every = {label: [] for label, _ in builds}
+        version = {label: [] for label, _ in builds}
         try:
             for _ in range(args.runs):
                 for label, _ in builds:
@@ -111,6 +117,7 @@ def main():
                     line = run(argv, env[label], None)
                     process[label].append((time.perf_counter() - start) * 1000)
                     exit_ms[label].append(time.monotonic() * 1000 - line["end_ms"])
+                    version[label].append(line["version_ms"])
                     if args.many:  # the first kernel; each of the others; all of them
                         first[label].append(line["first_ms"])
                         again[label].append((line["ms"] - line["first_ms"]) / max(args.many - 1, 1))
@@ -133,14 +140,15 @@ def main():
     busy = f", writer lock held {args.busy_writer} ms at a time" if args.busy_writer else ""
     print(f"{args.kernel}, {args.runs} fresh processes per build{busy}, ms: median (quartiles)")
     if args.many:
-        print(f"| build | first kernel (user-tier hit) | each of the other {args.many - 1} | all "
-              f"{args.many} | the process | its exit |")
-        print("|---|---:|---:|---:|---:|---:|")
-        columns = (first, again, every, process, exit_ms)
+        print(f"| build | the version call | first kernel (user-tier hit) | each of the other "
+              f"{args.many - 1} | all {args.many} | the process | its exit |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        columns = (version, first, again, every, process, exit_ms)
     else:
-        print("| build | first request (user-tier hit) | its repeat | the process | its exit |")
-        print("|---|---:|---:|---:|---:|")
-        columns = (first, again, process, exit_ms)
+        print("| build | the version call | first request (user-tier hit) | its repeat | the process "
+              "| its exit |")
+        print("|---|---:|---:|---:|---:|---:|")
+        columns = (version, first, again, process, exit_ms)
     for label, _ in builds:
         cells = [quartiles(values[label]) for values in columns]
         print(f"| {label} | " + " | ".join(f"{m:.3f} ({q1:.3f} to {q3:.3f})" for q1, m, q3 in cells)
