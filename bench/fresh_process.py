@@ -22,3 +22,9 @@ def run(argv, env, raw):
 def median(lines, field="ms"):
     """The median of field over measurements returned by run()."""
     return statistics.median(line[field] for line in lines)
+
+
+def quartiles(values):
+    """(first quartile, median, third quartile) of values."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 4], statistics.median(ordered), ordered[3 * len(ordered) // 4]

@@ -13,13 +13,14 @@ usage (on a machine with CuPy and an NVIDIA GPU, from the repository root):
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fresh_process import quartiles  # noqa: E402
 from rtc_front_end_gpu import counters, nvrtc_lib_dir  # noqa: E402
 
 PROGRAM = r'''
@@ -38,11 +39,6 @@ def run(env):
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
     return done.stdout.strip(), took
-
-
-def quartiles(values):
-    ordered = sorted(values)
-    return ordered[len(ordered) // 4], statistics.median(ordered), ordered[3 * len(ordered) // 4]
 
 
 def main():

@@ -33,19 +33,13 @@ The CuPy-like workload: --kernels bench/rtc/cupy_like --kernel cupy_like.cu --ma
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fresh_process import run  # noqa: E402
-
-
-def quartiles(values):
-    ordered = sorted(values)
-    return ordered[len(ordered) // 4], statistics.median(ordered), ordered[3 * len(ordered) // 4]
+from fresh_process import quartiles, run  # noqa: E402
 
 
 def main():
