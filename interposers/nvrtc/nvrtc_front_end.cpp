@@ -7,6 +7,8 @@
 
 #include <jitcache/version.hpp>
 
+#include <string_view>
+
 namespace jitcache {
 
 namespace nvrtc {
@@ -39,11 +41,39 @@ const Api::Real* Api::open() {
 
 namespace {
 
+// The real NVRTC, opened.
+Expected<const Api::Real*> opened_real() {
+  if (const Api::Real* opened = Api::real())
+    return opened;
+  return Error(ErrorCode::runtime_missing, "NVRTC could not be opened");
+}
+
+// How the real NVRTC is found (Api::open's first soname and folder), for the record `kind`.
+detail::LibrarySearch search(std::string_view kind) {
+  return {kind, {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}};
+}
+
+// The identity of the real NVRTC: key fields.
+Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>> probe() {
+  auto opened = opened_real();
+  if (!opened)
+    return opened.error();
+  auto toolchain = cuda::probe_toolchain((*opened)->nvrtc);
+  if (!toolchain)
+    return toolchain.error();
+  return detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>{
+      {{"nvrtc_version", toolchain->version},
+       {"nvrtc_build", toolchain->build},
+       {"jitcache_version", k_version}},
+      {(*opened)->nvrtc.file}};
+}
+
 // What nvrtcVersion, nvrtcGetNumSupportedArchs and nvrtcGetSupportedArchs answer.
 Expected<detail::ProbedLibraries<rtc::LibraryAnswers>> ask_library() {
-  const Api::Real* opened = Api::real();
-  if (!opened)
-    return Error(ErrorCode::runtime_missing, "NVRTC could not be opened");
+  auto real = opened_real();
+  if (!real)
+    return real.error();
+  const Api::Real* opened = *real;
   rtc::LibraryAnswers answers;
   int count = 0;
   if (opened->nvrtcVersion(&answers.major, &answers.minor) != NVRTC_SUCCESS ||
@@ -70,22 +100,9 @@ const rtc::FrontEnd& Api::front_end() {
       {"-arch=", "--gpu-architecture="},
       JITCACHE_NVRTC_DEFAULT_ARCH,
       true,
-      {"nvrtc front-end identity", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
-      []() -> Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>> {
-        const Real* opened = real();
-        if (!opened)
-          return Error(ErrorCode::runtime_missing, "NVRTC could not be opened");
-        auto toolchain = cuda::probe_toolchain(opened->nvrtc);
-        if (!toolchain)
-          return toolchain.error();
-        return detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>>>{
-            {{"nvrtc_version", toolchain->version},
-             {"nvrtc_build", toolchain->build},
-             {"jitcache_version", k_version}},
-            {opened->nvrtc.file}};
-      },
-      {{"nvrtc front-end answers", {JITCACHE_NVRTC_SONAME}, {JITCACHE_CUDA_LIBRARY_DIR}},
-       ask_library}};
+      search("nvrtc front-end identity"),
+      probe,
+      {search("nvrtc front-end answers"), ask_library}};
   return front_end;
 }
 

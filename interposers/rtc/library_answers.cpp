@@ -3,13 +3,15 @@
 #include "core/support/byte_io.hpp"
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace jitcache::rtc {
 
 namespace {
 
 constexpr std::string_view k_answers_magic = "jitcache-rtc-answers";
-constexpr std::uint32_t k_answers_format = 1;
+constexpr std::uint32_t k_answers_format = 1; // you MUST bump it when LibraryAnswers changes
 
 // The stored form of `answers` (the record's payload), and back; nullopt on bytes that are not a
 // whole one.

@@ -6,9 +6,7 @@
 #include <jitcache/expected.hpp>
 
 #include <functional>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace jitcache::rtc {
@@ -22,8 +20,8 @@ namespace jitcache::rtc {
 
 /// The answers of the runtime's calls that depend on its library alone, as it gave them.
 struct LibraryAnswers {
-  int major = 0; ///< the version call's
-  int minor = 0;
+  int major = 0; ///< the version call's major number
+  int minor = 0; ///< and its minor number
   /// The supported-targets call's, in its order (NVRTC's nvrtcGetSupportedArchs); empty where
   /// the API has none.
   std::vector<int> targets;

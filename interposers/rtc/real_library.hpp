@@ -27,7 +27,7 @@ Expected<RealLibrary> open_real_library(const std::vector<std::string>& sonames,
 template <typename Real> class OpenOnce {
 public:
   /// The runtime `open` opens (null when missing), opened by the first call of any thread.
-  template <typename Open> static const Real* get(Open open) {
+  static const Real* get(const Real* (*open)()) {
     static const Real* const opened = [&] {
       const Real* real = open();
       s_opened.store(true, std::memory_order_release);

@@ -3,6 +3,8 @@
 #include "interposers/rtc/real_library.hpp"
 #include "interposers/rtc/rtc_request.hpp"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -19,7 +21,7 @@ namespace jitcache::rtc {
 ///   static constexpr Result k_success, k_internal_error;
 ///   struct Real { pointers to the real functions: create, destroy, add_name_expression,
 ///                 compile, lowered_name, and those the API file passes on };
-///   static const Real* real();                          // opened once; null when missing
+///   static const Real* real();     // OpenOnce<Real>::get(open): opened once; null when missing
 ///   static const FrontEnd& front_end();
 ///   static const std::vector<OutputGetters>& outputs(); // the Get*Size/Get* pairs
 ///
@@ -243,19 +245,29 @@ public:
   /// A call that takes no program and whose answer depends on the runtime's library alone (its
   /// version, its targets): `from` answers it from the LibraryAnswers remembered for the library
   /// (nullopt where they cannot: a null pointer given), so that a process that asks opens no
-  /// runtime. The real runtime answers instead when it is open already, when the front-end is
-  /// off, and when anything fails.
+  /// runtime. The first answers the process gets are kept for the rest of it, so that two calls
+  /// always agree (a count and the list it sizes), as one library's would, and a call during
+  /// exit needs nothing that exit destroys. The real runtime answers instead when it was open
+  /// before the first such call, when the front-end is off, during exit before any was made, and
+  /// when anything fails.
   template <typename From, typename Call> static Result known(From from, Call call) {
-    if (!OpenOnce<Real>::opened() && !off()) {
+    const LibraryAnswers* kept = s_kept.load(std::memory_order_acquire);
+    if (!kept && !OpenOnce<Real>::opened() && !s_exiting.load() && !off()) {
       try {
         const FrontEnd& front_end = Api::front_end();
-        if (auto answers = library_answers(process_cache(), front_end.name, front_end.answers))
-          if (std::optional<Result> answer = from(*answers))
-            return *answer;
+        Cache& cache = process_cache();
+        // Registered after what it guards was made: it runs before they are destroyed.
+        static const bool watched = (std::atexit([] { s_exiting.store(true); }), true);
+        static_cast<void>(watched);
+        if (auto answers = library_answers(cache, front_end.name, front_end.answers))
+          kept = keep(std::move(*answers));
       } catch (...) {
         // Out of memory: the real runtime answers, below.
       }
     }
+    if (kept)
+      if (std::optional<Result> answer = from(*kept))
+        return *answer;
     return through(call);
   }
 
@@ -296,6 +308,20 @@ private:
   static Registry& registry() {
     static Registry* registry = new Registry; // never destroyed: calls may come during exit
     return *registry;
+  }
+
+  // known()'s: the first answers the process got (never freed: calls may come during exit), and
+  // whether exit has begun.
+  static inline std::atomic<const LibraryAnswers*> s_kept{nullptr};
+  static inline std::atomic<bool> s_exiting{false};
+
+  // `answers` kept for the process, unless another thread kept its own first: those kept.
+  static const LibraryAnswers* keep(LibraryAnswers answers) {
+    auto fresh = std::make_unique<LibraryAnswers>(std::move(answers));
+    const LibraryAnswers* first = nullptr;
+    if (s_kept.compare_exchange_strong(first, fresh.get(), std::memory_order_acq_rel))
+      return fresh.release();
+    return first;
   }
 
   static bool off() {

@@ -11,12 +11,15 @@
  * First the calls that depend on the runtime's library alone (its version; NVRTC: its archs),
  * as applications make them at their start. RTC_LOADED=FILE: then writes into FILE the path of
  * each mapped file named like the real runtime's library (RTC_SONAME up to ".so"), one a line:
- * whether anything had opened it by then. */
+ * whether anything had opened it by then. Then the same calls with null pointers (the runtime's
+ * own errors, which a front-end gets from the runtime). RTC_LIBRARY_ONLY=1: those calls alone,
+ * no program (and the version asked again during exit, as always). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/support/read_whole_file.h"
 
@@ -137,27 +140,8 @@ static char* read_file(const char* dir, const char* name) {
 
 static FILE* dump;
 
-/* The library's answers into the dump, then (RTC_LOADED) the real library's mapped files. */
-static void ask_library(void) {
-  int major = -1, minor = -1;
-  Result rc = api.Version(&major, &minor);
-  fprintf(dump, "version %d %d.%d\n", (int)rc, major, minor);
-#ifndef RTC_HIP
-  int count = -1;
-  rc = api.GetNumSupportedArchs(&count);
-  fprintf(dump, "archs %d %d", (int)rc, count);
-  if (rc == 0 && count > 0) {
-    int* archs = malloc(sizeof(int) * (size_t)count);
-    fprintf(dump, " %d", (int)api.GetSupportedArchs(archs));
-    for (int i = 0; i < count; ++i)
-      fprintf(dump, " %d", archs[i]);
-    free(archs);
-  }
-  fputc('\n', dump);
-#endif
-  const char* report = getenv("RTC_LOADED");
-  if (!report)
-    return;
+/* Writes into `report` the mapped files named like the real runtime's library. */
+static void report_loaded(const char* report) {
   FILE* out = fopen(report, "w");
   FILE* maps = fopen("/proc/self/maps", "r");
   if (!out || !maps)
@@ -172,6 +156,48 @@ static void ask_library(void) {
   }
   fclose(maps);
   fclose(out);
+}
+
+/* The version as first answered, and the same call during exit (registered before the runtime
+ * or a front-end is called, so it runs after their destructors): the same answer, or exit 3. */
+static Result first_rc;
+static int first_major = -1, first_minor = -1;
+static void ask_again_during_exit(void) {
+  int major = -1, minor = -1;
+  const Result rc = api.Version(&major, &minor);
+  if (rc != first_rc || major != first_major || minor != first_minor) {
+    fprintf(stderr, "the version during exit: %d %d.%d, first %d %d.%d\n", (int)rc, major, minor,
+            (int)first_rc, first_major, first_minor);
+    _exit(3);
+  }
+}
+
+/* The library's answers into the dump, then (RTC_LOADED) the real library's mapped files, then
+ * the calls with null pointers. */
+static void ask_library(void) {
+  Result rc = first_rc = api.Version(&first_major, &first_minor);
+  fprintf(dump, "version %d %d.%d\n", (int)rc, first_major, first_minor);
+#ifndef RTC_HIP
+  int count = -1;
+  rc = api.GetNumSupportedArchs(&count);
+  fprintf(dump, "archs %d %d", (int)rc, count);
+  if (rc == 0 && count > 0) {
+    int* archs = malloc(sizeof(int) * (size_t)count);
+    fprintf(dump, " %d", (int)api.GetSupportedArchs(archs));
+    for (int i = 0; i < count; ++i)
+      fprintf(dump, " %d", archs[i]);
+    free(archs);
+  }
+  fputc('\n', dump);
+#endif
+  const char* report = getenv("RTC_LOADED");
+  if (report)
+    report_loaded(report);
+  fprintf(dump, "version null %d\n", (int)api.Version(NULL, NULL));
+#ifndef RTC_HIP
+  fprintf(dump, "archs null %d %d\n", (int)api.GetNumSupportedArchs(NULL),
+          (int)api.GetSupportedArchs(NULL));
+#endif
 }
 
 /* One program: created with `headers` in memory, `expressions` added, compiled with `options`;
@@ -243,6 +269,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   load(argv[1]);
+  atexit(ask_again_during_exit);
   const char* kernels = argv[2];
   char include_headers[4096], include_toolkit[4096], include_cccl[4096];
   snprintf(include_headers, sizeof include_headers, "-I%s", argv[3]);
@@ -251,6 +278,10 @@ int main(int argc, char** argv) {
   if (!(dump = fopen(argv[5], "wb")))
     return 2;
   ask_library();
+  if (getenv("RTC_LIBRARY_ONLY")) { /* no program: nothing else may open the runtime */
+    fclose(dump);
+    return 0;
+  }
   const char* helper =
       "#include \"rtc_test_helper.h\"\n"
       "extern \"C\" __global__ void twice(float* x) { x[0] = helper_twice(x[0]); }\n";
