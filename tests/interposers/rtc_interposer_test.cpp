@@ -11,10 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace jitcache::test {
 
@@ -174,10 +176,23 @@ protected:
     return it->second;
   }
 
+  // The ways in where the front-end stands in for the runtime's soname (its folder first on
+  // LD_LIBRARY_PATH): only there does the loader map no real library of its own.
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> soname_ways() const {
+    std::vector<std::pair<std::string, std::map<std::string, std::string>>> ways;
+    for (const auto& way : GetParam().ways)
+      if (way.second.count("LD_LIBRARY_PATH"))
+        ways.push_back(way);
+    return ways;
+  }
+  static constexpr const char* k_no_soname_way =
+      "the client is linked with the real library (hipRTC's is libamdhip64), which the loader "
+      "maps whichever way the front-end comes in";
+
   TempDir m_dir;
   const fs::path m_cache = m_dir.path() / "cache";
   fs::path m_headers = shared_headers();
-  int m_runs = 0;
+  std::atomic<int> m_runs{0}; ///< dump() may run in several threads at once
 };
 
 TEST_P(RtcInterposerTest, EveryWayInAnswersByteForByteAndTheSecondProcessHits) {
@@ -199,15 +214,9 @@ TEST_P(RtcInterposerTest, EveryWayInAnswersByteForByteAndTheSecondProcessHits) {
 // applications at their start, are answered as the runtime answers them, and a process that
 // finds them remembered opens no runtime to answer them.
 TEST_P(RtcInterposerTest, AWarmProcessAsksTheLibraryWithoutOpeningTheRuntime) {
-  // Only where the front-end stands in for the runtime's soname (its folder first on
-  // LD_LIBRARY_PATH) does the loader map no real library of its own.
-  std::vector<std::pair<std::string, std::map<std::string, std::string>>> ways;
-  for (const auto& way : GetParam().ways)
-    if (way.second.count("LD_LIBRARY_PATH"))
-      ways.push_back(way);
+  const auto ways = soname_ways();
   if (ways.empty())
-    GTEST_SKIP() << GetParam().name << "'s client is linked with the real library, which the "
-                 << "loader maps whichever way the front-end comes in";
+    GTEST_SKIP() << k_no_soname_way;
   const fs::path report = m_dir.path() / "loaded";
   // What the process that ran last mapped of the real library (each run writes the report anew).
   const auto mapped = [&] {
@@ -239,6 +248,40 @@ TEST_P(RtcInterposerTest, AWarmProcessAsksTheLibraryWithoutOpeningTheRuntime) {
     EXPECT_EQ(dump(mode, env_with(with, "RTC_LIBRARY_ONLY", "1")), library) << "no program";
     EXPECT_EQ(mapped(), "") << "the process without a program opened the runtime";
     EXPECT_EQ(counters().first, std::uint64_t(GetParam().stored));
+  }
+}
+
+// Eight processes at once on an empty cache answer alike, each asking the runtime unless another
+// has remembered the answers by then; thirty after them, one after another, open nothing.
+TEST_P(RtcInterposerTest, EightAtOnceAskTheRuntimeThenThirtyInARowOpenNothing) {
+  const auto ways = soname_ways();
+  if (ways.empty())
+    GTEST_SKIP() << k_no_soname_way;
+  const auto& way = ways.front();
+  const std::string expected = baseline();
+  const std::string library = expected.substr(0, expected.find("== "));
+  const auto report = [&](int process) {
+    return m_dir.path() / ("loaded" + std::to_string(process));
+  };
+  const auto ask = [&](int process) {
+    auto env = env_with(way.second, "RTC_LIBRARY_ONLY", "1");
+    env["RTC_LOADED"] = report(process).string();
+    EXPECT_EQ(dump(way.first, env), library) << "process " << process;
+  };
+  std::vector<std::thread> at_once;
+  for (int process = 0; process < 8; ++process)
+    at_once.emplace_back(ask, process);
+  for (std::thread& thread : at_once)
+    thread.join();
+  // Which of them found another's answers remembered depends on timing; the first to ask cannot.
+  int opened = 0;
+  for (int process = 0; process < 8; ++process)
+    opened += read_bytes(report(process)).empty() ? 0 : 1;
+  EXPECT_GE(opened, 1);
+  for (int process = 8; process < 38; ++process) {
+    ask(process);
+    EXPECT_TRUE(fs::exists(report(process)));
+    EXPECT_EQ(read_bytes(report(process)), "") << "process " << process << " opened the runtime";
   }
 }
 
