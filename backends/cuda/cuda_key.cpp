@@ -24,24 +24,32 @@ namespace fs = std::filesystem;
 
 constexpr const char* k_backend = "cuda";
 
-Expected<Toolchain> probe_toolchain(const NvrtcApi& api) {
-  Toolchain toolchain;
-  int major = 0, minor = 0;
-  if (nvrtcResult rc = api.nvrtcVersion(&major, &minor); rc != NVRTC_SUCCESS)
+Expected<NvrtcSays> ask_nvrtc(const NvrtcApi& api) {
+  NvrtcSays says;
+  if (nvrtcResult rc = api.nvrtcVersion(&says.major, &says.minor); rc != NVRTC_SUCCESS)
     return nvrtc_error(api, "nvrtcVersion", rc, {});
-  toolchain.version = std::to_string(major) + "." + std::to_string(minor);
+  int count = 0;
+  if (nvrtcResult rc = api.nvrtcGetNumSupportedArchs(&count); rc != NVRTC_SUCCESS)
+    return nvrtc_error(api, "nvrtcGetNumSupportedArchs", rc, {});
+  says.archs.resize(static_cast<std::size_t>(std::max(count, 0)));
+  if (nvrtcResult rc = api.nvrtcGetSupportedArchs(says.archs.data()); rc != NVRTC_SUCCESS)
+    return nvrtc_error(api, "nvrtcGetSupportedArchs", rc, {});
+  return says;
+}
+
+Expected<Toolchain> probe_toolchain(const NvrtcApi& api) {
+  auto says = ask_nvrtc(api);
+  if (!says)
+    return says.error();
+  Toolchain toolchain;
+  toolchain.version = std::to_string(says->major) + "." + std::to_string(says->minor);
   // NVRTC reports no build number; its library file's size tells builds apart. Not the file's
   // name: one build is installed as libnvrtc.so.13.0.88 by a toolkit and as libnvrtc.so.13 by a
   // package, and a package of kernels made with one must serve a machine with the other.
   std::error_code ec;
   const auto size = fs::file_size(api.file, ec);
   toolchain.build = ec ? std::string("size unknown") : std::to_string(size) + " bytes";
-  int count = 0;
-  if (nvrtcResult rc = api.nvrtcGetNumSupportedArchs(&count); rc != NVRTC_SUCCESS)
-    return nvrtc_error(api, "nvrtcGetNumSupportedArchs", rc, {});
-  toolchain.archs.resize(static_cast<std::size_t>(count));
-  if (nvrtcResult rc = api.nvrtcGetSupportedArchs(toolchain.archs.data()); rc != NVRTC_SUCCESS)
-    return nvrtc_error(api, "nvrtcGetSupportedArchs", rc, {});
+  toolchain.archs = std::move(says->archs);
   std::sort(toolchain.archs.begin(), toolchain.archs.end());
   return toolchain;
 }

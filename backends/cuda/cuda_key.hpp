@@ -29,8 +29,20 @@ struct Toolchain {
   }
 };
 
-/// The identity of the NVRTC `api` was loaded from (its file: NvrtcApi::file). Errors:
-/// runtime_error naming the failing NVRTC call.
+/// What NVRTC says of itself, as it says it: nvrtcVersion's numbers and nvrtcGetSupportedArchs'
+/// list in NVRTC's order (what the NVRTC front-end answers those calls with).
+struct NvrtcSays {
+  int major = 0;          ///< nvrtcVersion's major number
+  int minor = 0;          ///< and its minor number
+  std::vector<int> archs; ///< nvrtcGetSupportedArchs, in NVRTC's order
+};
+
+/// Asks the NVRTC of `api` its version and its archs. Errors: runtime_error naming the failing
+/// NVRTC call.
+Expected<NvrtcSays> ask_nvrtc(const NvrtcApi& api);
+
+/// The identity of the NVRTC `api` was loaded from (its file: NvrtcApi::file), from ask_nvrtc().
+/// Errors: those of ask_nvrtc().
 Expected<Toolchain> probe_toolchain(const NvrtcApi& api);
 
 /// The loaded NVRTC's identity, queried once per process. Errors: as nvrtc(), or runtime_error

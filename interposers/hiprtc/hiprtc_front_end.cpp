@@ -38,12 +38,20 @@ namespace {
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
+// The real hipRTC, opened.
+Expected<const Api::Real*> opened_real() {
+  if (const Api::Real* opened = Api::real())
+    return opened;
+  return Error(ErrorCode::runtime_missing, "hipRTC could not be opened");
+}
+
 // The HIP backend's identity of hipRTC (its library, comgr's), when the hipRTC it reads is the
 // one the front-end passes calls to.
 Expected<detail::ProbedLibraries<Fields>> probe() {
-  const Api::Real* opened = Api::real();
-  if (!opened)
-    return Error(ErrorCode::runtime_missing, "hipRTC could not be opened");
+  auto real = opened_real();
+  if (!real)
+    return real.error();
+  const Api::Real* opened = *real;
   auto fields = hip::toolchain_fields();
   if (!fields)
     return fields.error();
@@ -58,13 +66,15 @@ Expected<detail::ProbedLibraries<Fields>> probe() {
 
 // What hiprtcVersion answers.
 Expected<detail::ProbedLibraries<rtc::LibraryAnswers>> ask_library() {
-  const Api::Real* opened = Api::real();
+  auto opened = opened_real();
   if (!opened)
-    return Error(ErrorCode::runtime_missing, "hipRTC could not be opened");
+    return opened.error();
   rtc::LibraryAnswers answers;
-  if (opened->hiprtcVersion(&answers.major, &answers.minor) != HIPRTC_SUCCESS)
-    return Error(ErrorCode::runtime_error, "hipRTC did not tell its version");
-  return detail::ProbedLibraries<rtc::LibraryAnswers>{std::move(answers), {opened->file}};
+  if (const hiprtcResult rc = (*opened)->hiprtcVersion(&answers.major, &answers.minor);
+      rc != HIPRTC_SUCCESS)
+    return Error(ErrorCode::runtime_error,
+                 "hiprtcVersion failed: " + std::string((*opened)->hiprtcGetErrorString(rc)));
+  return detail::ProbedLibraries<rtc::LibraryAnswers>{std::move(answers), {(*opened)->file}};
 }
 
 // hip::library_search() with the answers' record kind.

@@ -70,19 +70,14 @@ Expected<detail::ProbedLibraries<std::vector<std::pair<std::string, std::string>
 
 // What nvrtcVersion, nvrtcGetNumSupportedArchs and nvrtcGetSupportedArchs answer.
 Expected<detail::ProbedLibraries<rtc::LibraryAnswers>> ask_library() {
-  auto real = opened_real();
-  if (!real)
-    return real.error();
-  const Api::Real* opened = *real;
-  rtc::LibraryAnswers answers;
-  int count = 0;
-  if (opened->nvrtcVersion(&answers.major, &answers.minor) != NVRTC_SUCCESS ||
-      opened->nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count < 0)
-    return Error(ErrorCode::runtime_error, "NVRTC did not tell its version and targets");
-  answers.targets.resize(static_cast<std::size_t>(count));
-  if (count > 0 && opened->nvrtcGetSupportedArchs(answers.targets.data()) != NVRTC_SUCCESS)
-    return Error(ErrorCode::runtime_error, "NVRTC did not tell its targets");
-  return detail::ProbedLibraries<rtc::LibraryAnswers>{std::move(answers), {opened->nvrtc.file}};
+  auto opened = opened_real();
+  if (!opened)
+    return opened.error();
+  auto says = cuda::ask_nvrtc((*opened)->nvrtc);
+  if (!says)
+    return says.error();
+  return detail::ProbedLibraries<rtc::LibraryAnswers>{
+      {says->major, says->minor, std::move(says->archs)}, {(*opened)->nvrtc.file}};
 }
 
 } // namespace
