@@ -26,7 +26,8 @@ namespace jitcache::detail {
 /// Requests whose key depends on nothing but their arguments are also remembered by a cheap
 /// request hash (XXH3-128 over the raw arguments), so that a repeated identical request skips
 /// key building entirely. What vouches for such a shortcut, the stamps of the files its key was
-/// built from, is watched from its first proof (ProvenStamps): a repeated request costs one
+/// built from, is proven by stat at the first repeat and watched from the second, or later when
+/// its files are few for their folders (ProvenStamps, its folders weighed): a repeat then costs one
 /// ioctl(2) however many headers there are, and stats its files only after something they depend
 /// on raised an event, or where they cannot be watched.
 class HandleCache {
@@ -34,7 +35,7 @@ public:
   using Handle = std::shared_ptr<void>;
 
   /// Watching through the process's inotify instance (ProvenStamps::process_watch).
-  HandleCache() : m_proven(ProvenStamps::process_watch(), 0) {}
+  HandleCache() : m_proven(ProvenStamps::process_watch(), 0, true) {}
   /// Watching through an instance of its own; `probe` tells FileWatch which filesystem a
   /// directory is on (tests pretend a network one).
   explicit HandleCache(FilesystemProbe probe) : m_proven(probe) {}

@@ -2,15 +2,16 @@
 
 #include "core/key/file_stamp.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace jitcache::detail {
 
-ProvenStamps::ProvenStamps(std::shared_ptr<Watch> watch, unsigned watch_from)
-    : m_watch_from(watch_from), m_watch(std::move(watch)) {}
+ProvenStamps::ProvenStamps(std::shared_ptr<Watch> watch, unsigned watch_from, bool weigh_folders)
+    : m_watch_from(watch_from), m_weigh_folders(weigh_folders), m_watch(std::move(watch)) {}
 
 ProvenStamps::ProvenStamps(FilesystemProbe probe, unsigned watch_from)
-    : ProvenStamps(std::make_shared<Watch>(probe), watch_from) {}
+    : ProvenStamps(std::make_shared<Watch>(probe), watch_from, false) {}
 
 const std::shared_ptr<ProvenStamps::Watch>& ProvenStamps::process_watch() {
   static const auto* const watch = // never destroyed: used during exit
@@ -19,7 +20,8 @@ const std::shared_ptr<ProvenStamps::Watch>& ProvenStamps::process_watch() {
 }
 
 ProvenStamps& ProvenStamps::process() {
-  static ProvenStamps* const proven = new ProvenStamps(process_watch(), 1); // used during exit
+  static ProvenStamps* const proven =
+      new ProvenStamps(process_watch(), 1, true); // used during exit
   return *proven;
 }
 
@@ -53,7 +55,7 @@ bool ProvenStamps::hold(std::string_view encoded) {
     set.ticket.reset();
     // Watched first, proven after: a change made between the two is either seen by the stat
     // calls or raises an event that the ticket does not cover.
-    if (!set.unwatchable && set.proofs >= m_watch_from) {
+    if (!set.unwatchable && set.proofs >= watch_at(set)) {
       std::lock_guard<ForkSafeMutex> watching(m_watch->mutex);
       ticket = m_watch->files.watch(encoded);
       set.unwatchable = !ticket;
@@ -72,6 +74,21 @@ bool ProvenStamps::hold(std::string_view encoded) {
     }
   }
   return held;
+}
+
+unsigned ProvenStamps::watch_at(Proven& set) const {
+  if (set.proofs < m_watch_from)
+    return m_watch_from; // not weighed yet: a set proven once costs no more than its proof
+  if (!set.watch_at) {
+    set.watch_at = m_watch_from;
+    const auto extent = m_weigh_folders ? extent_of_stamps(set.stamps) : std::nullopt;
+    if (extent && extent->files > 0) { // the proofs by stat that cost the folders' watches
+      const std::size_t calls = k_calls_per_folder * extent->folders;
+      const std::size_t proofs = (calls + extent->files - 1) / extent->files;
+      set.watch_at = std::max<std::size_t>(m_watch_from, std::min<std::size_t>(proofs, 1u << 16));
+    }
+  }
+  return *set.watch_at;
 }
 
 std::uint64_t ProvenStamps::stat_checks() const {

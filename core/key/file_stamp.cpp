@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <unordered_set>
 #include <utility>
 
 namespace jitcache::detail {
@@ -180,6 +181,32 @@ std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded) {
   if (!ok)
     return std::nullopt;
   return out;
+}
+
+std::optional<StampsExtent> extent_of_stamps(std::string_view encoded) {
+  StampsExtent extent;
+  std::unordered_set<std::string_view> folders; // views into `encoded`
+  const bool ok = walk(
+      encoded,
+      [&](std::uint32_t, std::string_view dir) {
+        // The directory, then its ancestors up to / (or a relative path's first folder), until
+        // one already counted: its ancestors are counted too.
+        while (!dir.empty() && folders.insert(dir).second) {
+          const std::size_t slash = dir.rfind('/');
+          if (slash == std::string_view::npos)
+            break;
+          dir = slash > 0 ? dir.substr(0, slash) : dir.substr(0, dir.size() > 1 ? 1 : 0);
+        }
+        return true;
+      },
+      [&](std::uint32_t, std::string_view, const FileStamp&) {
+        ++extent.files;
+        return true;
+      });
+  if (!ok)
+    return std::nullopt;
+  extent.folders = folders.size();
+  return extent;
 }
 
 bool unchanged(std::string_view encoded) {

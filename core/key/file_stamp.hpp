@@ -58,6 +58,16 @@ std::string encode_stamps(const std::vector<FileStamp>& stamps);
 /// Back from encode_stamps() (grouped by directory); nullopt on malformed bytes.
 std::optional<std::vector<FileStamp>> decode_stamps(std::string_view encoded);
 
+/// How far the files of a set of stamps spread: what watching them costs (FileWatch).
+struct StampsExtent {
+  std::size_t files = 0;   ///< stamps
+  std::size_t folders = 0; ///< distinct folders their paths go through, / included
+};
+/// The extent of `encoded` (encode_stamps), read from its table of directories without a string
+/// per stamp: each directory and every ancestor of it, counted once (a relative path's folders
+/// down from the current directory, which counts as one). nullopt on malformed bytes.
+std::optional<StampsExtent> extent_of_stamps(std::string_view encoded);
+
 /// Whether every stamp in `encoded` (encode_stamps) still describes its file; false also on
 /// malformed bytes. Checked in the stored form, without making a string per stamp: each
 /// directory is opened once (O_PATH, one at a time) and each file stat'ed relative to it. Stops

@@ -109,18 +109,54 @@ void expect_each_change_drops_the_shortcut(
   }
 }
 
+// Finds `request` until a find makes no stat call (its files are watched), at most 64 times:
+// how many proofs by stat that took.
+std::uint64_t find_until_watched(const HandleCache& handles, const RequestHash& request) {
+  for (int i = 0; i < 64; ++i) {
+    const std::uint64_t before = handles.stat_checks();
+    EXPECT_TRUE(handles.find(request)) << i;
+    if (handles.stat_checks() == before)
+      return before;
+  }
+  ADD_FAILURE() << "never watched";
+  return handles.stat_checks();
+}
+
 TEST_F(HandleCacheTest, AWatchedShortcutIsServedWithoutStatCallsUntilAFileChanges) {
   HandleCache handles;
   handles.alias(request, loaded(), guards());
+  const std::uint64_t proofs = find_until_watched(handles, request);
   for (int i = 0; i < 100; ++i)
     ASSERT_TRUE(handles.find(request)) << i;
-  EXPECT_EQ(handles.stat_checks(), 1u) << "proven once, when its watches were set";
+  EXPECT_EQ(handles.stat_checks(), proofs) << "proven by its watches";
   write_file(dir.path() / "real/unrelated.h", "int u;\n"); // in a watched directory, not stamped
   EXPECT_TRUE(handles.find(request));
-  EXPECT_EQ(handles.stat_checks(), 1u) << "an event on another name is no reason to stat";
+  EXPECT_EQ(handles.stat_checks(), proofs) << "an event on another name is no reason to stat";
   write_file(dir.path() / "real/a.h", "int changed;\n");
   EXPECT_FALSE(handles.find(request));
-  EXPECT_EQ(handles.stat_checks(), 2u);
+  EXPECT_EQ(handles.stat_checks(), proofs + 1);
+}
+
+// Two files under the folders of a temporary directory: watching them costs several proofs by
+// stat, so a request made once more (its first proof) stats them and sets no watch; one made
+// over and over is watched once its proofs have cost about what the watches do.
+TEST_F(HandleCacheTest, AShortcutOfFewFilesIsStatedUntilItsProofsCostWhatWatchingItsFoldersDoes) {
+  const int before = test::inotify_instances();
+  HandleCache handles;
+  handles.alias(request, loaded(), guards());
+  ASSERT_TRUE(handles.find(request));
+  ASSERT_TRUE(handles.find(request));
+  EXPECT_EQ(handles.stat_checks(), 2u) << "proven by stat";
+  EXPECT_EQ(test::inotify_watches().size(), 0u) << "no watch set for a request repeated twice";
+  // The folders the two stamps' paths go through, / included (ProvenStamps weighs three calls
+  // per folder against a stat per file): link/a.h and first, in the temporary directory.
+  std::size_t folders = 1; // link
+  for (fs::path at = dir.path(); at != at.parent_path(); at = at.parent_path())
+    ++folders;
+  ++folders; // /
+  const std::uint64_t proofs = find_until_watched(handles, request);
+  EXPECT_EQ(proofs, (3 * folders + 1) / 2 + 1) << "watched at the proof after they cost as much";
+  EXPECT_LE(test::inotify_instances(), before + 1);
 }
 
 TEST_F(HandleCacheTest, AnEventOnOneShortcutsFilesReprovesTheOthersByStatNotByRebuilding) {
@@ -130,15 +166,14 @@ TEST_F(HandleCacheTest, AnEventOnOneShortcutsFilesReprovesTheOthersByStatNotByRe
   handles.alias(request, loaded(), guards());
   handles.alias(other, loaded(),
                 detail::encode_stamps({detail::stamp_of((dir.path() / "b/b.h").string())}));
-  ASSERT_TRUE(handles.find(request));
-  ASSERT_TRUE(handles.find(other));
-  ASSERT_EQ(handles.stat_checks(), 2u);
+  find_until_watched(handles, request);
+  const std::uint64_t proofs = find_until_watched(handles, other);
   write_file(dir.path() / "b/b.h", "int bb;\n");
   EXPECT_FALSE(handles.find(other));
   EXPECT_TRUE(handles.find(request)) << "its own files are unchanged";
-  EXPECT_EQ(handles.stat_checks(), 4u);
+  EXPECT_EQ(handles.stat_checks(), proofs + 2);
   EXPECT_TRUE(handles.find(request));
-  EXPECT_EQ(handles.stat_checks(), 4u) << "watched again";
+  EXPECT_EQ(handles.stat_checks(), proofs + 2) << "watched again";
 }
 
 TEST_F(HandleCacheTest, EachChangeDropsAWatchedShortcut) {
@@ -178,18 +213,20 @@ TEST_F(HandleCacheTest, EveryCacheAndTheProcessWatchThroughOneInotifyInstance) {
   const std::string stamps = guards();
   HandleCache first;
   HandleCache second;
-  for (HandleCache* handles : {&first, &second}) {
-    handles->alias(request, loaded(), stamps);
-    ASSERT_TRUE(handles->find(request));
-    ASSERT_TRUE(handles->find(request));
+  std::uint64_t proofs[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    HandleCache& handles = i == 0 ? first : second;
+    handles.alias(request, loaded(), stamps);
+    proofs[i] = find_until_watched(handles, request);
   }
   const int watching = test::inotify_instances();
   EXPECT_LE(watching, before + 1);
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 64; ++i)
     ASSERT_TRUE(detail::ProvenStamps::process().hold(stamps));
   EXPECT_EQ(test::inotify_instances(), watching);
-  EXPECT_EQ(first.stat_checks(), 1u) << "each Cache counts its own proofs";
-  EXPECT_EQ(second.stat_checks(), 1u);
+  EXPECT_EQ(first.stat_checks(), proofs[0]) << "each Cache counts its own proofs";
+  EXPECT_EQ(second.stat_checks(), proofs[1]);
+  EXPECT_EQ(proofs[0], proofs[1]);
   write_file(dir.path() / "real/a.h", "int changed;\n");
   EXPECT_FALSE(first.find(request));
   EXPECT_FALSE(second.find(request));

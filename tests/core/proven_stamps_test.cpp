@@ -78,6 +78,53 @@ TEST_F(ProvenStampsTest, ASetIsWatchedFromItsSecondProofAndThenProvenWithoutStat
   EXPECT_EQ(proven.stat_checks(), 2u) << "an event on another name is no reason to stat";
 }
 
+// Watching costs about three calls per folder on a set's paths: weighed (as the process's own
+// and every Cache's are), a set of many files in few folders is watched at its second proof, and
+// one file deep down only once its proofs by stat have made as many calls as its folders' watches.
+TEST_F(ProvenStampsTest, WeighedASetIsWatchedOnceItsProofsHaveCostWhatWatchingItsFoldersDoes) {
+  const auto watch = std::make_shared<ProvenStamps::Watch>(detail::probe_filesystem);
+  ProvenStamps proven(watch, 1, true);
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(proven.hold(stamps));
+  EXPECT_EQ(proven.stat_checks(), 2u)
+      << "301 files in a score of folders: watched at the second proof";
+
+  fs::path deep = dir.path();
+  for (int d = 0; d < 8; ++d)
+    deep /= "d" + std::to_string(d);
+  write_file(deep / "k.h", "int k;\n");
+  const std::string one = detail::encode_stamps({detail::stamp_of((deep / "k.h").string())});
+  std::uint64_t folders = 1; // /
+  for (fs::path at = deep; at != at.parent_path(); at = at.parent_path())
+    ++folders;
+  const std::uint64_t before = proven.stat_checks();
+  for (int i = 0; i < 200; ++i)
+    ASSERT_TRUE(proven.hold(one)) << i;
+  EXPECT_EQ(proven.stat_checks() - before, 3 * folders + 1)
+      << "proven by stat " << 3 * folders << " times, then watched (by a proof that stats)";
+  write_file(deep / "k.h", "int kk;\n");
+  EXPECT_FALSE(proven.hold(one)) << "and the watch sees a change";
+}
+
+TEST(ProvenStamps, TheExtentOfASetCountsEachFolderOnce) {
+  const auto stamp = [](const char* path) {
+    detail::FileStamp s;
+    s.path = path;
+    return s;
+  };
+  const auto extent = detail::extent_of_stamps(detail::encode_stamps(
+      {stamp("/usr/include/a.h"), stamp("/usr/include/sys/b.h"), stamp("/usr/include/sys/c.h"),
+       stamp("/etc/ld.so.cache"), stamp("/top"), stamp("inc/d.h"), stamp("e.h")}));
+  ASSERT_TRUE(extent);
+  EXPECT_EQ(extent->files, 7u);
+  // /, /usr, /usr/include, /usr/include/sys, /etc; inc and . (relative: from the current one)
+  EXPECT_EQ(extent->folders, 7u);
+  EXPECT_EQ(detail::extent_of_stamps(detail::encode_stamps({}))->folders, 0u);
+  const std::string encoded = detail::encode_stamps({stamp("/a/b.h")});
+  for (std::size_t cut = 0; cut < encoded.size(); ++cut)
+    EXPECT_FALSE(detail::extent_of_stamps(encoded.substr(0, cut))) << "cut at " << cut;
+}
+
 // Each change to what resolving the stamped paths looks up, made after the set is watched: the
 // next proof fails, however deep the header, through the symlink or not.
 TEST(ProvenStamps, EveryChangeToAWatchedSetFailsItsNextProof) {
