@@ -7,6 +7,8 @@
 #include "interposers/rtc/real_library.hpp"
 #include "interposers/rtc/rtc_interposer.hpp"
 
+#include <array>
+
 #include <hip/hiprtc.h>
 
 namespace jitcache::hiprtc {
@@ -45,11 +47,12 @@ struct Api {
 
   static const rtc::FrontEnd& front_end();
   using Interposer = rtc::Interposer<Api>;
-  static const std::vector<Interposer::OutputGetters>& outputs() {
-    static const std::vector<Interposer::OutputGetters> table = {
+  /// The Get*Size/Get* pairs, in a table exit never destroys (calls may come during exit).
+  static const auto& outputs() {
+    static constexpr std::array<Interposer::OutputGetters, 2> table{{
         {"Code", &Real::hiprtcGetCodeSize, &Real::hiprtcGetCode},
         {"ProgramLog", &Real::hiprtcGetProgramLogSize, &Real::hiprtcGetProgramLog},
-    };
+    }};
     return table;
   }
 

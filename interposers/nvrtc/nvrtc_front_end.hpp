@@ -8,6 +8,8 @@
 #include "interposers/rtc/real_library.hpp"
 #include "interposers/rtc/rtc_interposer.hpp"
 
+#include <array>
+
 #include <nvrtc.h>
 
 namespace jitcache::nvrtc {
@@ -56,14 +58,15 @@ struct Api {
 
   static const rtc::FrontEnd& front_end();
   using Interposer = rtc::Interposer<Api>;
-  static const std::vector<Interposer::OutputGetters>& outputs() {
-    static const std::vector<Interposer::OutputGetters> table = {
+  /// The Get*Size/Get* pairs, in a table exit never destroys (calls may come during exit).
+  static const auto& outputs() {
+    static constexpr std::array<Interposer::OutputGetters, 5> table{{
         {"PTX", &Real::nvrtcGetPTXSize, &Real::nvrtcGetPTX},
         {"CUBIN", &Real::nvrtcGetCUBINSize, &Real::nvrtcGetCUBIN},
         {"LTOIR", &Real::nvrtcGetLTOIRSize, &Real::nvrtcGetLTOIR},
         {"OptiXIR", &Real::nvrtcGetOptiXIRSize, &Real::nvrtcGetOptiXIR},
         {"ProgramLog", &Real::nvrtcGetProgramLogSize, &Real::nvrtcGetProgramLog},
-    };
+    }};
     return table;
   }
 

@@ -4,7 +4,6 @@
 #include "interposers/rtc/rtc_request.hpp"
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -23,7 +22,7 @@ namespace jitcache::rtc {
 ///                 compile, lowered_name, and those the API file passes on };
 ///   static const Real* real();     // OpenOnce<Real>::get(open): opened once; null when missing
 ///   static const FrontEnd& front_end();
-///   static const std::vector<OutputGetters>& outputs(); // the Get*Size/Get* pairs
+///   static const auto& outputs(); // the Get*Size/Get* pairs: a table exit never destroys
 ///
 /// A program the front-end made is a Wrapper; the real program behind it is made (from what the
 /// application gave) only when a call needs the real runtime: a miss, a call the front-end does
@@ -124,7 +123,7 @@ public:
     bool valid = count >= 0 && (count == 0 || options);
     for (int i = 0; valid && i < count; ++i)
       valid = options[i] != nullptr;
-    if (!valid || wrapper->compiled || wrapper->through) {
+    if (!valid || wrapper->compiled || wrapper->through || exiting()) {
       wrapper->through = true;
       return on_real(wrapper, real_compile);
     }
@@ -252,13 +251,10 @@ public:
   /// when anything fails.
   template <typename From, typename Call> static Result known(From from, Call call) {
     const LibraryAnswers* kept = s_kept.load(std::memory_order_acquire);
-    if (!kept && !OpenOnce<Real>::opened() && !s_exiting.load() && !off()) {
+    if (!kept && !OpenOnce<Real>::opened() && !off()) {
       try {
         const FrontEnd& front_end = Api::front_end();
         Cache& cache = process_cache();
-        // Registered after what it guards was made: it runs before they are destroyed.
-        static const bool watched = (std::atexit([] { s_exiting.store(true); }), true);
-        static_cast<void>(watched);
         if (auto answers = library_answers(cache, front_end.name, front_end.answers))
           kept = keep(std::move(*answers));
       } catch (...) {
@@ -310,10 +306,8 @@ private:
     return *registry;
   }
 
-  // known()'s: the first answers the process got (never freed: calls may come during exit), and
-  // whether exit has begun.
+  // known()'s: the first answers the process got (never freed: calls may come during exit).
   static inline std::atomic<const LibraryAnswers*> s_kept{nullptr};
-  static inline std::atomic<bool> s_exiting{false};
 
   // `answers` kept for the process, unless another thread kept its own first: those kept.
   static const LibraryAnswers* keep(LibraryAnswers answers) {
@@ -324,7 +318,11 @@ private:
     return first;
   }
 
+  // Off, or exit has come to what serving needs (the configuration, the description, the
+  // Cache): checked before any of them is touched.
   static bool off() {
+    if (exiting())
+      return true;
     try {
       return turned_off(Api::front_end().name);
     } catch (...) {

@@ -6,6 +6,8 @@
 #include "core/support/byte_io.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
 
 namespace jitcache::rtc {
@@ -318,8 +320,17 @@ std::vector<std::string> with_target(const FrontEnd& front_end,
 
 namespace {
 
+std::atomic<bool> g_exiting{false}; // never destroyed: read during exit
+
+// Registered right after an object that exit destroys was made: runs before its destructor.
+void exit_hook() {
+  g_exiting.store(true, std::memory_order_release);
+}
+
 const Config& process_config() {
   static const Config config = Config::from_environment();
+  static const bool hooked = std::atexit(exit_hook) == 0;
+  static_cast<void>(hooked);
   return config;
 }
 
@@ -329,7 +340,13 @@ Cache& process_cache() {
   // Destroyed at exit (or when the front-end is unloaded): the destructor flushes the records
   // and counters held for the user tier.
   static Cache cache(process_config());
+  static const bool hooked = std::atexit(exit_hook) == 0;
+  static_cast<void>(hooked);
   return cache;
+}
+
+bool exiting() {
+  return g_exiting.load(std::memory_order_acquire);
 }
 
 bool turned_off(const char* name) {

@@ -116,6 +116,12 @@ Cache& process_cache();
 /// cache, so that a front-end turned off creates nothing.
 bool turned_off(const char* name);
 
+/// Whether the process's exit has come to the front-end's own objects: set by hooks that
+/// process_cache() and the configuration register once made (std::atexit), which run before
+/// either is destroyed (and before the front-end's description, made before them). A call that
+/// sees it touches none of them: the real runtime answers it, as without the front-end.
+bool exiting();
+
 /// `options` compiling for `target` instead: each option that names a target
 /// (FrontEnd::target_options) left out, and the first such flag with `target` put where the
 /// first of them was (first of all when none was).

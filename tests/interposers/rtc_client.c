@@ -13,7 +13,10 @@
  * each mapped file named like the real runtime's library (RTC_SONAME up to ".so"), one a line:
  * whether anything had opened it by then. Then the same calls with null pointers (the runtime's
  * own errors, which a front-end gets from the runtime). RTC_LIBRARY_ONLY=1: those calls alone,
- * no program (and the version asked again during exit, as always). */
+ * no program (and the version asked again during exit, as always). RTC_AT_EXIT=1: no call at
+ * the start; the programs, then one more kept until exit, where (as a global object's destructor
+ * would) its outputs are read, it is destroyed and the version asked, answers appended to the
+ * dump. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -172,6 +175,26 @@ static void ask_again_during_exit(void) {
   }
 }
 
+/* RTC_AT_EXIT: a program compiled in main and kept, as a global object would keep it; during
+ * exit (registered before the runtime or a front-end is called, so that it runs after their
+ * destructors) its outputs are read and it is destroyed, as that object's destructor would, and
+ * the version asked, every answer appended to the dump. (A compile during exit is left out: the
+ * real NVRTC itself crashes in one.) */
+static const char* dump_path;
+static Program kept;
+static void dump_outputs(Program program);
+static void use_kept_during_exit(void) {
+  if (!(dump = fopen(dump_path, "ab")))
+    _exit(4);
+  fputs("== during exit\n", dump);
+  dump_outputs(kept);
+  fprintf(dump, "destroy %d\n", (int)api.DestroyProgram(&kept));
+  int major = -1, minor = -1;
+  const Result rc = api.Version(&major, &minor);
+  fprintf(dump, "version %d %d.%d\n", (int)rc, major, minor);
+  fclose(dump);
+}
+
 /* The library's answers into the dump, then (RTC_LOADED) the real library's mapped files, then
  * the calls with null pointers. */
 static void ask_library(void) {
@@ -200,6 +223,26 @@ static void ask_library(void) {
 #endif
 }
 
+/* Each output's size and bytes, into the dump. */
+static void dump_outputs(Program program) {
+#define RTC_DUMP(Name)                                                                             \
+  {                                                                                                \
+    size_t size = 0;                                                                               \
+    const Result size_rc = api.Get##Name##Size(program, &size);                                    \
+    fprintf(dump, "%s size %d %zu", #Name, (int)size_rc, size);                                    \
+    if (size_rc == 0) {                                                                            \
+      char* bytes = malloc(size + 1);                                                              \
+      const Result get_rc = api.Get##Name(program, bytes);                                         \
+      fprintf(dump, " get %d\n", (int)get_rc);                                                     \
+      if (get_rc == 0)                                                                             \
+        fwrite(bytes, 1, size, dump);                                                              \
+      free(bytes);                                                                                 \
+    }                                                                                              \
+    fputc('\n', dump);                                                                             \
+  }
+  RTC_OUTPUTS(RTC_DUMP)
+}
+
 /* One program: created with `headers` in memory, `expressions` added, compiled with `options`;
  * every answer written to the dump. */
 static void build(const char* name, const char* source, int headers, const char** contents,
@@ -226,22 +269,7 @@ static void build(const char* name, const char* source, int headers, const char*
   for (int i = 0; i < expressions; ++i)
     fprintf(dump, "add %s %d\n", expression[i], (int)api.AddNameExpression(program, expression[i]));
   fprintf(dump, "compile %d\n", (int)api.CompileProgram(program, options, (Strings)option));
-#define RTC_DUMP(Name)                                                                             \
-  {                                                                                                \
-    size_t size = 0;                                                                               \
-    const Result size_rc = api.Get##Name##Size(program, &size);                                    \
-    fprintf(dump, "%s size %d %zu", #Name, (int)size_rc, size);                                    \
-    if (size_rc == 0) {                                                                            \
-      char* bytes = malloc(size + 1);                                                              \
-      const Result get_rc = api.Get##Name(program, bytes);                                         \
-      fprintf(dump, " get %d\n", (int)get_rc);                                                     \
-      if (get_rc == 0)                                                                             \
-        fwrite(bytes, 1, size, dump);                                                              \
-      free(bytes);                                                                                 \
-    }                                                                                              \
-    fputc('\n', dump);                                                                             \
-  }
-  RTC_OUTPUTS(RTC_DUMP)
+  dump_outputs(program);
   for (int i = 0; i < expressions; ++i) {
     const char* lowered = NULL;
     rc = api.GetLoweredName(program, expression[i], &lowered);
@@ -269,7 +297,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   load(argv[1]);
-  atexit(ask_again_during_exit);
+  const int at_exit = getenv("RTC_AT_EXIT") != NULL;
+  dump_path = argv[5];
+  atexit(at_exit ? use_kept_during_exit : ask_again_during_exit);
   const char* kernels = argv[2];
   char include_headers[4096], include_toolkit[4096], include_cccl[4096];
   snprintf(include_headers, sizeof include_headers, "-I%s", argv[3]);
@@ -277,7 +307,8 @@ int main(int argc, char** argv) {
   snprintf(include_cccl, sizeof include_cccl, "-I%s/cccl", argv[4]);
   if (!(dump = fopen(argv[5], "wb")))
     return 2;
-  ask_library();
+  if (!at_exit)
+    ask_library();
   if (getenv("RTC_LIBRARY_ONLY")) { /* no program: nothing else may open the runtime */
     fclose(dump);
     return 0;
@@ -346,6 +377,20 @@ int main(int argc, char** argv) {
   }
   (void)include_headers;
 #endif
+  if (at_exit) { /* the program kept until exit */
+#ifdef RTC_HIP
+    const char* source = read_file(kernels, "saxpy.hip");
+    const char* options[] = {"--offload-arch=gfx90a"};
+#else
+    const char* source = read_file(kernels, "saxpy.cu");
+    const char* options[] = {"-arch=sm_80"};
+#endif
+    const char* names[] = {"cuda_common.cuh"};
+    const char* contents[] = {read_file(kernels, "cuda_common.cuh")};
+    fprintf(dump, "== kept\ncreate %d\n",
+            (int)api.CreateProgram(&kept, source, "kept", 1, (Strings)contents, (Strings)names));
+    fprintf(dump, "compile %d\n", (int)api.CompileProgram(kept, 1, (Strings)options));
+  }
   fclose(dump);
   while (files_count > 0)
     free(files_read[--files_count]);

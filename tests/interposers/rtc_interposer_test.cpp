@@ -285,6 +285,39 @@ TEST_P(RtcInterposerTest, EightAtOnceAskTheRuntimeThenThirtyInARowOpenNothing) {
   }
 }
 
+// A program that compiles, asks no library call first, and keeps a program until exit, where
+// (as a global object's destructor would) it reads its outputs, destroys it and asks the
+// version, after the front-end's own objects (its configuration, its description, its Cache)
+// were destroyed: every answer as without the front-end. Under AddressSanitizer (the sanitized
+// tree runs this test) a destroyed object touched would be reported and fail the run.
+TEST_P(RtcInterposerTest, CallsDuringExitAnswerAsWithoutTheFrontEnd) {
+  const std::string expected = dump("link", {{"RTC_AT_EXIT", "1"}});
+  const std::size_t exit_at = expected.find("== during exit\n");
+  ASSERT_NE(expected.find("== kept\ncreate 0\ncompile 0\n"), std::string::npos);
+  ASSERT_NE(exit_at, std::string::npos);
+  ASSERT_NE(expected.find("destroy 0\nversion 0 ", exit_at), std::string::npos);
+  // Where two dumps part (the whole dumps hold binaries): the first differing byte.
+  const auto same = [&](const std::string& got) -> ::testing::AssertionResult {
+    if (got == expected)
+      return ::testing::AssertionSuccess();
+    const auto at = std::mismatch(got.begin(), got.end(), expected.begin(), expected.end());
+    const std::size_t offset = static_cast<std::size_t>(at.first - got.begin());
+    return ::testing::AssertionFailure()
+           << "the dumps part at byte " << offset << " of " << got.size() << " (expected "
+           << expected.size() << ", its exit's part from " << exit_at
+           << "): " << got.substr(offset, 80);
+  };
+  for (const auto& [mode, env] : GetParam().ways) {
+    SCOPED_TRACE(mode + " with " + env.begin()->first);
+    fs::remove_all(m_cache);
+    const auto with = env_with(env, "RTC_AT_EXIT", "1");
+    EXPECT_TRUE(same(dump(mode, with))) << "first run (misses)";
+    EXPECT_TRUE(same(dump(mode, with))) << "second run (hits)";
+    EXPECT_EQ(counters().first, std::uint64_t(GetParam().stored + 1))
+        << "every program a hit, the one kept until exit too";
+  }
+}
+
 TEST_P(RtcInterposerTest, ADamagedCacheChangesNoAnswer) {
   const auto& [mode, env] = GetParam().ways.front();
   const std::string expected = baseline();
