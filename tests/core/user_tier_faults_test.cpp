@@ -282,6 +282,25 @@ TEST_F(UserTierFaults, ANetworkCacheDirectoryFallsBackToANodeLocalOne) {
   EXPECT_EQ(fs::status(local.parent_path()).permissions() & fs::perms::all, fs::perms::owner_all);
 }
 
+int g_local_probes = 0;
+Filesystem local_counted(const fs::path&) {
+  ++g_local_probes;
+  return Filesystem{0xEF53, "", false};
+}
+
+// The directory's filesystem is probed once on the way to opening it (statfs: a system call that
+// a fresh process's first hit makes once, not once per layer).
+TEST_F(UserTierFaults, ALocalCacheDirectoryIsProbedOnceOnTheWayToItsOpen) {
+  const Config config = Config::from_variables({{"JITCACHE_DIR", (dir.path() / "c").string()}});
+  LmdbStore::Options options;
+  options.probe = &local_counted;
+  g_local_probes = 0;
+  auto store = open_user_store(config, false, options);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->dir(), config.cache_dir);
+  EXPECT_EQ(g_local_probes, 1);
+}
+
 TEST(NetworkFilesystems, KnownTypesAreNamedAndLocalOnesAreNot) {
   EXPECT_EQ(network_filesystem_name(0x6969), "nfs");
   EXPECT_EQ(network_filesystem_name(0x0BD00BD0), "lustre");

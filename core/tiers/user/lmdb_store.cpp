@@ -109,7 +109,8 @@ Expected<std::shared_ptr<LmdbStore>> LmdbStore::open(const fs::path& dir, bool r
                                                      const Options& options) {
   // Before anything is created there: LMDB's locks and shared map do not work across the
   // clients of a network filesystem.
-  if (const Filesystem where = options.probe(dir); where.network)
+  if (const Filesystem where = options.probed_local ? Filesystem{} : options.probe(dir);
+      where.network)
     return Error(ErrorCode::unsupported, "cache directory " + dir.string() +
                                              " is on a network filesystem (" + where.name +
                                              "), where LMDB's locking is unsafe");

@@ -27,6 +27,9 @@ struct LmdbOptions {
   std::optional<std::uint64_t> max_size;
   /// How the directory's filesystem is examined (tests pretend a network filesystem).
   FilesystemProbe probe = &probe_filesystem;
+  /// The caller has just probed the directory and found it on a local filesystem: open() does
+  /// not probe it again (nor a reopen of the same directory).
+  bool probed_local = false;
 };
 
 /// The user tier: an LMDB environment in a directory (node-local; never on a network FS).

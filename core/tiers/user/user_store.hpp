@@ -35,7 +35,8 @@ open_user_store(const Config& config, bool read_only, LmdbStore::Options options
 /// existing directory writable), a DeferredUserTier that opens it on its first use, or makes it
 /// on the first write when it does not exist yet (see core/tiers/user/deferred_user_tier.hpp), so
 /// that a request a package serves opens nothing; otherwise open_user_store(config,
-/// config.read_only), now. Errors as open_user_store, when opened now.
+/// config.read_only), now. Either way the directory is the one user_store_dir() gives now (its
+/// filesystem probed once). Errors as open_user_store, when opened now.
 using CacheUserTier = std::variant<std::shared_ptr<LmdbStore>, std::shared_ptr<DeferredUserTier>>;
 Expected<CacheUserTier> cache_user_tier(const Config& config);
 
