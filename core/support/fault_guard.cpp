@@ -95,14 +95,15 @@ void install() {
   // wakes waiters every time), and every later one is a load.
   static const bool installed = [] {
     for (int i = 0; i < 2; ++i) {
-      ::sigaction(k_signals[i], nullptr, &g_previous[i]);
       struct sigaction ours {};
       ours.sa_sigaction = &on_fault;
       // SA_ONSTACK: an application that prepared an alternate stack (for stack overflows)
       // still gets its handler run on it. SA_NODEFER: see chain().
       ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
       sigemptyset(&ours.sa_mask);
-      ::sigaction(k_signals[i], &ours, nullptr);
+      // The handler it replaces read in the same call: none can be missed in between, and a
+      // fresh process's first request makes one system call per signal, not two.
+      ::sigaction(k_signals[i], &ours, &g_previous[i]);
     }
     return true;
   }();
