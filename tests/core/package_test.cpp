@@ -7,6 +7,7 @@
 #include "core/tiers/packages/package_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/hostile_trials.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <jitcache/config.hpp>
@@ -773,14 +774,6 @@ TEST(PackageFormatTest, AHeaderClaimingAHugeIndexIsRefusedBeforeItIsRead) {
   EXPECT_LT(taken_small, 64) << "pages read for a refused header: " << error_small;
 }
 
-// Randomized trials need a bound under sanitizers: JITCACHE_HOSTILE_TRIALS overrides the count
-// (ci/sanitize.sh sets it for every randomized hostile-input test).
-int package_trials(int normal) {
-  if (const char* trials = std::getenv("JITCACHE_HOSTILE_TRIALS"))
-    return std::max(1, std::atoi(trials));
-  return normal;
-}
-
 // `count` entries of distinct binaries (the i-th says it is the i-th), for sm_90.
 std::vector<PackageEntry> numbered_entries(int count, std::size_t payload_bytes) {
   std::vector<PackageEntry> entries;
@@ -852,7 +845,7 @@ TEST(PackageDamageTest, APackageReplacedWhileMappedIsAMissNeverACrashNorAWrongBi
   const std::string v1 = read_file(dir.path() / "v1.jcpkg");
   const std::string v2 = read_file(dir.path() / "v2.jcpkg");
   const fs::path live = dir.path() / "live.jcpkg";
-  const int trials = package_trials(300);
+  const int trials = test::hostile_trials(300);
   const std::uint64_t seed = 2027;
   std::printf("seed %llu, %d trials\n", static_cast<unsigned long long>(seed), trials);
   test::ChildProcess child([&] {
@@ -924,7 +917,7 @@ TEST(PackageDamageTest, AHeaderClaimingMoreThanItsFileIsRefusedWithBoundedReadin
       static_cast<long>(((k_package_max_entries + k_package_max_records) * k_package_index_record +
                          k_package_max_provenance + pristine.size() + (std::size_t(16) << 20)) /
                         4096);
-  const int trials = package_trials(300);
+  const int trials = test::hostile_trials(300);
   const std::uint64_t seed = 9027;
   std::printf("seed %llu, %d trials\n", static_cast<unsigned long long>(seed), trials);
   int refused = 0, opened = 0;
@@ -1024,7 +1017,7 @@ TEST(PackageDamageTest, RandomDamageToAPackageWithRecordsIsRefusedOrAMissNeverAW
   const std::string pristine =
       make_package_with(dir.path(), "sm_90", entries_for("sm_90", 6, 64), records);
   const auto right = accepted(records);
-  const int trials = package_trials(400);
+  const int trials = test::hostile_trials(400);
   const std::uint64_t seed = 3031;
   std::printf("seed %llu, %d trials\n", static_cast<unsigned long long>(seed), trials);
   int refused = 0, records_hit = 0, entries_hit = 0, unnoticed = 0;
@@ -1084,7 +1077,7 @@ TEST(PackageDamageTest, RecordsOfAPackageReplacedWhileMappedAreAMissNeverACrashN
   const std::string v2 = read_file(dir.path() / "v2.jcpkg");
   ASSERT_EQ(v1.size(), v2.size());
   const fs::path live = dir.path() / "live.jcpkg";
-  const int trials = package_trials(300);
+  const int trials = test::hostile_trials(300);
   const std::uint64_t seed = 2028;
   std::printf("seed %llu, %d trials\n", static_cast<unsigned long long>(seed), trials);
   test::ChildProcess child([&] {

@@ -4,7 +4,9 @@
 #include "core/engine/proven_stamps.hpp"
 #include "core/key/file_stamp.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/file_times.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/hostile_trials.hpp"
 #include "tests/support/inotify_instances.hpp"
 #include "tests/support/pretend_nfs.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -19,6 +21,8 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <iostream>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -123,6 +127,97 @@ TEST(ProvenStamps, TheExtentOfASetCountsEachFolderOnce) {
   const std::string encoded = detail::encode_stamps({stamp("/a/b.h")});
   for (std::size_t cut = 0; cut < encoded.size(); ++cut)
     EXPECT_FALSE(detail::extent_of_stamps(encoded.substr(0, cut))) << "cut at " << cut;
+}
+
+// Random sets (1 to 24 files and an absent candidate, in 1 to 5 folders 1 to 8 deep), each
+// proven 1 to 12 times (weighed: some are watched by then, some still stat'ed), then one random
+// change to what the set depends on: its next two proofs fail, whichever way it was being proven,
+// and a set beside it that the change does not concern still holds. Every change is made after
+// the files' status change time has ticked past, so that a stat sees it too.
+TEST(ProvenStamps, RandomSetsSeeEveryChangeWhetherWatchedOrNot) {
+  const int trials = test::hostile_trials(200);
+  const std::uint64_t seed = test::hostile_seed(31337);
+  std::cout << "stamp sets: " << trials << " trials, JITCACHE_HOSTILE_SEED=" << seed << "\n";
+  const char* const kinds[] = {"rewritten, same size",  "removed",
+                               "the candidate created", "a folder on the path renamed",
+                               "mode changed",          "replaced by a rename"};
+  int watched = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    std::mt19937_64 random(seed + static_cast<std::uint64_t>(trial));
+    const auto pick = [&](int low, int high) {
+      return std::uniform_int_distribution<int>(low, high)(random);
+    };
+    test::TempDir dir;
+    std::vector<fs::path> folders;
+    for (int f = pick(1, 5); f > 0; --f) {
+      fs::path folder = dir.path() / ("f" + std::to_string(f));
+      for (int depth = pick(1, 8); depth > 1; --depth)
+        folder /= "d" + std::to_string(depth);
+      fs::create_directories(folder);
+      folders.push_back(folder);
+    }
+    std::vector<fs::path> files;
+    for (int i = pick(1, 24); i > 0; --i) {
+      const fs::path file =
+          folders[pick(0, static_cast<int>(folders.size()) - 1)] / ("h" + std::to_string(i) + ".h");
+      write_file(file, "int v" + std::to_string(i) + ";\n");
+      files.push_back(file);
+    }
+    const fs::path absent = folders[pick(0, static_cast<int>(folders.size()) - 1)] / "shadow.h";
+    write_file(dir.path() / "beside" / "b.h", "int b;\n");
+    std::vector<detail::FileStamp> stamps{detail::stamp_of(absent.string())};
+    for (const fs::path& file : files)
+      stamps.push_back(detail::stamp_of(file.string()));
+    const std::string set = detail::encode_stamps(stamps);
+    const std::string beside =
+        detail::encode_stamps({detail::stamp_of((dir.path() / "beside" / "b.h").string())});
+    test::until_ctime_passes(files.back(), dir.path() / "beside" / "tick");
+
+    const auto watch = std::make_shared<ProvenStamps::Watch>(detail::probe_filesystem);
+    ProvenStamps proven(watch, 1, true);
+    const int proofs = pick(1, 12);
+    for (int i = 0; i < proofs; ++i) {
+      ASSERT_TRUE(proven.hold(set)) << "trial " << trial;
+      ASSERT_TRUE(proven.hold(beside)) << "trial " << trial;
+    }
+    const std::uint64_t before = proven.stat_checks();
+    ASSERT_TRUE(proven.hold(set));
+    watched += proven.stat_checks() == before ? 1 : 0;
+
+    const int kind = pick(0, 5);
+    const fs::path& file = files[pick(0, static_cast<int>(files.size()) - 1)];
+    SCOPED_TRACE(std::string("trial ") + std::to_string(trial) + ", " + kinds[kind] + ", " +
+                 std::to_string(proofs) + " proofs before, " + file.string());
+    switch (kind) {
+    case 0: {
+      std::string text = test::read_file(file);
+      text[4] = 'w';
+      write_file(file, text);
+      break;
+    }
+    case 1:
+      fs::remove(file);
+      break;
+    case 2:
+      write_file(absent, "int s;\n");
+      break;
+    case 3:
+      fs::rename(file.parent_path(), file.parent_path().string() + ".old");
+      break;
+    case 4:
+      fs::permissions(file, fs::perms::owner_read);
+      break;
+    default:
+      write_file(dir.path() / "new.h", "int n;\n");
+      fs::rename(dir.path() / "new.h", file);
+    }
+    EXPECT_FALSE(proven.hold(set));
+    EXPECT_FALSE(proven.hold(set)) << "and the next";
+    EXPECT_TRUE(proven.hold(beside)) << "a set the change does not concern";
+  }
+  std::cout << "stamp sets: " << watched << " of " << trials << " watched at the change\n";
+  EXPECT_GT(watched, 0) << "no trial reached a set's watch";
+  EXPECT_LT(watched, trials) << "no trial was still proven by stat";
 }
 
 // Each change to what resolving the stamped paths looks up, made after the set is watched: the

@@ -15,6 +15,7 @@
 #include "core/tiers/entry_codec.hpp"
 #include "core/tiers/remote/remote_seal.hpp"
 #include "core/tiers/remote/remote_store.hpp"
+#include "tests/support/hostile_trials.hpp"
 #include "tests/support/samples.hpp"
 #include "tests/support/scripted_redis.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -73,16 +74,6 @@ const char* name_of(Hostile kind) {
       "wrong_type",   "huge_length", "negative_length", "truncated", "nested", "garbage",
       "endless_scan", "silent",      "closed",          "forged",    "echo"};
   return names[static_cast<int>(kind)];
-}
-
-unsigned trials_per_kind() {
-  const char* set = std::getenv("JITCACHE_HOSTILE_TRIALS");
-  return set && std::atoi(set) > 0 ? static_cast<unsigned>(std::atoi(set)) : 200;
-}
-
-std::uint64_t base_seed() {
-  const char* set = std::getenv("JITCACHE_HOSTILE_SEED");
-  return set ? std::strtoull(set, nullptr, 10) : 20270;
 }
 
 // A server that keeps values as Redis does, for the commands jitcache sends, and lets a hostile
@@ -384,10 +375,11 @@ class RemoteHostileTest : public ::testing::TestWithParam<Hostile> {};
 
 TEST_P(RemoteHostileTest, NoReplyCrashesHangsServesOrLeaksAnything) {
   const Hostile kind = GetParam();
-  const unsigned trials = trials_per_kind();
-  const std::uint64_t seed = base_seed() * 1000003 + static_cast<std::uint64_t>(kind) * 100000;
+  const unsigned trials = static_cast<unsigned>(test::hostile_trials(200));
+  const std::uint64_t seed =
+      test::hostile_seed(20270) * 1000003 + static_cast<std::uint64_t>(kind) * 100000;
   std::cout << "hostile remote, kind " << name_of(kind) << ": " << trials
-            << " trials, JITCACHE_HOSTILE_SEED=" << base_seed() << "\n";
+            << " trials, JITCACHE_HOSTILE_SEED=" << test::hostile_seed(20270) << "\n";
   test::TempDir cache_dir, logs;
   // Short timeouts keep the trials that stall quick; the forged kind, whose every other reply
   // is sane, gets room so that a loaded machine does not mark its remote down.

@@ -8,6 +8,7 @@
 #include "core/record/request_record.hpp"
 #include "core/support/regular_file.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/hostile_trials.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -33,8 +34,7 @@ namespace fs = std::filesystem;
 
 // Trials per kind: JITCACHE_HOSTILE_TRIALS, else 200.
 int trials() {
-  const char* value = std::getenv("JITCACHE_HOSTILE_TRIALS");
-  return value ? std::max(1, std::atoi(value)) : 200;
+  return test::hostile_trials(200);
 }
 
 const char* const k_password = "S3cretPassw0rd";
