@@ -27,9 +27,8 @@ namespace jitcache::detail {
 /// `weigh_folders`, a set is also proven by stat until those proofs have made as many calls as
 /// watching its folders would (a toolkit's hundreds of headers in a few dozen folders: at the
 /// second proof; the four files of a compiler's identity under seven folders: at the seventh),
-/// so that a process that
-/// proves a small set twice, or makes a request and its repeat, does not pay a watch worth
-/// several proofs.
+/// so that a process that proves a small set twice, or makes a request and its repeat, does not
+/// pay a watch worth several proofs.
 /// Where FileWatch declines (a network or FUSE filesystem, inotify's limits, a forked child), every
 /// proof stats. Any event that concerns a watched file makes every watched set stat again, once.
 /// Bounded: past k_sets sets or k_bytes of their stamps, the remembered sets are forgotten.
