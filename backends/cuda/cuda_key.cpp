@@ -31,7 +31,12 @@ Expected<NvrtcSays> ask_nvrtc(const NvrtcApi& api) {
   int count = 0;
   if (nvrtcResult rc = api.nvrtcGetNumSupportedArchs(&count); rc != NVRTC_SUCCESS)
     return nvrtc_error(api, "nvrtcGetNumSupportedArchs", rc, {});
-  says.archs.resize(static_cast<std::size_t>(std::max(count, 0)));
+  if (count < 0)
+    return Error(ErrorCode::runtime_error,
+                 "nvrtcGetNumSupportedArchs answered " + std::to_string(count) + " archs");
+  says.archs.resize(static_cast<std::size_t>(count));
+  if (count == 0) // no list to ask for: a null buffer is NVRTC's invalid input
+    return says;
   if (nvrtcResult rc = api.nvrtcGetSupportedArchs(says.archs.data()); rc != NVRTC_SUCCESS)
     return nvrtc_error(api, "nvrtcGetSupportedArchs", rc, {});
   return says;

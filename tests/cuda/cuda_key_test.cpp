@@ -22,6 +22,55 @@ namespace fs = std::filesystem;
 
 const Toolchain k_nvrtc{"13.0", "libnvrtc.so.13, 1 bytes", {75, 80, 86, 89, 90, 100, 120, 121}};
 
+// A stand-in NVRTC for what the real one cannot be made to answer: a count of archs (zero, or
+// negative), or a failing call. Its list call refuses a null buffer, as NVRTC does.
+int g_stand_in_count = 0;
+nvrtcResult stand_in_version(int* major, int* minor) {
+  *major = 13;
+  *minor = 0;
+  return NVRTC_SUCCESS;
+}
+nvrtcResult stand_in_count(int* count) {
+  *count = g_stand_in_count;
+  return g_stand_in_count == 99 ? NVRTC_ERROR_INTERNAL_ERROR : NVRTC_SUCCESS;
+}
+nvrtcResult stand_in_archs(int* archs) {
+  if (!archs)
+    return NVRTC_ERROR_INVALID_INPUT;
+  for (int i = 0; i < g_stand_in_count; ++i)
+    archs[i] = 90 - i * 10;
+  return NVRTC_SUCCESS;
+}
+const char* stand_in_error(nvrtcResult) {
+  return "stand-in error";
+}
+
+TEST(AskNvrtc, AnswersItsVersionAndArchsInItsOrderAndNamesAFailingCall) {
+  NvrtcApi api{};
+  api.nvrtcVersion = &stand_in_version;
+  api.nvrtcGetNumSupportedArchs = &stand_in_count;
+  api.nvrtcGetSupportedArchs = &stand_in_archs;
+  api.nvrtcGetErrorString = &stand_in_error;
+  g_stand_in_count = 3;
+  auto says = ask_nvrtc(api);
+  ASSERT_TRUE(says) << says.error().message;
+  EXPECT_EQ(says->major, 13);
+  EXPECT_EQ(says->archs, (std::vector<int>{90, 80, 70})) << "NVRTC's order, not sorted";
+  g_stand_in_count = 0;
+  says = ask_nvrtc(api);
+  ASSERT_TRUE(says) << "no archs is an answer, not an error: " << says.error().message;
+  EXPECT_TRUE(says->archs.empty());
+  g_stand_in_count = -1;
+  says = ask_nvrtc(api);
+  ASSERT_FALSE(says);
+  EXPECT_NE(says.error().message.find("nvrtcGetNumSupportedArchs"), std::string::npos);
+  g_stand_in_count = 99;
+  says = ask_nvrtc(api);
+  ASSERT_FALSE(says);
+  EXPECT_NE(says.error().message.find("nvrtcGetNumSupportedArchs"), std::string::npos)
+      << says.error().message;
+}
+
 TEST(CudaTarget, AKnownDeviceGetsItsExactArchitecture) {
   auto target = device_target(k_nvrtc, 86);
   ASSERT_TRUE(target);
